@@ -1,0 +1,35 @@
+"""Times one conformance case's first step with TensorFlow (run by bench_cases.py with the
+Python of an environment where tensorflow is installed; never imported by dfg)."""
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+from google.protobuf import text_format
+
+case_dir, warmup, iters, threads = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), \
+    int(sys.argv[4])
+case = json.loads((case_dir / "case.json").read_text())
+step = case["steps"][0]
+gd = tf.compat.v1.GraphDef()
+text_format.Parse((case_dir / "graph.pbtxt").read_text(), gd)
+graph = tf.Graph()
+with graph.as_default():
+    tf.compat.v1.import_graph_def(gd, name="")
+config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
+                                  inter_op_parallelism_threads=threads)
+with tf.compat.v1.Session(graph=graph, config=config) as sess:
+    feed = {k: np.load(case_dir / v) for k, v in step["feed"].items()}
+    fetch = step["fetch"]
+    for _ in range(warmup):
+        sess.run(fetch, feed)
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        sess.run(fetch, feed)
+        times.append(time.perf_counter() - t0)
+print(json.dumps({"median_s": statistics.median(times), "min_s": min(times)}))

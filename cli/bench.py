@@ -1,0 +1,73 @@
+"""``dfg bench``: time a step, like TensorFlow's benchmark_model."""
+
+from __future__ import annotations
+
+import click
+
+from .feeds import feed_option, parse_feeds
+from .options import console, emit_json, fetch_option, graph_argument, json_option, load
+
+
+@click.command()
+@graph_argument
+@fetch_option(required=True)
+@feed_option()
+@click.option("--target", "targets", multiple=True, metavar="N",
+              help="Node to run for its effect in every step (repeatable).")
+@click.option("--init", "inits", multiple=True, metavar="N",
+              help="Node to run once before timing (repeatable).")
+@click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Untimed steps first (plans are built and costs measured here).")
+@click.option("--iters", type=click.IntRange(min=1), default=None,
+              help="Timed steps (default: as many as fit in --seconds).")
+@click.option("--seconds", type=click.FloatRange(min=0), default=2.0, show_default=True,
+              help="Time budget when --iters is not given.")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="Executor threads (default: one per core).")
+@json_option
+def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: tuple[str, ...],
+          inits: tuple[str, ...], warmup: int, iters: int | None, seconds: float,
+          threads: int | None, as_json: bool) -> None:
+    """Run GRAPH's step repeatedly in one process and print seconds per step.
+
+    \b
+    JSON keys (stable): graph, fetches, threads, iters, min_s, median_s, mean_s, max_s.
+
+    \b
+    Example:
+      dfg bench examples/while_counter.pbtxt --fetch counter/Exit --feed n=1000 --iters 50
+    """
+    import statistics
+    import time
+
+    from dfg.executor import Session
+
+    feed_dict = parse_feeds(feeds)
+    g = load(graph)
+    with Session(g, threads=threads) as sess:
+        if inits:
+            sess.run([], targets=list(inits))
+        step = (list(fetches), feed_dict, list(targets))
+        for _ in range(warmup):
+            sess.run(*step)
+        times: list[float] = []
+        t_end = time.perf_counter() + seconds
+        while (len(times) < iters) if iters else (time.perf_counter() < t_end or not times):
+            t0 = time.perf_counter()
+            sess.run(*step)
+            times.append(time.perf_counter() - t0)
+        used = sess.threads
+    res = {"graph": graph, "fetches": list(fetches), "threads": used, "iters": len(times),
+           "min_s": min(times), "median_s": statistics.median(times),
+           "mean_s": statistics.fmean(times), "max_s": max(times)}
+    if as_json:
+        emit_json(res)
+        return
+    console().print(
+        f"{graph}: {res['iters']} steps on {used} thread(s): "
+        f"min {_ms(res['min_s'])}  median {_ms(res['median_s'])}  "
+        f"mean {_ms(res['mean_s'])}  max {_ms(res['max_s'])}")
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:.3f} ms"

@@ -1,0 +1,101 @@
+"""The ``dfg`` command: a click group over a table of subcommands, one module each.
+
+Command modules are imported only when their command runs (or when ``--help`` lists them), and
+import heavy libraries (numpy, rich, the executor) inside their functions, so that start-up
+stays fast. Errors become one line on stderr and an exit code: 0 ok, 1 invalid graph or failed
+run, 2 bad usage or unreadable input; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from dfg.graphdef.errors import DfgError
+
+# The one command table: name -> "module:function" under dfg.cli.
+COMMANDS = {
+    "info": "info:info",
+    "convert": "convert:convert",
+    "validate": "validate:validate",
+    "prune": "prune:prune",
+    "run": "run:run",
+    "bench": "bench:bench",
+    "ops": "ops:ops",
+    "viz": "viz:viz",
+    "optimize": "optimize:optimize",
+}
+
+
+class DfgGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in COMMANDS if self._load(name) is not None]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        return self._load(name)
+
+    @staticmethod
+    def _load(name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        try:
+            mod = importlib.import_module(f"dfg.cli.{module}")
+        except ModuleNotFoundError as e:
+            if e.name == f"dfg.cli.{module}":
+                return None  # not built yet
+            raise
+        return getattr(mod, attr)
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except DfgError as e:
+            if ctx.meta.get("dfg.debug"):
+                raise
+            click.echo(f"dfg: error: {e}", err=True)
+            ctx.exit(e.exit_code)
+        except BrokenPipeError:
+            # downstream closed the pipe (dfg ... | head): not an error worth a traceback
+            sys.stderr.close()
+            ctx.exit(0)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except Exception as e:  # a bug: still one line, unless --debug
+            if ctx.meta.get("dfg.debug"):
+                raise
+            click.echo(f"dfg: internal error: {type(e).__name__}: {e} "
+                       "(rerun with --debug for the traceback)", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=DfgGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="dfg", prog_name="dfg")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """dfg: inspect, validate, prune, optimize, visualize and run TensorFlow GraphDefs.
+
+    GRAPH arguments take .pb, .pbtxt or .json files (the format is detected from the
+    content) or '-' for standard input. Exit status: 0 ok, 1 the graph is invalid or the run
+    failed, 2 bad usage or unreadable input.
+
+    \b
+    Examples:
+      dfg info model.pb
+      dfg run model.pbtxt --fetch y --feed x=[[1,2]]
+      dfg prune model.pb --fetch logits | dfg viz - -o g.svg
+      dfg validate *.pbtxt --json | jq
+    """
+    ctx.meta["dfg.debug"] = debug
+
+
+def main() -> None:
+    cli(prog_name="dfg")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""``dfg optimize``: rewrite a graph so the same fetches come out with less work."""
+
+from __future__ import annotations
+
+import re
+
+import click
+
+from .options import (
+    console,
+    emit_json,
+    fetch_option,
+    graph_argument,
+    json_option,
+    load,
+    output_option,
+    to_option,
+)
+
+_SIZE = re.compile(r"(\d+)\s*([kmg]i?b?|b)?", re.IGNORECASE)
+
+
+def _names(values: tuple[str, ...]) -> list[str]:
+    # each option repeats, and also takes a comma-separated list (names never hold commas)
+    return [part.strip() for v in values for part in v.split(",") if part.strip()]
+
+
+def _bytes(value: str) -> int:
+    """``1048576``, ``512k``, ``1MiB``, ``2M``: binary multiples."""
+    from dfg.graphdef.errors import UsageError
+
+    m = _SIZE.fullmatch(value.strip())
+    if m is None:
+        raise UsageError(f"--max-const-bytes '{value}' is not a size (e.g. 1048576, 512KiB, 1M)")
+    unit = (m.group(2) or "b").lower()[0]
+    return int(m.group(1)) * {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[unit]
+
+
+@click.command()
+@graph_argument
+@fetch_option(help="Tensor that must still be computable under its name (repeatable or "
+                   "comma-separated).")
+@click.option("--target", "targets", multiple=True, metavar="N",
+              help="Node that must still run, e.g. an init op (repeatable).")
+@click.option("--feed", "feeds", multiple=True, metavar="T",
+              help="Tensor that may be fed: it stays feedable and is never folded, merged or "
+                   "bypassed; unlike dfg prune --feed it does not cut the graph (repeatable).")
+@output_option
+@to_option
+@click.option("--passes", "passes", metavar="a,b,c",
+              help="Run only these passes (always in the order listed above).")
+@click.option("--skip", "skip", multiple=True, metavar="P",
+              help="Do not run this pass (repeatable or comma-separated).")
+@click.option("--max-const-bytes", "max_const_bytes", default="1MiB", show_default=True,
+              metavar="N", help="Largest constant folding may create (bytes; k/M/G suffixes).")
+@click.option("--max-rounds", "max_rounds", type=click.IntRange(1, 1000), default=10,
+              show_default=True, help="Repeat the passes at most this many times.")
+@click.option("--report", is_flag=True,
+              help="Print a table of what each pass did on standard error.")
+@json_option
+@click.option("--verify", "do_verify", is_flag=True,
+              help="Run original and optimized graph on random inputs and compare the fetches.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the random inputs of --verify.")
+def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
+             feeds: tuple[str, ...], output: str, to: str | None, passes: str | None,
+             skip: tuple[str, ...], max_const_bytes: str, max_rounds: int, report: bool,
+             as_json: bool, do_verify: bool, seed: int) -> None:
+    """Optimize GRAPH for the given fetches and targets and write the result.
+
+    Fetched tensors keep their names and values, targets still run, every tensor named by
+    --feed and every Placeholder stays feedable. Each pass returns a new graph; after each
+    one the graph is validated, and a pass that fails or breaks the graph is skipped with a
+    warning (the output is never a corrupted graph). The passes repeat until nothing changes.
+
+    \b
+    Passes (in the order they run; * = not run unless named in --passes):
+      prune             drop every node the fetches and targets do not need
+      debug_strip *     remove Assert/CheckNumerics/Print (a failing Assert stops failing)
+      constant_folding  evaluate nodes whose inputs are constants, with dfg's own kernels
+                        (stateless ops only; never beyond --max-const-bytes; never a node
+                        whose evaluation fails, so errors stay errors); Shape/Rank/Size of
+                        statically known shapes
+      dead_branches     a cond with a constant predicate keeps only the branch it takes
+      arithmetic        x*1, x+0, x-0, x/1, --x; (x+c1)+c2 -> x+(c1+c2); AddN of x*c_i
+                        -> x*sum(c_i); respects broadcasting; never x*0 on floats (NaN*0)
+      fold_batch_norm   inference FusedBatchNorm folded into the Conv2D filter + BiasAdd
+      loop_invariant    values computed only from a loop's constant inputs move out of it
+      cse               identical computations computed once
+      identity_removal  Identity/StopGradient/Snapshot/IdentityN/NoOp removed (control
+                        dependencies kept); never a variable read or a cond pivot
+
+    \b
+    Output: the graph goes to OUT (-o; default standard output as pbtxt; format from --to
+    or OUT's extension), written atomically. --report prints a table (pass, nodes and edges
+    before/after, changed, time) on standard error, so standard output stays the graph.
+    --json prints a JSON report on standard output instead, so the graph must go to a file
+    with -o. JSON keys: input, output, graph{nodes_before, nodes_after, edges_before,
+    edges_after}, passes, rounds, converged, records[{name, round, nodes_before,
+    nodes_after, edges_before, edges_after, changed, seconds, status, message}], warnings,
+    verify ({ok, message, first_difference, fed, compared} or null).
+
+    \b
+    --verify runs the original and the optimized graph once each (fresh sessions) with
+    random values for every Placeholder the fetches need (seeded by --seed, unknown
+    dimensions as 2) and compares every fetch (rtol 1e-5, atol 1e-6). If they differ, the
+    graph is not written and the exit status is 1, naming the first differing fetch.
+
+    \b
+    Exit status: 0 ok; 1 GRAPH is invalid, a name is not in it, or --verify found a
+    difference; 2 bad usage or unreadable GRAPH.
+
+    \b
+    Examples:
+      dfg optimize model.pb --fetch logits -o model.opt.pb --report
+      dfg optimize model.pbtxt --fetch y --feed x --verify > opt.pbtxt
+      dfg optimize train.pbtxt --fetch loss --target init --skip loop_invariant
+      dfg optimize model.pb --fetch y -o opt.pb --json | jq '.graph'
+    """
+    from dfg.graphdef.errors import DfgError, InvalidGraphError, UsageError
+    from dfg.graphdef.io import save_graphdef
+    from dfg.graphdef.passes import PassOptions
+    from dfg.graphdef.passes.pipeline import optimize as run_pipeline
+    from dfg.graphdef.validate import validate
+
+    fetch_list, feed_list, target_list = _names(fetches), _names(feeds), _names(targets)
+    for f in feed_list:
+        if "=" in f:
+            raise UsageError(f"--feed '{f}': optimize takes tensor names only, not values "
+                             f"(try --feed {f.split('=', 1)[0]})")
+    if not fetch_list and not target_list:
+        raise UsageError("nothing to optimize for: give at least one --fetch or --target")
+    if as_json and output == "-":
+        raise UsageError("--json prints the report on standard output: write the graph to a "
+                         "file with -o OUT")
+    pass_list = _names((passes,)) if passes is not None else None
+    options = PassOptions(tuple(fetch_list), tuple(target_list), tuple(feed_list),
+                          _bytes(max_const_bytes))
+    g = load(graph)
+    errors = [d for d in validate(g) if d.is_error]
+    if errors:
+        raise InvalidGraphError(f"the graph is not valid ({len(errors)} error"
+                                f"{'s' if len(errors) != 1 else ''}; first: {errors[0]}); "
+                                "see `dfg validate`", source=graph)
+    result = run_pipeline(g, options, pass_list, skip=_names(skip), max_rounds=max_rounds)
+    for w in result.warnings:
+        click.echo(f"dfg: warning: {w}", err=True)
+
+    verdict = None
+    if do_verify:
+        from dfg.graphdef.passes.verify import verify
+
+        verdict = verify(g, result.graph_def, fetch_list, target_list, seed=seed)
+    if report:
+        _print_report(result, verdict)
+    if as_json:
+        emit_json({
+            "input": graph,
+            "output": output,
+            "graph": {"nodes_before": result.nodes_before, "nodes_after": result.nodes_after,
+                      "edges_before": result.edges_before, "edges_after": result.edges_after},
+            "passes": result.passes,
+            "rounds": result.rounds,
+            "converged": result.converged,
+            "records": [r.to_dict() for r in result.records],
+            "warnings": result.warnings,
+            "verify": verdict.to_dict() if verdict is not None else None,
+        })
+    if verdict is not None and not verdict.ok:
+        raise DfgError(f"--verify: the optimized graph differs from the original: "
+                       f"{verdict.message} (graph not written)")
+    save_graphdef(result.graph_def, output, to)
+
+
+def _print_report(result, verdict) -> None:
+    from rich.table import Table
+
+    con = console(stderr=True)
+    table = Table(title="dfg optimize", title_justify="left")
+    for col, just in (("round", "right"), ("pass", "left"), ("nodes", "right"),
+                      ("edges", "right"), ("changed", "left"), ("time", "right")):
+        table.add_column(col, justify=just)
+    for r in result.records:
+        changed = {"ok": "yes" if r.changed else "", "failed": "FAILED (skipped)",
+                   "rejected": "REJECTED (skipped)"}[r.status]
+        table.add_row(str(r.round), r.name, f"{r.nodes_before} -> {r.nodes_after}",
+                      f"{r.edges_before} -> {r.edges_after}", changed,
+                      f"{r.seconds * 1000:.1f} ms")
+    table.add_row("", "total", f"{result.nodes_before} -> {result.nodes_after}",
+                  f"{result.edges_before} -> {result.edges_after}",
+                  "converged" if result.converged else "round limit",
+                  f"{sum(r.seconds for r in result.records) * 1000:.1f} ms")
+    con.print(table)
+    if verdict is not None:
+        con.print(f"verify: {'ok' if verdict.ok else 'DIFFERENT'}: {verdict.message}")

@@ -1,0 +1,69 @@
+"""``dfg prune``: keep only what some fetches and targets need."""
+
+from __future__ import annotations
+
+import click
+
+from .options import fetch_option, graph_argument, load, output_option, to_option
+
+
+def _names(values: tuple[str, ...]) -> list[str]:
+    # each option repeats, and also takes a comma-separated list (names never hold commas)
+    return [part.strip() for v in values for part in v.split(",") if part.strip()]
+
+
+@click.command()
+@graph_argument
+@fetch_option(help="Tensor to keep, node or node:index (repeatable, or comma-separated).")
+@click.option("--feed", "feeds", multiple=True, metavar="T",
+              help="Tensor that will be fed: it becomes a Placeholder and cuts the graph "
+                   "(repeatable).")
+@click.option("--target", "targets", multiple=True, metavar="N",
+              help="Node to keep for its effects, e.g. an init op (repeatable).")
+@output_option
+@to_option
+def prune(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
+          targets: tuple[str, ...], output: str, to: str | None) -> None:
+    """Write the part of GRAPH that the fetches and targets need.
+
+    Keeps exactly the nodes reachable backwards from the fetches and targets through data
+    and control inputs (loop back edges included: loops stay whole), as TensorFlow's
+    extract_sub_graph does; node order, versions and the function library are kept.
+
+    \b
+    A fed tensor cuts the graph, as TensorFlow's strip_unused does:
+      --feed x (or x:0)  node x becomes a Placeholder named x with x's dtype and the shape
+                         known from _output_shapes / its shape attr / a Const's value;
+                         whatever only x needed is dropped.
+      --feed x:k, k > 0  a Placeholder named x/feed_k replaces x:k for its readers (a
+                         Placeholder has one output); x stays only if still needed. Same
+                         for x:0 when x must still run (a control edge on it).
+    Tensors inside a while loop cannot be fed. Fetching a fed tensor is allowed when the
+    name still holds it (x:0 with x replaced).
+
+    \b
+    Output: pbtxt, pb or json from --to, else from OUT's extension; pbtxt on standard
+    output ('-', the default), so it pipes into other commands.
+    Exit status: 1 when a fetch, feed or target names no node (with a did-you-mean);
+    2 for a malformed tensor name or an unreadable GRAPH.
+
+    \b
+    Examples:
+      dfg prune model.pb --fetch logits -o small.pb
+      dfg prune model.pb --fetch y --feed hidden:0 | dfg info -
+      dfg prune vars.pbtxt --fetch w/read --target init --to json
+    """
+    from dfg.graphdef.errors import UsageError
+    from dfg.graphdef.io import save_graphdef
+    from dfg.graphdef.prune import prune as run_prune
+
+    fetch_list, feed_list, target_list = _names(fetches), _names(feeds), _names(targets)
+    for f in feed_list:
+        if "=" in f:
+            raise UsageError(f"--feed '{f}': prune takes tensor names only, not values "
+                             f"(try --feed {f.split('=', 1)[0]})")
+    if not fetch_list and not target_list:
+        raise UsageError("nothing to keep: give at least one --fetch or --target")
+    g = load(graph)
+    graph_def = run_prune(g, fetch_list, feeds=feed_list, targets=target_list)
+    save_graphdef(graph_def, output, to)

@@ -1,0 +1,97 @@
+"""Sources, identities and assertions: Const, Placeholder*, Identity*, NoOp, Assert ..."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from dfg.graphdef.errors import InvalidArgumentError
+
+from .registry import kernel
+
+
+@kernel("Const", "HostConst", cheap=True)
+def const(ctx):
+    # bound once at plan time; kernels never mutate their inputs, so sharing is safe
+    return ctx.attrs["value"]
+
+
+@kernel("Placeholder", "PlaceholderV2", cheap=True)
+def placeholder(ctx):
+    from dfg.graphdef.dtypes import from_numpy, name
+    from dfg.graphdef.tensors import format_shape
+
+    dt = ctx.attrs.get("dtype")
+    shape = ctx.attrs.get("shape")
+    dts = name(from_numpy(dt)) if isinstance(dt, np.dtype) else str(dt)
+    raise InvalidArgumentError(
+        f"You must feed a value for placeholder tensor '{ctx.node}' with dtype {dts}"
+        + (f" and shape {format_shape(shape)}" if shape is not None else ""))
+
+
+@kernel("PlaceholderWithDefault", "Identity", "StopGradient", "PreventGradient", "Snapshot",
+        "RefIdentity", "EnsureShape", "CheckNumericsV2", cheap=True)
+def identity(ctx, x):
+    if ctx.op == "EnsureShape":
+        want = ctx.attrs.get("shape")
+        if want is not None and (len(want) != x.ndim or any(
+                w is not None and w != h for w, h in zip(want, x.shape))):
+            raise InvalidArgumentError(
+                f"Shape of tensor {list(x.shape)} is not compatible with expected shape "
+                f"{['?' if w is None else w for w in want]}")
+    return x
+
+
+@kernel("IdentityN", cheap=True)
+def identity_n(ctx, *xs):
+    return tuple(xs)
+
+
+@kernel("NoOp", "ControlTrigger", cheap=True)
+def no_op(ctx, *_):
+    return ()
+
+
+def _summarize(x, n: int) -> str:
+    arr = np.asarray(x)
+    flat = arr.reshape(-1)[:n]
+    vals = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in flat.tolist()]
+    body = " ".join(str(v) for v in vals) + ("..." if arr.size > n else "")
+    return body if arr.ndim == 0 else f"[{body}]"
+
+
+@kernel("Assert", cheap=True)
+def assert_(ctx, condition, *data):
+    if not bool(np.all(condition)):
+        n = ctx.attrs.get("summarize", 3)
+        raise InvalidArgumentError(
+            "assertion failed: " + " ".join(_summarize(d, n) for d in data))
+    return ()
+
+
+@kernel("CheckNumerics")
+def check_numerics(ctx, x):
+    if np.issubdtype(x.dtype, np.inexact) and not np.all(np.isfinite(x)):
+        kind = "NaN" if np.isnan(x).any() else "Inf"
+        raise InvalidArgumentError(f"{ctx.attrs.get('message', '')} : Tensor had {kind} values")
+    return x
+
+
+@kernel("Print")
+def print_(ctx, x, *data):
+    msg = ctx.attrs.get("message", "")
+    n = ctx.attrs.get("summarize", 3)
+    print(msg + "".join(_summarize(d, n) for d in data), file=sys.stderr)
+    return x
+
+
+@kernel("PrintV2")
+def print_v2(ctx, s):
+    end = ctx.attrs.get("end", "\n")
+    text = s.item() if isinstance(s, np.ndarray) else s
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    print(text, end=end, file=sys.stderr if ctx.attrs.get("output_stream") != "stdout"
+          else sys.stdout)
+    return ()

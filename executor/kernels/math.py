@@ -1,0 +1,1034 @@
+"""Math kernels: elementwise unary/binary ops, Cast, BiasAdd, matrix products, AddN, scans.
+
+Everything follows TensorFlow's CPU semantics on numpy arrays:
+
+* Binary ops broadcast numpy-style; incompatible shapes raise ``Incompatible shapes: [..] vs.
+  [..]``. Integer arithmetic wraps silently (numpy array loops never warn on int overflow).
+* Integer division and modulo by zero raise ``Integer division by zero``. ``FloorDiv`` /
+  ``FloorMod`` round towards -inf (the remainder takes the divisor's sign); ``Div``,
+  ``TruncateDiv``, ``TruncateMod`` and ``Mod`` use C truncation. Float division by zero gives
+  inf/nan. ``INT_MIN / -1`` wraps to ``INT_MIN`` as TensorFlow's safe division does.
+* ``Maximum``/``Minimum`` propagate NaN (TensorFlow >= 2.4 does).
+* Every kernel returns exactly the OpDef's dtype, also for 0-d results (numpy hands back
+  scalars there) and where numpy would promote.
+
+Floating-point warnings are silenced by the caller (the executor, or ``invoke``) with
+``np.errstate``: TensorFlow produces inf/nan quietly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
+
+from .registry import KernelContext, kernel
+
+Array = np.ndarray
+
+_BOOL = np.dtype(np.bool_)
+_F16 = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_INT_KINDS = "iub"  # numpy kinds that take the integer implementation of an op
+
+
+def _fmt(shape: Sequence[int]) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def _shape_error(shapes: Sequence[tuple[int, ...]], err: Exception) -> InvalidArgumentError:
+    """Turn a numpy ValueError into TensorFlow's message (broadcast failures by far the most)."""
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        return InvalidArgumentError("Incompatible shapes: " + " vs. ".join(_fmt(s) for s in shapes))
+    return InvalidArgumentError(str(err))
+
+
+def _as(r: Any, dtype: np.dtype) -> Array:
+    """``r`` as an ndarray of ``dtype`` (numpy returns scalars for 0-d results)."""
+    if r.__class__ is not np.ndarray or r.dtype != dtype:
+        r = np.asarray(r, dtype=dtype)
+    return r
+
+
+def _check_int_divisor(x: Array, y: Array) -> None:
+    # TensorFlow checks every divisor it uses; an empty broadcast result uses none.
+    # (count_nonzero is several times cheaper than y.all() on small arrays.)
+    if np.count_nonzero(y) != y.size and math.prod(np.broadcast_shapes(x.shape, y.shape)) > 0:
+        raise InvalidArgumentError("Integer division by zero")
+
+
+# --- binary elementwise functions ------------------------------------------------------------
+
+def _true_div(x: Array, y: Array) -> Array:
+    return np.true_divide(x, y)
+
+
+def _trunc_div_int(x: Array, y: Array) -> Array:
+    _check_int_divisor(x, y)
+    # x - fmod(x, y) is an exact multiple of y between 0 and x, so floor division is exact and
+    # equals C truncation; INT_MIN // -1 wraps to INT_MIN like TensorFlow.
+    return np.floor_divide(x - np.fmod(x, y), y)
+
+
+def _trunc_div_real(x: Array, y: Array) -> Array:
+    return np.trunc(np.true_divide(x, y))
+
+
+def _trunc_mod_int(x: Array, y: Array) -> Array:
+    _check_int_divisor(x, y)
+    return np.fmod(x, y)
+
+
+def _floor_div_int(x: Array, y: Array) -> Array:
+    _check_int_divisor(x, y)
+    return np.floor_divide(x, y)
+
+
+def _floor_div_real(x: Array, y: Array) -> Array:
+    # TensorFlow computes floor(x / y); numpy's floor_divide rounds differently at times.
+    return np.floor(np.true_divide(x, y))
+
+
+def _floor_mod_int(x: Array, y: Array) -> Array:
+    _check_int_divisor(x, y)
+    return np.remainder(x, y)
+
+
+def _floor_mod_real(x: Array, y: Array) -> Array:
+    # C fmod, then shifted by y when the signs differ; keeps fmod's signed zero as TF does.
+    r = np.fmod(x, y)
+    shift = (r != 0) & ((y < 0) != (r < 0))
+    return np.where(shift, r + y, r)
+
+
+def _pow_int(x: Array, y: Array) -> Array:
+    if np.count_nonzero(y < 0):
+        raise InvalidArgumentError("Integers to negative integer powers are not allowed")
+    return np.power(x, y)
+
+
+def _squared_difference(x: Array, y: Array) -> Array:
+    d = np.subtract(x, y)
+    return d * np.conj(d) if d.dtype.kind == "c" else d * d
+
+
+def _div_no_nan(x: Array, y: Array) -> Array:
+    return np.where(y == 0, x.dtype.type(0), np.true_divide(x, y))
+
+
+def _mul_no_nan(x: Array, y: Array) -> Array:
+    return np.where(y == 0, x.dtype.type(0), np.multiply(x, y))
+
+
+def _xdivy(x: Array, y: Array) -> Array:
+    return np.where(x == 0, x.dtype.type(0), np.true_divide(x, y))
+
+
+def _xlogy(x: Array, y: Array) -> Array:
+    return np.where(x == 0, x.dtype.type(0), x * np.log(y))
+
+
+def _xlog1py(x: Array, y: Array) -> Array:
+    return np.where(x == 0, x.dtype.type(0), x * np.log1p(y))
+
+
+def _clamped_shift(y: Array, x: Array) -> Array:
+    # TensorFlow clamps the shift amount to [0, bits - 1] instead of leaving it undefined.
+    return np.clip(y, 0, x.dtype.itemsize * 8 - 1).astype(x.dtype, copy=False)
+
+
+def _left_shift(x: Array, y: Array) -> Array:
+    return np.left_shift(x, _clamped_shift(y, x))
+
+
+def _right_shift(x: Array, y: Array) -> Array:
+    return np.right_shift(x, _clamped_shift(y, x))
+
+
+# op -> (function for floats/complex/strings, function for ints/bools)
+_BINARY: dict[str, tuple[Callable[[Array, Array], Any], Callable[[Array, Array], Any]]] = {
+    "Add": (np.add, np.add),
+    "AddV2": (np.add, np.add),
+    "Sub": (np.subtract, np.subtract),
+    "Mul": (np.multiply, np.multiply),
+    "Div": (_true_div, _trunc_div_int),
+    "RealDiv": (_true_div, _trunc_div_int),
+    "TruncateDiv": (_trunc_div_real, _trunc_div_int),
+    "FloorDiv": (_floor_div_real, _floor_div_int),
+    "FloorMod": (_floor_mod_real, _floor_mod_int),
+    "TruncateMod": (np.fmod, _trunc_mod_int),
+    "Mod": (np.fmod, _trunc_mod_int),
+    "Pow": (np.power, _pow_int),
+    "Maximum": (np.maximum, np.maximum),
+    "Minimum": (np.minimum, np.minimum),
+    "SquaredDifference": (_squared_difference, _squared_difference),
+    "DivNoNan": (_div_no_nan, _div_no_nan),
+    "MulNoNan": (_mul_no_nan, _mul_no_nan),
+    "Xdivy": (_xdivy, _xdivy),
+    "Xlogy": (_xlogy, _xlogy),
+    "Xlog1py": (_xlog1py, _xlog1py),
+    "Atan2": (np.arctan2, np.arctan2),
+    "BitwiseAnd": (np.bitwise_and, np.bitwise_and),
+    "BitwiseOr": (np.bitwise_or, np.bitwise_or),
+    "BitwiseXor": (np.bitwise_xor, np.bitwise_xor),
+    "LeftShift": (_left_shift, _left_shift),
+    "RightShift": (_right_shift, _right_shift),
+}
+
+# op -> function; the result is bool.
+_COMPARE: dict[str, Callable[[Array, Array], Any]] = {
+    "Less": np.less,
+    "LessEqual": np.less_equal,
+    "Greater": np.greater,
+    "GreaterEqual": np.greater_equal,
+    "LogicalAnd": np.logical_and,
+    "LogicalOr": np.logical_or,
+}
+
+
+def _binary_kernel(fns: tuple[Callable, Callable]) -> Callable[..., Array]:
+    real_fn, int_fn = fns
+
+    def run(ctx: KernelContext, x: Array, y: Array) -> Array:
+        fn = int_fn if x.dtype.kind in _INT_KINDS else real_fn
+        try:
+            r = fn(x, y)
+        except ValueError as e:
+            raise _shape_error((x.shape, y.shape), e) from None
+        return _as(r, x.dtype)
+
+    return run
+
+
+def _compare_kernel(fn: Callable) -> Callable[..., Array]:
+    def run(ctx: KernelContext, x: Array, y: Array) -> Array:
+        try:
+            r = fn(x, y)
+        except ValueError as e:
+            raise _shape_error((x.shape, y.shape), e) from None
+        return _as(r, _BOOL)
+
+    return run
+
+
+def _register(op: str, fn: Callable[..., Array]) -> None:
+    # Named after the op so profiles and tracebacks tell the generated kernels apart.
+    fn.__name__ = fn.__qualname__ = op
+    kernel(op)(fn)
+
+
+for _op, _fns in _BINARY.items():
+    _register(_op, _binary_kernel(_fns))
+for _op, _fn in _COMPARE.items():
+    _register(_op, _compare_kernel(_fn))
+
+
+def _equality_kernel(fn: Callable, incompatible_result: bool) -> Callable[..., Array]:
+    def run(ctx: KernelContext, x: Array, y: Array) -> Array:
+        try:
+            return _as(fn(x, y), _BOOL)
+        except ValueError as e:
+            # With incompatible_shape_error=false TensorFlow answers one scalar for the whole
+            # comparison instead of failing.
+            if not ctx.attrs.get("incompatible_shape_error", True):
+                try:
+                    np.broadcast_shapes(x.shape, y.shape)
+                except ValueError:
+                    return np.array(incompatible_result)
+            raise _shape_error((x.shape, y.shape), e) from None
+
+    return run
+
+
+_register("Equal", _equality_kernel(np.equal, False))
+_register("NotEqual", _equality_kernel(np.not_equal, True))
+
+
+@kernel("ApproximateEqual")
+def approximate_equal(ctx: KernelContext, x: Array, y: Array) -> Array:
+    if x.shape != y.shape:
+        raise InvalidArgumentError(
+            f"x and y must be of the same shape. x shape: {_fmt(x.shape)}. "
+            f"y shape: {_fmt(y.shape)}")
+    # The tolerance is converted to T first (so it is 0 for integer types), as TensorFlow does.
+    tol = x.dtype.type(ctx.attrs.get("tolerance", 1e-5))
+    return _as(np.abs(np.subtract(x, y)) < tol, _BOOL)
+
+
+@kernel("ClipByValue")
+def clip_by_value(ctx: KernelContext, t: Array, lo: Array, hi: Array) -> Array:
+    for name, v in (("clip_value_min", lo), ("clip_value_max", hi)):
+        if v.ndim != 0 and v.shape != t.shape:
+            raise InvalidArgumentError(
+                f"{name} must be either a scalar or have the same shape as the input t. "
+                f"t.shape = {_fmt(t.shape)}, {name}.shape = {_fmt(v.shape)}")
+    # TensorFlow's order: min with the upper bound first, then max with the lower bound.
+    return _as(np.maximum(np.minimum(t, hi), lo), t.dtype)
+
+
+@kernel("Select")
+def select(ctx: KernelContext, cond: Array, t: Array, e: Array) -> Array:
+    if t.shape != e.shape:
+        raise InvalidArgumentError(
+            "'then' and 'else' must have the same size.  but received: "
+            f"{_fmt(t.shape)} vs. {_fmt(e.shape)}")
+    if cond.ndim == 0:
+        return t if cond else e
+    if cond.ndim == 1 and t.ndim != 1:
+        # TF v1 Select: a vector condition picks whole rows along the first dimension.
+        if t.ndim == 0:
+            raise InvalidArgumentError(
+                f"'then' must be at least a vector, but saw shape: {_fmt(t.shape)}")
+        if t.shape[0] != cond.shape[0]:
+            raise InvalidArgumentError(
+                "Number of batches of 'then' must match size of 'cond', but saw: "
+                f"{t.shape[0]} vs. {cond.shape[0]}")
+        cond = cond.reshape(cond.shape + (1,) * (t.ndim - 1))
+    elif cond.shape != t.shape:
+        raise InvalidArgumentError(
+            "'condition' and 'then' must have the same size.  but received: "
+            f"{_fmt(cond.shape)} vs. {_fmt(t.shape)}")
+    return _as(np.where(cond, t, e), t.dtype)
+
+
+@kernel("SelectV2")
+def select_v2(ctx: KernelContext, cond: Array, t: Array, e: Array) -> Array:
+    try:
+        r = np.where(cond, t, e)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"condition {_fmt(cond.shape)}, then {_fmt(t.shape)}, and else {_fmt(e.shape)} "
+            "must be broadcastable") from None
+    return _as(r, t.dtype)
+
+
+# --- unary elementwise functions -------------------------------------------------------------
+
+def _rsqrt(x: Array) -> Array:
+    return np.reciprocal(np.sqrt(x))
+
+
+def _reciprocal_int(x: Array) -> Array:
+    if np.count_nonzero(x) != x.size:
+        raise InvalidArgumentError("Integer division by zero")
+    return np.reciprocal(x)  # C truncation: 1/x is 0 unless |x| == 1
+
+
+def _identity(x: Array) -> Array:
+    return x
+
+
+def _sigmoid(x: Array) -> Array:
+    if x.dtype.kind == "c":
+        return 1 / (1 + np.exp(-x))
+    # exp of minus |x| never overflows; the sign picks 1/(1+e) or e/(1+e).
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+_SQRT_PI = math.sqrt(math.pi)
+_ERF_SPLIT = 2.0  # below: power series for erf; above: continued fraction for erfc
+_ERF_SERIES_TERMS = 32
+_ERFC_FRACTION_TERMS = 40
+
+
+def _erf_series(a: Array) -> Array:
+    """erf(a) for 0 <= a < 2: 2/sqrt(pi) e^(-a^2) sum_k (2a^2)^k a / (1*3*...*(2k+1)).
+
+    Every term is positive, so nothing cancels; 32 terms reach double precision below 2.
+    """
+    a2 = a * a
+    term = a.copy()
+    total = a.copy()
+    for k in range(1, _ERF_SERIES_TERMS):
+        term *= (2.0 * a2) / (2 * k + 1)
+        total += term
+    return (2.0 / _SQRT_PI) * np.exp(-a2) * total
+
+
+def _erfc_fraction(a: Array) -> Array:
+    """erfc(a) for a >= 2 from the continued fraction e^(-a^2)/sqrt(pi) / (a + (1/2)/(a + 1/(a +
+    (3/2)/(a + ...)))), evaluated bottom-up with a fixed depth (relative error ~1e-14)."""
+    f = a.copy()
+    for k in range(_ERFC_FRACTION_TERMS, 0, -1):
+        f = a + (0.5 * k) / f
+    return np.exp(-a * a) / (_SQRT_PI * f)
+
+
+def _erf_parts(x: Array) -> tuple[Array, Array, Array, Array]:
+    """(|x| in float64, mask of |x| < split, erf on that part, erfc on the rest)."""
+    a = np.abs(np.asarray(x, dtype=_F64))
+    small = a < _ERF_SPLIT  # NaN goes to the fraction side and stays NaN
+    return a, small, _erf_series(a[small]), _erfc_fraction(a[~small])
+
+
+def _erf(x: Array) -> Array:
+    a, small, erf_small, erfc_big = _erf_parts(x)
+    r = np.empty_like(a)
+    r[small] = erf_small
+    r[~small] = 1.0 - erfc_big
+    return np.copysign(r, x).astype(x.dtype, copy=False)
+
+
+def _erfc(x: Array) -> Array:
+    a, small, erf_small, erfc_big = _erf_parts(x)
+    r = np.empty_like(a)
+    r[small] = 1.0 - erf_small
+    r[~small] = erfc_big
+    return np.where(np.signbit(x), 2.0 - r, r).astype(x.dtype, copy=False)
+
+
+# Stirling series for lgamma: B_2k / (2k (2k - 1)), k = 1..7.
+_LGAMMA_SERIES = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156)
+# Asymptotic series for digamma: B_2k / (2k), k = 1..7 (subtracted, in powers of 1/z^2).
+_DIGAMMA_SERIES = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)
+_SHIFT = 10  # arguments below this are shifted up by the recurrence before the series
+
+
+def _poly(coeffs: Sequence[float], t: Array) -> Array:
+    acc = np.zeros_like(t)
+    for c in reversed(coeffs):
+        acc = acc * t + c
+    return acc
+
+
+def _lgamma_pos(z: Array) -> Array:
+    """lgamma for z > 0: recurrence up to z >= 10, then Stirling's series (error < 1e-15)."""
+    low = z < _SHIFT
+    prod = np.ones_like(z)
+    for k in range(_SHIFT):
+        prod = np.where(low, prod * (z + k), prod)
+    w = np.where(low, z + _SHIFT, z)
+    inv = 1.0 / w
+    series = inv * _poly(_LGAMMA_SERIES, inv * inv)
+    return (w - 0.5) * np.log(w) - w + 0.5 * math.log(2 * math.pi) + series - np.log(prod)
+
+
+def _nearest_int_offset(x: Array) -> Array:
+    # x - round(x) is exact, so sin/cos/tan(pi * offset) stay accurate next to the poles.
+    return x - np.round(x)
+
+
+def _lgamma(x: Array) -> Array:
+    v = np.asarray(x, dtype=_F64)
+    pole = (v <= 0) & (v == np.floor(v))
+    neg = v < 0
+    r = _lgamma_pos(np.where(neg, 1.0 - v, v))
+    # Reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x) for x < 0.
+    sin_pi = np.abs(np.sin(np.pi * _nearest_int_offset(v)))
+    r = np.where(neg, np.log(np.pi / sin_pi) - r, r)
+    r = np.where(pole | np.isinf(v), np.inf, r)
+    r = np.where((v == 1) | (v == 2), 0.0, r)  # exact zeros, which the series misses by ~1e-15
+    return r.astype(x.dtype, copy=False)
+
+
+def _digamma_pos(z: Array) -> Array:
+    low = z < _SHIFT
+    acc = np.zeros_like(z)
+    for k in range(_SHIFT):
+        acc = np.where(low, acc + 1.0 / (z + k), acc)
+    w = np.where(low, z + _SHIFT, z)
+    inv2 = 1.0 / (w * w)
+    return np.log(w) - 0.5 / w - inv2 * _poly(_DIGAMMA_SERIES, inv2) - acc
+
+
+def _digamma(x: Array) -> Array:
+    v = np.asarray(x, dtype=_F64)
+    pole = (v <= 0) & (v == np.floor(v))
+    neg = v < 0
+    r = _digamma_pos(np.where(neg, 1.0 - v, v))
+    # Reflection: digamma(x) = digamma(1 - x) - pi / tan(pi x) for x < 0.
+    r = np.where(neg, r - np.pi / np.tan(np.pi * _nearest_int_offset(v)), r)
+    r = np.where(pole, np.nan, r)
+    r = np.where(v == np.inf, np.inf, r)
+    return r.astype(x.dtype, copy=False)
+
+
+# op -> (function for floats/complex, function for ints/bools); the result has the input dtype.
+_UNARY: dict[str, tuple[Callable[[Array], Any], Callable[[Array], Any]]] = {
+    "Abs": (np.abs, np.abs),
+    "Neg": (np.negative, np.negative),
+    "Exp": (np.exp, np.exp),
+    "Expm1": (np.expm1, np.expm1),
+    "Log": (np.log, np.log),
+    "Log1p": (np.log1p, np.log1p),
+    "Sqrt": (np.sqrt, np.sqrt),
+    "Rsqrt": (_rsqrt, _rsqrt),
+    "Square": (np.square, np.square),
+    "Reciprocal": (np.reciprocal, _reciprocal_int),
+    "Inv": (np.reciprocal, _reciprocal_int),
+    "Sign": (np.sign, np.sign),
+    "Floor": (np.floor, _identity),
+    "Ceil": (np.ceil, _identity),
+    "Round": (np.rint, _identity),  # rint rounds halves to even, as TensorFlow's Round does
+    "Rint": (np.rint, _identity),
+    "Sin": (np.sin, np.sin),
+    "Cos": (np.cos, np.cos),
+    "Tan": (np.tan, np.tan),
+    "Asin": (np.arcsin, np.arcsin),
+    "Acos": (np.arccos, np.arccos),
+    "Atan": (np.arctan, np.arctan),
+    "Sinh": (np.sinh, np.sinh),
+    "Cosh": (np.cosh, np.cosh),
+    "Tanh": (np.tanh, np.tanh),
+    "Asinh": (np.arcsinh, np.arcsinh),
+    "Acosh": (np.arccosh, np.arccosh),
+    "Atanh": (np.arctanh, np.arctanh),
+    "Sigmoid": (_sigmoid, _sigmoid),
+    "Erf": (_erf, _erf),
+    "Erfc": (_erfc, _erfc),
+    "Lgamma": (_lgamma, _lgamma),
+    "Digamma": (_digamma, _digamma),
+    "Invert": (np.invert, np.invert),
+    "Conj": (np.conj, _identity),
+}
+
+# op -> function; the result is bool.
+_PREDICATE: dict[str, Callable[[Array], Any]] = {
+    "IsNan": np.isnan,
+    "IsInf": np.isinf,
+    "IsFinite": np.isfinite,
+    "LogicalNot": np.logical_not,
+}
+
+# op -> function; complex in, real (attr Tout) out.
+_COMPLEX_PART: dict[str, Callable[[Array], Any]] = {
+    "Real": np.real,
+    "Imag": np.imag,
+    "ComplexAbs": np.abs,
+}
+
+
+def _unary_kernel(fns: tuple[Callable, Callable]) -> Callable[..., Array]:
+    real_fn, int_fn = fns
+
+    def run(ctx: KernelContext, x: Array) -> Array:
+        fn = int_fn if x.dtype.kind in _INT_KINDS else real_fn
+        r = fn(x)
+        return _as(r, x.dtype)
+
+    return run
+
+
+def _predicate_kernel(fn: Callable) -> Callable[..., Array]:
+    def run(ctx: KernelContext, x: Array) -> Array:
+        return _as(fn(x), _BOOL)
+
+    return run
+
+
+def _complex_part_kernel(fn: Callable) -> Callable[..., Array]:
+    def run(ctx: KernelContext, x: Array) -> Array:
+        out = ctx.attrs.get("Tout")
+        return _as(fn(x), np.dtype(out) if out is not None else x.real.dtype)
+
+    return run
+
+
+for _op, _ufns in _UNARY.items():
+    _register(_op, _unary_kernel(_ufns))
+for _op, _fn in _PREDICATE.items():
+    _register(_op, _predicate_kernel(_fn))
+for _op, _fn in _COMPLEX_PART.items():
+    _register(_op, _complex_part_kernel(_fn))
+
+
+# --- AddN -------------------------------------------------------------------------------------
+
+@kernel("AddN", "AccumulateNV2")
+def add_n(ctx: KernelContext, *xs: Array) -> Array:
+    if not xs:
+        raise InvalidArgumentError("AddN needs at least one input, found none")
+    first = xs[0]
+    for i, x in enumerate(xs[1:], 1):
+        if x.shape != first.shape:
+            raise InvalidArgumentError(
+                f"inputs[0] and inputs[{i}] must have the same shape: "
+                f"{_fmt(first.shape)} vs. {_fmt(x.shape)}")
+    if len(xs) == 1:
+        return first
+    # Left to right, rounding after each addition, as TensorFlow's chained adds do.
+    out = np.add(first, xs[1], out=np.empty_like(first))
+    for x in xs[2:]:
+        np.add(out, x, out=out)
+    return out
+
+
+# --- Cast -------------------------------------------------------------------------------------
+
+_MANTISSA_BITS = {_F16: 10, _F32: 23, _F64: 52}
+_UINT_OF_SIZE = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _dtype_name(dt: Any) -> str:
+    from dfg.graphdef import dtypes
+
+    try:
+        return dtypes.name(dtypes.from_numpy(dt))
+    except Exception:
+        return str(dt)
+
+
+def _truncate_mantissa(x: Array, dst: np.dtype) -> Array:
+    """Zero the mantissa bits ``dst`` cannot hold, so the cast truncates instead of rounding
+    (TensorFlow's Cast with Truncate=true)."""
+    drop = _MANTISSA_BITS[x.dtype] - _MANTISSA_BITS[dst]
+    utype = _UINT_OF_SIZE[x.dtype.itemsize]
+    mask = utype(~((1 << drop) - 1) & ((1 << (8 * x.dtype.itemsize)) - 1))
+    return (np.ascontiguousarray(x).view(utype) & mask).view(x.dtype)
+
+
+@kernel("Cast")
+def cast(ctx: KernelContext, x: Array) -> Array:
+    dst = ctx.attrs.get("DstT")
+    if not isinstance(dst, np.dtype):
+        raise UnimplementedError(
+            f"Cast {_dtype_name(x.dtype)} to {dst} is not supported: no numpy dtype")
+    src = x.dtype
+    if src == dst:
+        return x
+    if src.kind in "OSU" or dst.kind in "OSU":
+        raise UnimplementedError(
+            f"Cast {_dtype_name(src)} to {_dtype_name(dst)} is not supported")
+    if dst.kind == "b":
+        return _as(x != 0, _BOOL)  # NaN is != 0, so it casts to true
+    if src.kind == "c" and dst.kind != "c":
+        x = x.real  # TensorFlow (like numpy) drops the imaginary part
+        src = x.dtype
+    if (ctx.attrs.get("Truncate") and src in _MANTISSA_BITS and dst in _MANTISSA_BITS
+            and _MANTISSA_BITS[dst] < _MANTISSA_BITS[src]):
+        x = _truncate_mantissa(x, dst)
+    if dst == _F16 and src != _F32:
+        x = x.astype(_F32)  # TensorFlow converts to half through float (double rounding)
+    # Float -> int truncates toward zero; NaN and out-of-range values give what the x86
+    # conversion gives (INT_MIN for int32/int64), the same as TensorFlow's CPU kernel.
+    return _as(x.astype(dst), dst)
+
+
+# --- BiasAdd ----------------------------------------------------------------------------------
+
+def _bias_add(value: Array, bias: Array, channels_first: bool) -> Array:
+    if value.ndim < 2:
+        raise InvalidArgumentError(f"Input tensor must be at least 2D: {_fmt(value.shape)}")
+    if bias.ndim != 1:
+        raise InvalidArgumentError(f"Biases must be 1D: {_fmt(bias.shape)}")
+    axis = 1 if channels_first else value.ndim - 1
+    if value.shape[axis] != bias.shape[0]:
+        raise InvalidArgumentError(
+            "Must provide as many biases as the channel dimension of the input tensor: "
+            f"{_fmt(bias.shape)} vs. {_fmt(value.shape)}")
+    if axis != value.ndim - 1:
+        bias = bias.reshape(bias.shape + (1,) * (value.ndim - 2))
+    return _as(np.add(value, bias), value.dtype)
+
+
+@kernel("BiasAdd")
+def bias_add(ctx: KernelContext, value: Array, bias: Array) -> Array:
+    return _bias_add(value, bias, ctx.attrs.get("data_format", "NHWC") == "NCHW")
+
+
+@kernel("BiasAddV1")
+def bias_add_v1(ctx: KernelContext, value: Array, bias: Array) -> Array:
+    return _bias_add(value, bias, False)
+
+
+# --- matrix products --------------------------------------------------------------------------
+
+def _matmul(a: Array, b: Array, out: np.dtype) -> Array:
+    if a.dtype != out:
+        a = a.astype(out)
+    if b.dtype != out:
+        b = b.astype(out)
+    if out == _F16:
+        # numpy's half matmul has no BLAS path and is very slow; accumulate in float instead.
+        return np.matmul(a.astype(_F32), b.astype(_F32)).astype(_F16)
+    return _as(np.matmul(a, b), out)
+
+
+@kernel("MatMul")
+def matmul(ctx: KernelContext, a: Array, b: Array) -> Array:
+    for i, m in enumerate((a, b)):
+        if m.ndim != 2:
+            raise InvalidArgumentError(
+                f"In[{i}] is not a matrix. Instead it has shape {_fmt(m.shape)}")
+    x = a.T if ctx.attrs.get("transpose_a") else a
+    y = b.T if ctx.attrs.get("transpose_b") else b
+    if x.shape[1] != y.shape[0]:
+        raise InvalidArgumentError(
+            f"Matrix size-incompatible: In[0]: {_fmt(a.shape)}, In[1]: {_fmt(b.shape)}")
+    return _matmul(x, y, a.dtype)
+
+
+def _adjoint(m: Array) -> Array:
+    t = np.swapaxes(m, -1, -2)
+    return np.conj(t) if t.dtype.kind == "c" else t
+
+
+def _batch_matmul(ctx: KernelContext, x: Array, y: Array, broadcast: bool,
+                  out: np.dtype) -> Array:
+    for i, m in enumerate((x, y)):
+        if m.ndim < 2:
+            raise InvalidArgumentError(f"In[{i}] ndims must be >= 2: {m.ndim}")
+    if not broadcast:
+        if x.ndim != y.ndim:
+            raise InvalidArgumentError(
+                f"In[0] and In[1] has different ndims: {_fmt(x.shape)} vs. {_fmt(y.shape)}")
+        if x.shape[:-2] != y.shape[:-2]:
+            raise InvalidArgumentError(
+                "In[0] and In[1] must have the same batch dimensions: "
+                f"{_fmt(x.shape)} vs. {_fmt(y.shape)}")
+    else:
+        try:
+            np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+        except ValueError:
+            raise InvalidArgumentError(
+                "In[0] and In[1] must have compatible batch dimensions: "
+                f"{_fmt(x.shape)} vs. {_fmt(y.shape)}") from None
+    xa = _adjoint(x) if ctx.attrs.get("adj_x") else x
+    ya = _adjoint(y) if ctx.attrs.get("adj_y") else y
+    if xa.shape[-1] != ya.shape[-2]:
+        raise InvalidArgumentError(
+            f"Matrix size-incompatible: In[0]: {_fmt(x.shape)}, In[1]: {_fmt(y.shape)}")
+    return _matmul(xa, ya, out)
+
+
+@kernel("BatchMatMul")
+def batch_matmul(ctx: KernelContext, x: Array, y: Array) -> Array:
+    return _batch_matmul(ctx, x, y, False, x.dtype)
+
+
+@kernel("BatchMatMulV2")
+def batch_matmul_v2(ctx: KernelContext, x: Array, y: Array) -> Array:
+    return _batch_matmul(ctx, x, y, True, x.dtype)
+
+
+@kernel("BatchMatMulV3")
+def batch_matmul_v3(ctx: KernelContext, x: Array, y: Array) -> Array:
+    out = ctx.attrs.get("Tout")
+    out = np.dtype(out) if out is not None else np.result_type(x, y)
+    return _batch_matmul(ctx, x, y, True, out)
+
+
+@kernel("Einsum")
+def einsum(ctx: KernelContext, *inputs: Array) -> Array:
+    equation = str(ctx.attrs.get("equation", "")).replace(" ", "")
+    lhs, arrow, rest = equation.partition("->")
+    # The op itself (not tf.einsum) takes only explicit equations with one or two inputs.
+    if not arrow or "->" in rest:
+        raise InvalidArgumentError(
+            f"Expecting exactly one '->' in einsum equation: {equation}")
+    n = len(lhs.split(","))
+    if n not in (1, 2) or n != len(inputs):
+        raise InvalidArgumentError(
+            f"Expecting 1 or 2 input subscripts matching the {len(inputs)} inputs in "
+            f"equation, but got: {n}")
+    try:
+        r = np.einsum(equation, *inputs, optimize=len(inputs) > 1)
+    except ValueError as e:
+        raise InvalidArgumentError(f"Einsum equation {equation} does not fit the inputs "
+                                   f"{', '.join(_fmt(x.shape) for x in inputs)}: {e}") from None
+    return _as(r, inputs[0].dtype)
+
+
+# --- scans ------------------------------------------------------------------------------------
+
+def _scan(ctx: KernelContext, x: Array, axis: Array, ufunc: np.ufunc, identity: int) -> Array:
+    if axis.ndim != 0:
+        raise InvalidArgumentError(f"axis must be a scalar, but got shape {_fmt(axis.shape)}")
+    a = int(axis)
+    if not -x.ndim <= a < x.ndim:
+        raise InvalidArgumentError(
+            f"Expected scan axis in the range [{-x.ndim}, {x.ndim}), but got {a}")
+    a %= x.ndim
+    reverse = ctx.attrs.get("reverse", False)
+    if reverse:
+        x = np.flip(x, a)
+    if ctx.attrs.get("exclusive", False):
+        # Shift by one: the first slot holds the identity, the rest the running result
+        # without the last element.
+        r = np.empty_like(x)
+        head = [slice(None)] * x.ndim
+        tail = list(head)
+        head[a] = slice(0, 1)
+        tail[a] = slice(1, None)
+        r[tuple(head)] = identity
+        body = list(head)
+        body[a] = slice(0, -1)
+        ufunc.accumulate(x[tuple(body)], axis=a, dtype=x.dtype, out=r[tuple(tail)])
+    else:
+        r = ufunc.accumulate(x, axis=a, dtype=x.dtype)
+    if reverse:
+        r = np.flip(r, a)
+    return r
+
+
+@kernel("Cumsum")
+def cumsum(ctx: KernelContext, x: Array, axis: Array) -> Array:
+    return _scan(ctx, x, axis, np.add, 0)
+
+
+@kernel("Cumprod")
+def cumprod(ctx: KernelContext, x: Array, axis: Array) -> Array:
+    return _scan(ctx, x, axis, np.multiply, 1)
+
+
+# --- segment reductions -----------------------------------------------------------------------
+
+def _lowest(dt: np.dtype) -> Any:
+    # numeric_limits<T>::lowest(): the most negative finite value (not -inf).
+    return np.finfo(dt).min if dt.kind in "fc" else np.iinfo(dt).min
+
+
+def _highest(dt: np.dtype) -> Any:
+    return np.finfo(dt).max if dt.kind in "fc" else np.iinfo(dt).max
+
+
+def _trunc_mean(total: Array, count: Array, dtype: np.dtype) -> Array:
+    """``total / count`` in ``dtype``; integers truncate toward zero like C++ division."""
+    if dtype.kind in "iu":
+        q = np.abs(total) // count
+        return _as(np.where(total < 0, -q, q), dtype)
+    return _as(total / count.astype(dtype), dtype)
+
+
+def _ordered_extreme(data: Array, ids: Array, rows: int, how: str, init: Any) -> Array:
+    """Per-segment max/min of [n, inner] ``data`` as TF's scalar loop computes it.
+
+    TF updates ``acc = acc if x < acc else x`` (mirrored for min) row by row from ``init``,
+    so a NaN replaces the accumulator and the next number replaces the NaN: the result is NaN
+    when a segment's last value is NaN, else the extreme of the values after its last NaN
+    (of all values and ``init`` when it has none).
+    """
+    dt = data.dtype
+    ufunc = np.maximum if how == "max" else np.minimum
+    out = np.full((rows, data.shape[1]), init, dtype=dt)
+    if dt.kind not in "fc":
+        ufunc.at(out, ids, data)
+        return out
+    worst = dt.type(-np.inf if how == "max" else np.inf)
+    pos = np.arange(data.shape[0])
+    last_nan = np.full(out.shape, -1, dtype=np.int64)
+    np.maximum.at(last_nan, ids, np.where(np.isnan(data), pos[:, None], -1))
+    last_row = np.full(rows, -1, dtype=np.int64)
+    np.maximum.at(last_row, ids, pos)
+    after = pos[:, None] > last_nan[ids]
+    best = np.full(out.shape, worst, dtype=dt)
+    ufunc.at(best, ids, np.where(after, data, worst))
+    has_nan = last_nan >= 0
+    res = np.where(has_nan, best, ufunc(best, out))
+    return np.where(has_nan & (last_nan == last_row[:, None]), dt.type(np.nan), res).astype(dt)
+
+
+def _sorted_segment(data: Array, segment_ids: Array, how: str) -> Array:
+    if segment_ids.ndim != 1:
+        raise InvalidArgumentError("segment_ids should be a vector.")
+    if data.ndim < 1 or data.shape[0] != segment_ids.shape[0]:
+        raise InvalidArgumentError(
+            "segment_ids should be the same size as dimension 0 of input.")
+    rest = data.shape[1:]
+    n = segment_ids.shape[0]
+    if n == 0:
+        return np.zeros((0,) + rest, dtype=data.dtype)
+    ids = segment_ids.astype(np.int64, copy=False)
+    rows = int(ids[-1]) + 1
+    if rows <= 0:
+        raise InvalidArgumentError("segment ids must be >= 0")
+    down = np.zeros(n, dtype=bool)
+    down[1:] = ids[1:] < ids[:-1]
+    bad = (ids < 0) | down
+    if bad.any():
+        i = int(np.argmax(bad))
+        if ids[i] < 0:
+            raise InvalidArgumentError(
+                f"Segment id {int(ids[i])} out of range [0, {rows}), possibly because "
+                "'segment_ids' input is not sorted.")
+        raise InvalidArgumentError("segment ids are not increasing")
+    starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
+    seg = ids[starts]
+    dt = data.dtype
+    # Gaps (ids with no rows) hold TF's default value: 1 for Prod, 0 for every other reducer.
+    out = np.full((rows,) + rest, 1 if how == "prod" else 0, dtype=dt)
+    if how in ("sum", "mean"):
+        r = np.add.reduceat(data, starts, axis=0, dtype=dt)
+        if how == "mean":
+            cnt = np.diff(np.append(starts, n)).reshape((-1,) + (1,) * len(rest))
+            r = _trunc_mean(r, cnt, dt)
+    elif how == "prod":
+        r = np.multiply.reduceat(data, starts, axis=0, dtype=dt)
+    else:
+        # Eigen's max/min reducers start from -inf/+inf for floats.
+        local = np.cumsum(np.concatenate(([0], ids[1:] != ids[:-1])))
+        init = (-np.inf if how == "max" else np.inf) if dt.kind == "f" else \
+            (_lowest(dt) if how == "max" else _highest(dt))
+        r = _ordered_extreme(data.reshape(n, math.prod(rest)), local, starts.size, how, init)
+        r = r.reshape((starts.size,) + rest)
+    out[seg] = r
+    return out
+
+
+def _unsorted_segment(data: Array, segment_ids: Array, num_segments: Array, how: str) -> Array:
+    if np.ndim(num_segments) != 0:
+        raise InvalidArgumentError(
+            f"num_segments should be a scalar, not shape {_fmt(np.shape(num_segments))}")
+    rows = int(num_segments)
+    if rows < 0:
+        raise InvalidArgumentError(f"Input num_segments == {rows} must not be negative.")
+    k = segment_ids.ndim
+    if data.shape[:k] != segment_ids.shape:
+        raise InvalidArgumentError(
+            f"data.shape = {_fmt(data.shape)} does not start with segment_ids.shape = "
+            f"{_fmt(segment_ids.shape)}")
+    rest = data.shape[k:]
+    dt = data.dtype
+    init = {"sum": 0, "prod": 1, "max": _lowest(dt), "min": _highest(dt)}[how]
+    out = np.full((rows,) + rest, init, dtype=dt)
+    ids = segment_ids.reshape(-1).astype(np.int64, copy=False)
+    too_big = ids >= rows
+    if too_big.any():
+        i = int(np.argmax(too_big))
+        pos = np.unravel_index(i, segment_ids.shape) if k else ()
+        raise InvalidArgumentError(
+            f"segment_ids{_fmt(pos)} = {int(ids[i])} is out of range [0, {rows})")
+    keep = ids >= 0  # negative ids drop their rows, as TF's CPU kernel does
+    vals = data.reshape((ids.size,) + rest)[keep]
+    if how in ("max", "min"):
+        out = _ordered_extreme(vals.reshape(vals.shape[0], math.prod(rest)), ids[keep], rows,
+                              how, init)
+        return out.reshape((rows,) + rest)
+    (np.add if how == "sum" else np.multiply).at(out, ids[keep], vals)
+    return out
+
+
+@kernel("SegmentSum")
+def segment_sum(ctx: KernelContext, data: Array, segment_ids: Array) -> Array:
+    return _sorted_segment(data, segment_ids, "sum")
+
+
+@kernel("SegmentMean")
+def segment_mean(ctx: KernelContext, data: Array, segment_ids: Array) -> Array:
+    return _sorted_segment(data, segment_ids, "mean")
+
+
+@kernel("SegmentProd")
+def segment_prod(ctx: KernelContext, data: Array, segment_ids: Array) -> Array:
+    return _sorted_segment(data, segment_ids, "prod")
+
+
+@kernel("SegmentMax")
+def segment_max(ctx: KernelContext, data: Array, segment_ids: Array) -> Array:
+    return _sorted_segment(data, segment_ids, "max")
+
+
+@kernel("SegmentMin")
+def segment_min(ctx: KernelContext, data: Array, segment_ids: Array) -> Array:
+    return _sorted_segment(data, segment_ids, "min")
+
+
+@kernel("UnsortedSegmentSum")
+def unsorted_segment_sum(ctx: KernelContext, data: Array, segment_ids: Array,
+                         num_segments: Array) -> Array:
+    return _unsorted_segment(data, segment_ids, num_segments, "sum")
+
+
+@kernel("UnsortedSegmentProd")
+def unsorted_segment_prod(ctx: KernelContext, data: Array, segment_ids: Array,
+                          num_segments: Array) -> Array:
+    return _unsorted_segment(data, segment_ids, num_segments, "prod")
+
+
+@kernel("UnsortedSegmentMax")
+def unsorted_segment_max(ctx: KernelContext, data: Array, segment_ids: Array,
+                         num_segments: Array) -> Array:
+    return _unsorted_segment(data, segment_ids, num_segments, "max")
+
+
+@kernel("UnsortedSegmentMin")
+def unsorted_segment_min(ctx: KernelContext, data: Array, segment_ids: Array,
+                         num_segments: Array) -> Array:
+    return _unsorted_segment(data, segment_ids, num_segments, "min")
+
+
+# --- fake quantization ------------------------------------------------------------------------
+
+def _quant_range(ctx: KernelContext) -> tuple[int, int]:
+    bits = int(ctx.attrs.get("num_bits", 8))
+    if not 2 <= bits <= 16:
+        raise InvalidArgumentError("num_bits must be between 2 and 16, inclusive")
+    return (1 if ctx.attrs.get("narrow_range", False) else 0), (1 << bits) - 1
+
+
+def _nudge(lo: np.float32, hi: np.float32, qmin: int,
+           qmax: int) -> tuple[np.float32, np.float32, np.float32]:
+    """TF's nudging (all float32): move [lo, hi] so that 0.0 is exactly a quantized value.
+
+    Returns (nudged_min, nudged_max, scale).
+    """
+    f = np.float32
+    qlo, qhi = f(qmin), f(qmax)
+    scale = (hi - lo) / (qhi - qlo)
+    zp_from_min = qlo - lo / scale
+    if zp_from_min < qlo:
+        zp = qmin
+    elif zp_from_min > qhi:
+        zp = qmax
+    else:
+        zp = int(np.floor(np.abs(zp_from_min) + f(0.5)))  # std::round: halves away from 0
+        zp = (zp if zp_from_min >= 0 else -zp) & 0xFFFF   # stored as uint16
+    return (qlo - f(zp)) * scale, (qhi - f(zp)) * scale, scale
+
+
+def _fake_quant(x: Array, lo: np.float32, hi: np.float32, qmin: int, qmax: int,
+                use_inverse: bool) -> Array:
+    f = np.float32
+    nmin, nmax, scale = _nudge(lo, hi, qmin, qmax)
+    # Clamp as TF does, min with the top first (that order decides when min > max).
+    shifted = np.maximum(np.minimum(x, nmax), nmin) - nmin
+    # TF rounds in the quantized domain relative to the zero point, then rescales. The Args
+    # kernel multiplies by (qmax - qmin) / (max - min) from its attrs; the Vars kernel
+    # divides by the nudged scale.
+    if use_inverse:
+        inv = (f(qmax) - f(qmin)) / (hi - lo)
+        q, q_zero = shifted * inv, np.floor(-nmin * inv + f(0.5))
+    else:
+        q, q_zero = shifted / scale, np.floor(-nmin / scale + f(0.5))
+    return _as(np.floor(q - q_zero + f(0.5)) * scale, _F32)
+
+
+@kernel("FakeQuantWithMinMaxArgs")
+def fake_quant_with_min_max_args(ctx: KernelContext, x: Array) -> Array:
+    lo = np.float32(ctx.attrs.get("min", -6.0))
+    hi = np.float32(ctx.attrs.get("max", 6.0))
+    if not lo < hi:
+        raise InvalidArgumentError(
+            f"min has to be smaller than max, was: {float(lo):g} >= {float(hi):g}")
+    qmin, qmax = _quant_range(ctx)
+    return _fake_quant(x, lo, hi, qmin, qmax, use_inverse=True)
+
+
+@kernel("FakeQuantWithMinMaxVars")
+def fake_quant_with_min_max_vars(ctx: KernelContext, x: Array, min_: Array,
+                                 max_: Array) -> Array:
+    for name, v in (("min", min_), ("max", max_)):
+        if v.ndim != 0:
+            raise InvalidArgumentError(f"`{name}` must be rank 0 but is rank {v.ndim}")
+    qmin, qmax = _quant_range(ctx)
+    lo, hi = np.float32(min_), np.float32(max_)
+    if lo == 0 and hi == 0:
+        return np.zeros(x.shape, _F32)  # TF's special case: an all-zero range gives zeros
+    return _fake_quant(x, lo, hi, qmin, qmax, use_inverse=False)
+
+
+# --- L2Loss -----------------------------------------------------------------------------------
+
+@kernel("L2Loss")
+def l2_loss(ctx: KernelContext, t: Array) -> Array:
+    # (t^2 * 0.5) summed, in T: float16 overflows in the square exactly as TF's does.
+    half = np.square(t) * t.dtype.type(0.5)
+    return _as(np.sum(half, dtype=t.dtype), t.dtype)

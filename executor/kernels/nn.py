@@ -1,0 +1,1007 @@
+"""Neural-network kernels: convolutions, pooling, batch norm, activations, LRN, resizing.
+
+Conventions shared by the windowed ops (conv, pool):
+
+* ``data_format`` NHWC or NCHW; kernels work in NHWC internally (NCHW is transposed in and
+  out) except pooling, which indexes the spatial axes of either layout directly.
+* Output sizes and SAME padding follow TensorFlow's windowed-output rule: VALID gives
+  ``(in - eff_k + stride) // stride`` (C++ truncating division), SAME gives
+  ``ceil(in / stride)`` with the total padding split so that the extra element goes after,
+  EXPLICIT takes ``explicit_paddings`` (pairs per dimension, in data_format order).
+* Conv2D (and its filter gradient) is im2col plus one BLAS matmul: all windows are gathered by
+  a single strided-view copy of the input, zero-padded just enough (a copy the size of the
+  input, not of the patches). Pooling, depthwise conv and the input gradient never pad: for
+  each filter tap they compute the range of output positions that reads real input and work
+  on that range only. Loops run over filter taps (or groups), never over pixels.
+* float16 is computed in float32 and rounded back once; every output has the input's dtype
+  (ResizeBilinear always outputs float32, as its OpDef says).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
+
+from .registry import KernelContext, kernel
+
+_HALF = np.dtype(np.float16)
+# Spatial (h, w) and channel axes of the 4-D layouts.
+_AXES = {"NHWC": (1, 2, 3), "NCHW": (2, 3, 1)}
+
+
+# ----------------------------------------------------------------------------------------------
+# Shared helpers
+
+
+def _compute_dtype(dt: np.dtype) -> np.dtype:
+    """The dtype arithmetic runs in: float32 for float16, the dtype itself otherwise."""
+    return np.dtype(np.float32) if dt == _HALF else dt
+
+
+def _data_format(ctx: KernelContext, allowed: tuple[str, ...] = ("NHWC", "NCHW")) -> str:
+    fmt = ctx.attrs.get("data_format", "NHWC") or "NHWC"
+    if fmt not in allowed:
+        raise InvalidArgumentError(
+            f"unsupported data_format {fmt!r}: expected one of {', '.join(allowed)}")
+    return fmt
+
+
+def _check_rank(x: np.ndarray, rank: int, what: str) -> None:
+    if x.ndim != rank:
+        raise InvalidArgumentError(
+            f"{what} must be {rank}-dimensional, found shape {list(x.shape)}")
+
+
+def _nhw_c(vals: Any, fmt: str, name: str) -> tuple[int, int, int, int]:
+    """A 4-entry attr (strides, ksize, ...) as (n, h, w, c) whatever the layout."""
+    vals = [int(v) for v in (vals if vals is not None else [])]
+    if len(vals) != 4:
+        raise InvalidArgumentError(
+            f"{name} must specify 4 dimensions, found {len(vals)}: {vals}")
+    h, w, c = _AXES[fmt]
+    return vals[0], vals[h], vals[w], vals[c]
+
+
+def _to_nhwc(x: np.ndarray, fmt: str) -> np.ndarray:
+    return x.transpose(0, 2, 3, 1) if fmt == "NCHW" else x
+
+
+def _from_nhwc(x: np.ndarray, fmt: str) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if fmt == "NCHW" else x
+
+
+def _explicit_pads(ctx: KernelContext, fmt: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((top, bottom), (left, right)) from explicit_paddings, validated as TensorFlow does."""
+    pads = [int(p) for p in (ctx.attrs.get("explicit_paddings") or [])]
+    if len(pads) != 8:
+        raise InvalidArgumentError(
+            f"explicit_paddings must contain 8 values for EXPLICIT padding, found {len(pads)}")
+    if any(p < 0 for p in pads):
+        raise InvalidArgumentError(f"explicit_paddings must be nonnegative, found {pads}")
+    h, w, c = _AXES[fmt]
+    if pads[0] or pads[1] or pads[2 * c] or pads[2 * c + 1]:
+        raise InvalidArgumentError(
+            f"explicit padding in the batch or depth dimension is not supported, found {pads}")
+    return (pads[2 * h], pads[2 * h + 1]), (pads[2 * w], pads[2 * w + 1])
+
+
+def _padding(ctx: KernelContext, fmt: str) -> tuple[str, Any]:
+    padding = ctx.attrs.get("padding")
+    if padding not in ("SAME", "VALID", "EXPLICIT"):
+        raise InvalidArgumentError(
+            f"padding must be SAME, VALID or EXPLICIT, found {padding!r}")
+    if padding == "EXPLICIT":
+        return padding, _explicit_pads(ctx, fmt)
+    if ctx.attrs.get("explicit_paddings"):
+        raise InvalidArgumentError(
+            "explicit_paddings must be empty when padding is not EXPLICIT, found "
+            f"{list(ctx.attrs['explicit_paddings'])}")
+    return padding, None
+
+
+def _trunc_div(a: int, b: int) -> int:
+    """C++ integer division (truncates toward zero), which TF's size formula relies on."""
+    q = abs(a) // b
+    return q if a >= 0 else -q
+
+
+def _window(size: int, k: int, dilation: int, stride: int, padding: str,
+            explicit: tuple[int, int] | None) -> tuple[int, int]:
+    """(output size, padding before) of one spatial dimension."""
+    if stride <= 0:
+        raise InvalidArgumentError(f"strides must be > 0, found {stride}")
+    if dilation < 1:
+        raise InvalidArgumentError(f"dilations must be >= 1, found {dilation}")
+    eff = (k - 1) * dilation + 1
+    if padding == "VALID":
+        out, before = _trunc_div(size - eff + stride, stride), 0
+    elif padding == "EXPLICIT":
+        assert explicit is not None
+        before = explicit[0]
+        out = _trunc_div(size + explicit[0] + explicit[1] - eff + stride, stride)
+    else:
+        out = (size + stride - 1) // stride
+        before = max(0, (out - 1) * stride + eff - size) // 2
+    if out < 0:
+        raise InvalidArgumentError(
+            f"computed output size would be negative: {out} (input size {size}, effective "
+            f"filter size {eff}, stride {stride})")
+    return out, before
+
+
+def _tap_range(n_out: int, start: int, stride: int, size: int) -> tuple[int, int]:
+    """Output positions [lo, hi) whose input index ``start + o*stride`` lies in [0, size)."""
+    lo = max(0, -(start // stride))
+    hi = min(n_out, (size - 1 - start) // stride + 1)
+    return lo, max(lo, hi)
+
+
+@dataclass(frozen=True)
+class _Geom:
+    """Geometry of a 2-D windowed op on an NHWC tensor."""
+
+    n: int
+    h: int
+    w: int
+    c: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    oh: int
+    ow: int
+    pt: int
+    pl: int
+
+    def taps(self) -> Any:
+        """Per filter tap (i, j): output slices and the matching strided input slices."""
+        for i in range(self.kh):
+            r0 = i * self.dh - self.pt
+            a, b = _tap_range(self.oh, r0, self.sh, self.h)
+            rows = slice(r0 + a * self.sh, r0 + (b - 1) * self.sh + 1, self.sh)
+            for j in range(self.kw):
+                c0 = j * self.dw - self.pl
+                c, d = _tap_range(self.ow, c0, self.sw, self.w)
+                cols = slice(c0 + c * self.sw, c0 + (d - 1) * self.sw + 1, self.sw)
+                yield i, j, (a, b, c, d), rows, cols
+
+
+def _geometry(ctx: KernelContext, fmt: str, x_shape: tuple[int, ...], kh: int,
+              kw: int) -> _Geom:
+    """Convolution geometry from the node's strides/dilations/padding attrs."""
+    n, h, w, c = x_shape
+    sn, sh, sw, sc = _nhw_c(ctx.attrs.get("strides"), fmt, "strides")
+    if sn != 1 or sc != 1:
+        raise InvalidArgumentError(
+            f"strides in the batch and depth dimensions must be 1, found {sn} and {sc}")
+    dn, dh, dw, dc = _nhw_c(ctx.attrs.get("dilations") or [1, 1, 1, 1], fmt, "dilations")
+    if dn != 1 or dc != 1:
+        raise InvalidArgumentError(
+            f"dilations in the batch and depth dimensions must be 1, found {dn} and {dc}")
+    padding, explicit = _padding(ctx, fmt)
+    oh, pt = _window(h, kh, dh, sh, padding, explicit[0] if explicit else None)
+    ow, pl = _window(w, kw, dw, sw, padding, explicit[1] if explicit else None)
+    return _Geom(n, h, w, c, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl)
+
+
+def _channel_major(g: _Geom) -> bool:
+    # Copy along whichever axis gives the longer contiguous runs: with few channels (the
+    # first layer of a CNN) runs along output columns beat C-wide ones (measured).
+    return g.c < 8 or 8 * g.c <= g.ow
+
+
+def _padded(x: np.ndarray, g: _Geom, channel_major: bool) -> np.ndarray:
+    """``x`` zero-padded just enough for every window read, as (N,Hp,Wp,C) or (C,N,Hp,Wp).
+
+    This copy is the size of the input (small next to the patch matrix); with no padding in
+    the NHWC layout the input itself is used.
+    """
+    hp = max(g.pt + g.h, (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1)
+    wp = max(g.pl + g.w, (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1)
+    src = x.transpose(3, 0, 1, 2) if channel_major else x
+    if hp == g.h and wp == g.w:
+        # No padding: NHWC windows are views of x itself; channel-major needs its copy.
+        return np.ascontiguousarray(src) if channel_major else x
+    xp = np.zeros((g.c, g.n, hp, wp) if channel_major else (g.n, hp, wp, g.c), x.dtype)
+    xp[(slice(None),) * (2 if channel_major else 1)
+       + (slice(g.pt, g.pt + g.h), slice(g.pl, g.pl + g.w))] = src
+    return xp
+
+
+def _patches(x: np.ndarray, g: _Geom) -> tuple[np.ndarray, np.ndarray]:
+    """im2col of NHWC ``x``: a (M, KH*KW*C) matrix and its (M, KH*KW, C) view, M = N*OH*OW.
+
+    The matrix may be a transposed (Fortran-ordered) view, which BLAS consumes directly.
+    Every window is gathered by one strided-view copy of the (padded) input.
+    """
+    m, k = g.n * g.oh * g.ow, g.kh * g.kw
+    if (g.kh == g.kw == 1 and g.pt == g.pl == 0
+            and (g.oh - 1) * g.sh < g.h and (g.ow - 1) * g.sw < g.w):
+        # A 1x1 filter without padding reads each (strided) pixel once: no im2col at all.
+        flat = np.ascontiguousarray(x[:, ::g.sh, ::g.sw][:, :g.oh, :g.ow]).reshape(m, g.c)
+        return flat, flat.reshape(m, 1, g.c)
+    cm = _channel_major(g)
+    xp = _padded(x, g, cm)
+    if cm:
+        sc, sn, sh, sw = xp.strides
+        windows = as_strided(xp, (g.kh, g.kw, g.c, g.n, g.oh, g.ow),
+                             (sh * g.dh, sw * g.dw, sc, sn, sh * g.sh, sw * g.sw),
+                             writeable=False)
+        cols = np.ascontiguousarray(windows)
+        return cols.reshape(k * g.c, m).T, cols.reshape(k, g.c, m).transpose(2, 0, 1)
+    sn, sh, sw, sc = xp.strides
+    windows = as_strided(xp, (g.n, g.oh, g.ow, g.kh, g.kw, g.c),
+                         (sn, sh * g.sh, sw * g.sw, sh * g.dh, sw * g.dw, sc), writeable=False)
+    cols = np.ascontiguousarray(windows)
+    return cols.reshape(m, k * g.c), cols.reshape(m, k, g.c)
+
+
+def _groups(in_depth: int, filter_depth: int) -> int:
+    if filter_depth <= 0 or in_depth % filter_depth:
+        raise InvalidArgumentError(
+            f"input depth must be evenly divisible by filter depth: {in_depth} vs "
+            f"{filter_depth}")
+    return in_depth // filter_depth
+
+
+# ----------------------------------------------------------------------------------------------
+# Convolutions
+
+
+def _conv2d_nhwc(x: np.ndarray, f: np.ndarray, g: _Geom) -> np.ndarray:
+    kh, kw, fc, oc = f.shape
+    groups = _groups(g.c, fc)
+    if oc % groups:
+        raise InvalidArgumentError(
+            f"output depth must be evenly divisible by the number of groups: {oc} vs {groups}")
+    if min(g.n, g.oh, g.ow, oc) == 0 or g.c == 0:
+        return np.zeros((g.n, g.oh, g.ow, oc), x.dtype)
+    out = np.empty((g.n, g.oh, g.ow, oc), x.dtype)
+    k = kh * kw * fc
+    for n0, n1 in _batch_chunks(g, x.dtype.itemsize):
+        gc = replace(g, n=n1 - n0)
+        mat, view = _patches(x[n0:n1], gc)
+        dst = out[n0:n1].reshape(-1, oc)
+        if groups == 1:
+            np.matmul(mat, f.reshape(k, oc), out=dst)
+            continue
+        ocg = oc // groups
+        for gi in range(groups):
+            pg = view[:, :, gi * fc:(gi + 1) * fc].reshape(-1, k)
+            dst[:, gi * ocg:(gi + 1) * ocg] = pg @ f[:, :, :, gi * ocg:(gi + 1) * ocg] \
+                .reshape(k, ocg)
+    return out
+
+
+# Bound on the im2col matrix of one chunk: large batches are processed a few images at a time
+# so the patch matrix neither exhausts memory nor falls out of cache needlessly.
+_PATCH_BYTES = 64 << 20
+
+
+def _batch_chunks(g: _Geom, itemsize: int) -> list[tuple[int, int]]:
+    per_image = g.oh * g.ow * g.kh * g.kw * g.c * itemsize
+    step = max(1, _PATCH_BYTES // max(per_image, 1))
+    return [(n0, min(n0 + step, g.n)) for n0 in range(0, g.n, step)]
+
+
+def _conv_inputs(x: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.dtype]:
+    if x.dtype != f.dtype:
+        raise InvalidArgumentError(
+            f"input and filter must have the same dtype, found {x.dtype} and {f.dtype}")
+    cdt = _compute_dtype(x.dtype)
+    return x.astype(cdt, copy=False), f.astype(cdt, copy=False), x.dtype
+
+
+@kernel("Conv2D")
+def conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    fmt = _data_format(ctx)
+    _check_rank(x, 4, "input")
+    _check_rank(f, 4, "filter")
+    x, f, dt = _conv_inputs(x, f)
+    xn = _to_nhwc(x, fmt)
+    g = _geometry(ctx, fmt, xn.shape, f.shape[0], f.shape[1])
+    out = _conv2d_nhwc(xn, f, g)
+    return _from_nhwc(out, fmt).astype(dt, copy=False)
+
+
+@kernel("DepthwiseConv2dNative")
+def depthwise_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    fmt = _data_format(ctx)
+    _check_rank(x, 4, "input")
+    _check_rank(f, 4, "filter")
+    x, f, dt = _conv_inputs(x, f)
+    xn = _to_nhwc(x, fmt)
+    kh, kw, fc, mult = f.shape
+    g = _geometry(ctx, fmt, xn.shape, kh, kw)
+    if fc != g.c:
+        raise InvalidArgumentError(
+            f"input and filter must have the same depth: {g.c} vs {fc}")
+    # Each channel is convolved with its own filters: accumulate tap by tap as a broadcast
+    # multiply (N, OH, OW, C, 1) * (C, M) over the valid output range of the tap.
+    out = np.zeros((g.n, g.oh, g.ow, g.c, mult), x.dtype)
+    if out.size:
+        for i, j, (a, b, c, d), rows, cs in g.taps():
+            if b > a and d > c:
+                out[:, a:b, c:d] += xn[:, rows, cs, :, None] * f[i, j]
+    out = out.reshape(g.n, g.oh, g.ow, g.c * mult)
+    return _from_nhwc(out, fmt).astype(dt, copy=False)
+
+
+def _sizes_vector(v: np.ndarray, name: str) -> list[int]:
+    v = np.asarray(v)
+    if v.ndim != 1 or v.dtype.kind not in "iu":
+        raise InvalidArgumentError(
+            f"{name} must be a 1-D integer vector, found {v.dtype} shape {list(v.shape)}")
+    return [int(s) for s in v]
+
+
+@kernel("Conv2DBackpropInput")
+def conv2d_backprop_input(ctx: KernelContext, input_sizes: np.ndarray, f: np.ndarray,
+                          dy: np.ndarray) -> np.ndarray:
+    """Gradient of Conv2D with respect to its input (a transposed convolution)."""
+    fmt = _data_format(ctx)
+    _check_rank(f, 4, "filter")
+    _check_rank(dy, 4, "out_backprop")
+    sizes = _sizes_vector(input_sizes, "input_sizes")
+    h_ax, w_ax, c_ax = _AXES[fmt]
+    if len(sizes) == 2:
+        # Spatial sizes only: batch from out_backprop, depth from the filter.
+        shape = [0, 0, 0, 0]
+        shape[0], shape[h_ax], shape[w_ax], shape[c_ax] = dy.shape[0], sizes[0], sizes[1], \
+            f.shape[2]
+        sizes = shape
+    if len(sizes) != 4 or any(s < 0 for s in sizes):
+        raise InvalidArgumentError(
+            f"input_sizes must hold 4 non-negative sizes (or 2 spatial ones), found {sizes}")
+    dy, f, dt = _conv_inputs(dy, f)
+    n, h, w, c = sizes[0], sizes[h_ax], sizes[w_ax], sizes[c_ax]
+    kh, kw, fc, oc = f.shape
+    groups = _groups(c, fc)
+    g = _geometry(ctx, fmt, (n, h, w, c), kh, kw)
+    dyn = _to_nhwc(dy, fmt)
+    if dyn.shape != (n, g.oh, g.ow, oc):
+        raise InvalidArgumentError(
+            f"out_backprop must have shape {[n, g.oh, g.ow, oc]} (NHWC) for input of shape "
+            f"{[n, h, w, c]}, found {list(dyn.shape)}")
+    m, k = n * g.oh * g.ow, kh * kw
+    dy2 = dyn.reshape(m, oc)
+    # Column gradients, laid out channel-major (K, C, M) so that the scatter below adds
+    # long runs along output columns.
+    if groups == 1:
+        dcols = (f.reshape(k * c, oc) @ dy2.T).reshape(k, c, m)
+    else:
+        dcols = np.empty((k, c, m), dy.dtype)
+        ocg = oc // groups
+        for gi in range(groups):
+            fg = f[:, :, :, gi * ocg:(gi + 1) * ocg].reshape(k, fc, ocg)
+            dcols[:, gi * fc:(gi + 1) * fc, :] = fg @ dy2[:, gi * ocg:(gi + 1) * ocg].T
+    dcols = dcols.reshape(kh, kw, c, n, g.oh, g.ow)
+    dx = np.zeros((c, n, h, w), dy.dtype)
+    if m:
+        for i, j, (a, b, cc, d), rows, cs in g.taps():
+            if b > a and d > cc:
+                dx[:, :, rows, cs] += dcols[i, j, :, :, a:b, cc:d]
+    out = dx.transpose(1, 2, 3, 0)
+    return np.ascontiguousarray(_from_nhwc(out, fmt)).astype(dt, copy=False)
+
+
+@kernel("Conv2DBackpropFilter")
+def conv2d_backprop_filter(ctx: KernelContext, x: np.ndarray, filter_sizes: np.ndarray,
+                           dy: np.ndarray) -> np.ndarray:
+    """Gradient of Conv2D with respect to its filter: patches^T @ out_backprop."""
+    fmt = _data_format(ctx)
+    _check_rank(x, 4, "input")
+    _check_rank(dy, 4, "out_backprop")
+    fs = _sizes_vector(filter_sizes, "filter_sizes")
+    if len(fs) != 4 or any(s < 0 for s in fs):
+        raise InvalidArgumentError(f"filter_sizes must hold 4 non-negative sizes, found {fs}")
+    x, dy, dt = _conv_inputs(x, dy)
+    xn, dyn = _to_nhwc(x, fmt), _to_nhwc(dy, fmt)
+    kh, kw, fc, oc = fs
+    g = _geometry(ctx, fmt, xn.shape, kh, kw)
+    groups = _groups(g.c, fc)
+    if dyn.shape != (g.n, g.oh, g.ow, oc) or oc % groups:
+        raise InvalidArgumentError(
+            f"out_backprop must have shape {[g.n, g.oh, g.ow, oc]} (NHWC), found "
+            f"{list(dyn.shape)}")
+    k = kh * kw
+    if g.n * g.oh * g.ow == 0 or g.c == 0 or oc == 0:
+        return np.zeros(fs, dt)
+    df = np.zeros((k, fc, oc), x.dtype)
+    ocg = oc // groups
+    for n0, n1 in _batch_chunks(g, x.dtype.itemsize):
+        mat, view = _patches(xn[n0:n1], replace(g, n=n1 - n0))
+        dy2 = dyn[n0:n1].reshape(-1, oc)
+        if groups == 1:
+            df += (mat.T @ dy2).reshape(k, fc, oc)
+            continue
+        for gi in range(groups):
+            pg = view[:, :, gi * fc:(gi + 1) * fc].reshape(-1, k * fc)
+            df[:, :, gi * ocg:(gi + 1) * ocg] += (pg.T @ dy2[:, gi * ocg:(gi + 1) * ocg]) \
+                .reshape(k, fc, ocg)
+    return df.reshape(fs).astype(dt, copy=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# Pooling
+
+
+def _pool_params(ctx: KernelContext, x: np.ndarray, ksize: Any, strides: Any,
+                 fmt: str) -> tuple[_Geom, int, int]:
+    """Pool geometry plus the depth window and depth stride (1 and 1 for spatial pooling)."""
+    _check_rank(x, 4, "input")
+    kn, kh, kw, kc = _nhw_c(ksize, fmt, "ksize")
+    sn, sh, sw, sc = _nhw_c(strides, fmt, "strides")
+    if min(kn, kh, kw, kc) <= 0 or min(sn, sh, sw, sc) <= 0:
+        raise InvalidArgumentError(
+            f"ksize and strides must be positive, found {list(ksize)} and {list(strides)}")
+    if kn != 1 or sn != 1:
+        raise InvalidArgumentError("pooling is not supported on the batch dimension")
+    h_ax, w_ax, c_ax = _AXES[fmt]
+    padding, explicit = _padding(ctx, fmt)
+    oh, pt = _window(x.shape[h_ax], kh, 1, sh, padding, explicit[0] if explicit else None)
+    ow, pl = _window(x.shape[w_ax], kw, 1, sw, padding, explicit[1] if explicit else None)
+    g = _Geom(x.shape[0], x.shape[h_ax], x.shape[w_ax], x.shape[c_ax], kh, kw, sh, sw, 1, 1,
+              oh, ow, pt, pl)
+    return g, kc, sc
+
+
+def _out_shape(x: np.ndarray, g: _Geom, fmt: str) -> tuple[int, ...]:
+    return (g.n, g.oh, g.ow, g.c) if fmt == "NHWC" else (g.n, g.c, g.oh, g.ow)
+
+
+def _spatial(fmt: str, rows: slice, cols: slice) -> tuple[slice, ...]:
+    """Index selecting (rows, cols) on the spatial axes of a 4-D tensor in ``fmt``."""
+    return (slice(None), rows, cols) if fmt == "NHWC" else (slice(None), slice(None), rows,
+                                                            cols)
+
+
+def _max_pool(ctx: KernelContext, x: np.ndarray, ksize: Any, strides: Any) -> np.ndarray:
+    fmt = _data_format(ctx, ("NHWC", "NCHW", "NCHW_VECT_C"))
+    if fmt == "NCHW_VECT_C":
+        raise InvalidArgumentError("data_format NCHW_VECT_C is not supported on CPU")
+    g, kc, sc = _pool_params(ctx, x, ksize, strides, fmt)
+    if kc != 1 or sc != 1:
+        return _depth_max_pool(x, g, kc, sc, fmt)
+    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    out = np.full(_out_shape(x, g, fmt), lowest, x.dtype)
+    if out.size:
+        for _, _, (a, b, c, d), rows, cs in g.taps():
+            if b > a and d > c:
+                o = out[_spatial(fmt, slice(a, b), slice(c, d))]
+                # np.maximum propagates NaN: a window holding a NaN pools to NaN.
+                np.maximum(o, x[_spatial(fmt, rows, cs)], out=o)
+    return out
+
+
+def _depth_max_pool(x: np.ndarray, g: _Geom, k: int, s: int, fmt: str) -> np.ndarray:
+    # TF's depthwise max pooling: non-overlapping windows along channels only.
+    if g.kh != 1 or g.kw != 1 or g.sh != 1 or g.sw != 1:
+        raise InvalidArgumentError(
+            "max pooling supports exactly one of pooling across depth or across width/height")
+    if k != s or g.c % k:
+        raise InvalidArgumentError(
+            f"depthwise max pooling needs the depth window ({k}) to equal the depth stride "
+            f"({s}) and to divide the input depth ({g.c})")
+    if fmt != "NHWC":
+        raise InvalidArgumentError("depthwise max pooling is only supported for NHWC")
+    return x.reshape(g.n, g.h, g.w, g.c // k, k).max(axis=-1)
+
+
+@kernel("MaxPool")
+def max_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    return _max_pool(ctx, x, ctx.attrs.get("ksize"), ctx.attrs.get("strides"))
+
+
+@kernel("MaxPoolV2")
+def max_pool_v2(ctx: KernelContext, x: np.ndarray, ksize: np.ndarray,
+                strides: np.ndarray) -> np.ndarray:
+    return _max_pool(ctx, x, _sizes_vector(ksize, "ksize"), _sizes_vector(strides, "strides"))
+
+
+@kernel("AvgPool")
+def avg_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    fmt = _data_format(ctx)
+    g, kc, sc = _pool_params(ctx, x, ctx.attrs.get("ksize"), ctx.attrs.get("strides"), fmt)
+    if kc != 1 or sc != 1:
+        raise InvalidArgumentError("average pooling across depth is not supported")
+    cdt = _compute_dtype(x.dtype)
+    total = np.zeros(_out_shape(x, g, fmt), cdt)
+    if total.size:
+        for _, _, (a, b, c, d), rows, cs in g.taps():
+            if b > a and d > c:
+                total[_spatial(fmt, slice(a, b), slice(c, d))] += x[_spatial(fmt, rows, cs)]
+    # Divide by the number of real (non-padding) elements in each window; it factors into a
+    # row count times a column count.
+    rh = np.arange(g.oh) * g.sh - g.pt
+    rw = np.arange(g.ow) * g.sw - g.pl
+    nh = np.minimum(rh + g.kh, g.h) - np.maximum(rh, 0)
+    nw = np.minimum(rw + g.kw, g.w) - np.maximum(rw, 0)
+    count = (nh[:, None] * nw[None, :]).astype(cdt)
+    count = count[:, :, None] if fmt == "NHWC" else count
+    return (total / count).astype(x.dtype, copy=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# Batch normalization
+
+
+def _fused_batch_norm(ctx: KernelContext, x: np.ndarray, scale: np.ndarray,
+                      offset: np.ndarray, mean: np.ndarray, variance: np.ndarray,
+                      reserve_3: bool) -> tuple[np.ndarray, ...]:
+    fmt = _data_format(ctx, ("NHWC", "NCHW", "NDHWC", "NCDHW"))
+    if x.ndim not in (4, 5):
+        raise InvalidArgumentError(
+            f"input must be 4 or 5-dimensional, found shape {list(x.shape)}")
+    for name, v in (("scale", scale), ("offset", offset), ("mean", mean),
+                    ("variance", variance)):
+        _check_rank(v, 1, name)
+    c_axis = x.ndim - 1 if fmt.endswith("C") else 1
+    depth = x.shape[c_axis]
+    for name, v in (("scale", scale), ("offset", offset)):
+        if v.size != depth:
+            raise InvalidArgumentError(
+                f"{name} must have the same number of elements as the channels of x: "
+                f"expected {depth}, found {v.size}")
+    training = bool(ctx.attrs.get("is_training", True))
+    factor = np.float32(ctx.attrs.get("exponential_avg_factor", 1.0))
+    if not training or factor != 1:
+        for name, v in (("mean", mean), ("variance", variance)):
+            if v.size != depth:
+                raise InvalidArgumentError(
+                    f"{name} must have the same number of elements as the channels of x "
+                    f"when is_training=false or exponential_avg_factor != 1: expected {depth}, "
+                    f"found {v.size}")
+    u = scale.dtype
+    eps = u.type(ctx.attrs.get("epsilon", 1e-4))
+    bshape = [1] * x.ndim
+    bshape[c_axis] = depth
+    axes = tuple(i for i in range(x.ndim) if i != c_axis)
+    xf = x.astype(u, copy=False)
+    extra = (np.zeros((), u),) if reserve_3 else ()
+
+    if x.size == 0:
+        # TF reports NaN statistics for an empty batch, in both modes.
+        nan = np.full(scale.shape, np.nan, u)
+        return (np.zeros(x.shape, x.dtype), nan, nan.copy(), nan.copy(), nan.copy()) + extra
+
+    if training:
+        n = x.size // depth
+        inv_n = u.type(1.0 / n)
+        batch_mean = np.sum(xf, axis=axes, dtype=u) * inv_n
+        centered = xf - batch_mean.reshape(bshape)
+        batch_var = np.sum(np.square(centered), axis=axes, dtype=u) * inv_n
+        # Running variance is reported with Bessel's correction; normalisation uses the
+        # biased one.
+        adjust = u.type(n / max(n - 1, 1))
+        if factor == 1:
+            new_mean, new_var = batch_mean.copy(), batch_var * adjust
+        else:
+            one_minus = u.type(1) - factor
+            new_mean = one_minus * mean + factor * batch_mean
+            new_var = one_minus * variance + (factor * adjust) * batch_var
+        saved_mean, saved_var = batch_mean, batch_var
+        var_for_norm = batch_var
+    else:
+        centered = xf - mean.reshape(bshape)
+        var_for_norm = variance
+        new_mean, new_var = mean.copy(), variance.copy()
+        saved_mean, saved_var = mean.copy(), variance.copy()
+    mult = (u.type(1) / np.sqrt(var_for_norm + eps)) * scale
+    y = centered * mult.reshape(bshape) + offset.reshape(bshape)
+    return (y.astype(x.dtype, copy=False), new_mean.astype(u, copy=False),
+            new_var.astype(u, copy=False), saved_mean, saved_var) + extra
+
+
+@kernel("FusedBatchNorm", "FusedBatchNormV2")
+def fused_batch_norm(ctx: KernelContext, x: np.ndarray, scale: np.ndarray, offset: np.ndarray,
+                     mean: np.ndarray, variance: np.ndarray) -> tuple[np.ndarray, ...]:
+    return _fused_batch_norm(ctx, x, scale, offset, mean, variance, reserve_3=False)
+
+
+@kernel("FusedBatchNormV3")
+def fused_batch_norm_v3(ctx: KernelContext, x: np.ndarray, scale: np.ndarray,
+                        offset: np.ndarray, mean: np.ndarray,
+                        variance: np.ndarray) -> tuple[np.ndarray, ...]:
+    return _fused_batch_norm(ctx, x, scale, offset, mean, variance, reserve_3=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# Softmax and activations
+
+
+def _softmax_input(x: np.ndarray) -> np.ndarray:
+    if x.ndim < 1:
+        raise InvalidArgumentError(f"logits must have >= 1 dimension, found shape {list(x.shape)}")
+    return x.astype(_compute_dtype(x.dtype), copy=False)
+
+
+@kernel("Softmax")
+def softmax(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    xf = _softmax_input(x)
+    if xf.size == 0:
+        return np.empty(x.shape, x.dtype)
+    e = np.exp(xf - np.max(xf, axis=-1, keepdims=True))
+    # Multiply by the reciprocal of the sum, as TF does.
+    return (e * (1 / np.sum(e, axis=-1, keepdims=True))).astype(x.dtype, copy=False)
+
+
+@kernel("LogSoftmax")
+def log_softmax(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    xf = _softmax_input(x)
+    if xf.size == 0:
+        return np.empty(x.shape, x.dtype)
+    shifted = xf - np.max(xf, axis=-1, keepdims=True)
+    out = shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
+    return out.astype(x.dtype, copy=False)
+
+
+def _float_in(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind != "f":
+        raise InvalidArgumentError(f"expected a floating-point input, found {x.dtype}")
+    return x.astype(_compute_dtype(x.dtype), copy=False)
+
+
+@kernel("Relu")
+def relu(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    # np.maximum keeps NaN, as TF's CPU Relu does.
+    return np.maximum(x, x.dtype.type(0))
+
+
+@kernel("Relu6")
+def relu6(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    return np.minimum(np.maximum(x, x.dtype.type(0)), x.dtype.type(6))
+
+
+@kernel("Elu")
+def elu(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    xf = _float_in(x)
+    with np.errstate(over="ignore"):
+        out = np.where(xf < 0, np.exp(xf) - 1, xf)
+    return out.astype(x.dtype, copy=False)
+
+
+_SELU_SCALE = 1.0507009873554804934193349852946
+_SELU_ALPHA = 1.6732632423543772848170429916717
+
+
+@kernel("Selu")
+def selu(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    xf = _float_in(x)
+    t = xf.dtype.type
+    with np.errstate(over="ignore"):
+        out = np.where(xf < 0, t(_SELU_SCALE * _SELU_ALPHA) * (np.exp(xf) - 1),
+                       t(_SELU_SCALE) * xf)
+    return out.astype(x.dtype, copy=False)
+
+
+@kernel("Softplus")
+def softplus(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    xf = _float_in(x)
+    # Past these thresholds softplus(x) equals x (large x) or exp(x) (very negative x) to
+    # machine precision; using them avoids exp overflow and log1p underflow. The threshold
+    # uses the epsilon of the op's own dtype.
+    thr = float(np.log(np.finfo(x.dtype).eps)) + 2
+    with np.errstate(over="ignore"):
+        e = np.exp(xf)
+        out = np.where(xf > -thr, xf, np.where(xf < thr, e, np.log1p(e)))
+    return out.astype(x.dtype, copy=False)
+
+
+@kernel("Softsign")
+def softsign(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    xf = _float_in(x)
+    return (xf / (1 + np.abs(xf))).astype(x.dtype, copy=False)
+
+
+@kernel("LeakyRelu")
+def leaky_relu(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    xf = _float_in(x)
+    alpha = xf.dtype.type(ctx.attrs.get("alpha", 0.2))
+    return np.where(xf > 0, xf, xf * alpha).astype(x.dtype, copy=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# Local response normalization
+
+
+@kernel("LRN")
+def lrn(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    """out = x / (bias + alpha * sum(x[..., d-r:d+r+1] ** 2)) ** beta, over the last axis."""
+    _check_rank(x, 4, "input")
+    r = int(ctx.attrs.get("depth_radius", 5))
+    if r < 0:
+        raise InvalidArgumentError(f"depth_radius must be >= 0, found {r}")
+    xf = _float_in(x)
+    t = xf.dtype.type
+    bias, alpha, beta = (t(ctx.attrs.get(k, d)) for k, d in
+                         (("bias", 1.0), ("alpha", 1.0), ("beta", 0.5)))
+    sq = np.square(xf)
+    depth = x.shape[-1]
+    acc = sq.copy()
+    # Add the channel window as shifted slices; offsets beyond the depth add nothing.
+    for o in range(1, min(r, depth - 1) + 1):
+        acc[..., o:] += sq[..., :-o]
+        acc[..., :-o] += sq[..., o:]
+    out = xf * np.power(bias + alpha * acc, -beta)
+    return out.astype(x.dtype, copy=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# Image resizing
+
+
+def _resize_args(ctx: KernelContext, images: np.ndarray,
+                 size: np.ndarray) -> tuple[int, int, bool, bool]:
+    _check_rank(images, 4, "input")
+    size = np.asarray(size)
+    if size.ndim != 1 or size.size != 2:
+        raise InvalidArgumentError(
+            f"size must be a 1-D tensor of 2 elements, found shape {list(size.shape)}")
+    oh, ow = (int(v) for v in size)
+    if oh <= 0 or ow <= 0:
+        raise InvalidArgumentError(f"output dimensions must be positive, found {[oh, ow]}")
+    if images.shape[1] <= 0 or images.shape[2] <= 0:
+        raise InvalidArgumentError(
+            f"input image must be of non-zero size, found shape {list(images.shape)}")
+    align = bool(ctx.attrs.get("align_corners", False))
+    half = bool(ctx.attrs.get("half_pixel_centers", False))
+    if align and half:
+        raise InvalidArgumentError(
+            "if half_pixel_centers is True, align_corners must be False")
+    return oh, ow, align, half
+
+
+def _resize_scale(in_size: int, out_size: int, align: bool) -> np.float32:
+    if align and out_size > 1:
+        return np.float32(in_size - 1) / np.float32(out_size - 1)
+    return np.float32(in_size) / np.float32(out_size)
+
+
+def _source_coords(out_size: int, in_size: int, align: bool, half: bool,
+                   shift: bool) -> np.ndarray:
+    """Float32 source coordinate of each output index (half-pixel shifts back by 0.5 when
+    ``shift``; nearest-neighbour leaves that to its floor)."""
+    scale = _resize_scale(in_size, out_size, align)
+    i = np.arange(out_size, dtype=np.float32)
+    if half:
+        c = (i + np.float32(0.5)) * scale
+        return c - np.float32(0.5) if shift else c
+    return i * scale
+
+
+def _lerp_table(out_size: int, in_size: int, align: bool,
+                half: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    src = _source_coords(out_size, in_size, align, half, shift=True)
+    fl = np.floor(src)
+    lower = np.maximum(fl.astype(np.int64), 0)
+    upper = np.minimum(np.ceil(src).astype(np.int64), in_size - 1)
+    return lower, upper, (src - fl).astype(np.float32)
+
+
+@kernel("ResizeBilinear")
+def resize_bilinear(ctx: KernelContext, images: np.ndarray, size: np.ndarray) -> np.ndarray:
+    oh, ow, align, half = _resize_args(ctx, images, size)
+    img = images.astype(np.float32, copy=False)
+    y0, y1, ylerp = _lerp_table(oh, images.shape[1], align, half)
+    x0, x1, xlerp = _lerp_table(ow, images.shape[2], align, half)
+    top, bottom = img[:, y0], img[:, y1]
+    xl = xlerp[None, None, :, None]
+    tl, tr, bl, br = top[:, :, x0], top[:, :, x1], bottom[:, :, x0], bottom[:, :, x1]
+    t = tl + (tr - tl) * xl
+    b = bl + (br - bl) * xl
+    return t + (b - t) * ylerp[None, :, None, None]
+
+
+def _nearest_index(out_size: int, in_size: int, align: bool, half: bool) -> np.ndarray:
+    src = _source_coords(out_size, in_size, align, half, shift=False)
+    fl = np.floor(src)
+    if align:
+        # roundf: halves away from zero (coordinates are non-negative here). Comparing the
+        # exact fraction avoids the float rounding of src + 0.5.
+        fl = fl + (src - fl >= np.float32(0.5))
+    idx = np.minimum(fl.astype(np.int64), in_size - 1)
+    return np.maximum(idx, 0) if half else idx
+
+
+@kernel("ResizeNearestNeighbor")
+def resize_nearest_neighbor(ctx: KernelContext, images: np.ndarray,
+                            size: np.ndarray) -> np.ndarray:
+    oh, ow, align, half = _resize_args(ctx, images, size)
+    yi = _nearest_index(oh, images.shape[1], align, half)
+    xi = _nearest_index(ow, images.shape[2], align, half)
+    return images[:, yi][:, :, xi]
+
+
+
+# ----------------------------------------------------------------------------------------------
+# 3-D convolution and pooling (NDHWC only, as TensorFlow's CPU kernels)
+
+
+def _ndhwc_only(ctx: KernelContext, message: str) -> None:
+    fmt = ctx.attrs.get("data_format", "NDHWC") or "NDHWC"
+    if fmt == "NCDHW":
+        raise InvalidArgumentError(message)
+    if fmt != "NDHWC":
+        raise InvalidArgumentError(f"unsupported data_format {fmt!r}: expected NDHWC")
+
+
+def _five(vals: Any, name: str) -> list[int]:
+    vals = [int(v) for v in (vals if vals is not None else [])]
+    if len(vals) != 5:
+        raise InvalidArgumentError(f"{name} must specify 5 dimensions, found {len(vals)}: {vals}")
+    return vals
+
+
+def _padding_3d(ctx: KernelContext) -> str:
+    padding = ctx.attrs.get("padding")
+    if padding not in ("SAME", "VALID"):
+        raise InvalidArgumentError(f"padding must be SAME or VALID, found {padding!r}")
+    return padding
+
+
+def _windows_3d(shape: tuple[int, ...], ksize: tuple[int, ...], strides: list[int],
+                dilations: list[int], padding: str) -> list[tuple[int, int]]:
+    """(output size, padding before) for each of the three spatial dimensions."""
+    return [_window(shape[1 + i], ksize[i], dilations[i], strides[i], padding, None)
+            for i in range(3)]
+
+
+@kernel("Conv3D")
+def conv3d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """NDHWC convolution as im2col (one strided-view copy of the padded input) plus a matmul.
+
+    TensorFlow's CPU kernel rejects dilations > 1; this computes the dilated convolution as
+    defined (what TF's GPU kernel and tf.nn.convolution's space-to-batch rewrite give).
+    """
+    _ndhwc_only(ctx, "CPU implementation of Conv3D currently only supports the NHWC tensor "
+                     "format.")
+    _check_rank(x, 5, "input")
+    _check_rank(f, 5, "filter")
+    x, f, dt = _conv_inputs(x, f)
+    st = _five(ctx.attrs.get("strides"), "strides")
+    dl = _five(ctx.attrs.get("dilations") or [1] * 5, "dilations")
+    if st[0] != 1 or st[4] != 1:
+        raise InvalidArgumentError(
+            "Current implementation does not yet support strides in the batch and depth "
+            "dimensions.")
+    if dl[0] != 1 or dl[4] != 1:
+        raise InvalidArgumentError(
+            "Current implementation does not yet support dilations in the batch and depth "
+            "dimensions.")
+    kd, kh, kw, fc, oc = f.shape
+    n, c = x.shape[0], x.shape[4]
+    if fc != c:
+        raise InvalidArgumentError(
+            f"Number of channels in filter ({fc}) must match last dimension of input ({c})")
+    geo = _windows_3d(x.shape, (kd, kh, kw), st[1:4], dl[1:4], _padding_3d(ctx))
+    outs = tuple(o for o, _ in geo)
+    if min((n, c, oc) + outs) == 0:
+        return np.zeros((n,) + outs + (oc,), dt)
+    # Pad just enough for every window read (zeros stand for the SAME padding).
+    need = [max(b + x.shape[1 + i], (geo[i][0] - 1) * st[1 + i]
+                + (f.shape[i] - 1) * dl[1 + i] + 1) for i, (_, b) in enumerate(geo)]
+    if need != list(x.shape[1:4]):
+        xp = np.zeros((n, *need, c), x.dtype)
+        xp[:, geo[0][1]:geo[0][1] + x.shape[1], geo[1][1]:geo[1][1] + x.shape[2],
+           geo[2][1]:geo[2][1] + x.shape[3]] = x
+    else:
+        xp = np.ascontiguousarray(x)
+    sn, sd, sh, sw, sc = xp.strides
+    k = kd * kh * kw * c
+    per_image = math.prod(outs) * k * x.dtype.itemsize
+    step = max(1, _PATCH_BYTES // max(per_image, 1))
+    wmat = f.reshape(k, oc)
+    out = np.empty((n,) + outs + (oc,), x.dtype)
+    for n0 in range(0, n, step):
+        n1 = min(n0 + step, n)
+        win = as_strided(xp[n0:], (n1 - n0,) + outs + (kd, kh, kw, c),
+                         (sn, sd * st[1], sh * st[2], sw * st[3],
+                          sd * dl[1], sh * dl[2], sw * dl[3], sc), writeable=False)
+        cols = np.ascontiguousarray(win).reshape(-1, k)
+        np.matmul(cols, wmat, out=out[n0:n1].reshape(-1, oc))
+    return out.astype(dt, copy=False)
+
+
+def _pool3d_params(ctx: KernelContext, x: np.ndarray) -> tuple[list[tuple[int, int]],
+                                                                list[int], list[int]]:
+    _ndhwc_only(ctx, "Default Pooling3DOp only supports NDHWC on device type CPU")
+    _check_rank(x, 5, "input")
+    ks = _five(ctx.attrs.get("ksize"), "ksize")
+    st = _five(ctx.attrs.get("strides"), "strides")
+    if min(ks) <= 0 or min(st) <= 0:
+        raise InvalidArgumentError(
+            f"ksize and strides must be positive, found {ks} and {st}")
+    if ks[0] != 1 or st[0] != 1:
+        raise InvalidArgumentError("Pooling is not yet supported on the batch dimension.")
+    if ks[4] != 1 or st[4] != 1:
+        raise UnimplementedError("Pooling is not yet supported on the depth dimension.")
+    geo = _windows_3d(x.shape, tuple(ks[1:4]), st[1:4], [1, 1, 1], _padding_3d(ctx))
+    return geo, ks[1:4], st[1:4]
+
+
+def _pool3d_taps(x: np.ndarray, geo: list[tuple[int, int]], ks: list[int],
+                 st: list[int]) -> Any:
+    """Per filter tap: the output box reading real input and the matching input slices."""
+    for taps in np.ndindex(*ks):
+        out_idx, in_idx = [slice(None)], [slice(None)]
+        for i, t in enumerate(taps):
+            n_out, before = geo[i]
+            s0 = t - before
+            a, b = _tap_range(n_out, s0, st[i], x.shape[1 + i])
+            if b <= a:
+                break
+            out_idx.append(slice(a, b))
+            in_idx.append(slice(s0 + a * st[i], s0 + (b - 1) * st[i] + 1, st[i]))
+        else:
+            yield tuple(out_idx), tuple(in_idx)
+
+
+@kernel("MaxPool3D")
+def max_pool3d(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    geo, ks, st = _pool3d_params(ctx, x)
+    shape = (x.shape[0],) + tuple(o for o, _ in geo) + (x.shape[4],)
+    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    out = np.full(shape, lowest, x.dtype)
+    if out.size:
+        for o, i in _pool3d_taps(x, geo, ks, st):
+            np.maximum(out[o], x[i], out=out[o])
+    return out
+
+
+@kernel("AvgPool3D")
+def avg_pool3d(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    geo, ks, st = _pool3d_params(ctx, x)
+    shape = (x.shape[0],) + tuple(o for o, _ in geo) + (x.shape[4],)
+    cdt = _compute_dtype(x.dtype)
+    total = np.zeros(shape, cdt)
+    if total.size:
+        for o, i in _pool3d_taps(x, geo, ks, st):
+            total[o] += x[i]
+    # Windows average over their real (non-padding) elements: a product of per-axis counts.
+    count = np.ones((1,) * 5, cdt)
+    for ax, ((n_out, before), k, s) in enumerate(zip(geo, ks, st)):
+        start = np.arange(n_out) * s - before
+        cnt = np.minimum(start + k, x.shape[1 + ax]) - np.maximum(start, 0)
+        count = count * cnt.reshape([-1 if d == 1 + ax else 1 for d in range(5)]).astype(cdt)
+    return (total / count).astype(x.dtype, copy=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# InTopK
+
+
+@kernel("InTopKV2")
+def in_top_k_v2(ctx: KernelContext, predictions: np.ndarray, targets: np.ndarray,
+                k: np.ndarray) -> np.ndarray:
+    if predictions.ndim != 2:
+        raise InvalidArgumentError(
+            f"predictions must be 2-dimensional, found shape {list(predictions.shape)}")
+    if targets.ndim != 1:
+        raise InvalidArgumentError(
+            f"targets must be 1-dimensional, found shape {list(targets.shape)}")
+    if np.ndim(k) != 0:
+        raise InvalidArgumentError(f"k must be 0-D, got shape {list(np.shape(k))}")
+    b, c = predictions.shape
+    if targets.shape[0] != b:
+        raise InvalidArgumentError(
+            f"First dimension of predictions {b} must match length of targets "
+            f"{targets.shape[0]}")
+    t = targets.astype(np.int64)
+    valid = (t >= 0) & (t < c)
+    if c == 0:
+        return np.zeros(b, dtype=bool)
+    target_pred = predictions[np.arange(b), np.where(valid, t, 0)]
+    # TF cannot say (and answers false) for a bad target or any non-finite prediction in
+    # the row; otherwise it counts the classes strictly more probable than the target.
+    finite = np.isfinite(predictions).all(axis=1)
+    more = (predictions > target_pred[:, None]).sum(axis=1)
+    return valid & finite & (more < int(k))

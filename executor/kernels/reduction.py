@@ -1,0 +1,164 @@
+"""Reduction kernels: Sum, Mean, Max, Min, Prod, All, Any, EuclideanNorm.
+
+All take ``(input, reduction_indices)`` and a ``keep_dims`` attr. Semantics follow TensorFlow:
+
+* ``reduction_indices`` is a scalar or vector of int32/int64, negative values count from the
+  end, duplicates are allowed, an empty list reduces nothing (the input is returned as a copy).
+* The output dtype is the input dtype; integer sums wrap around like the C++ accumulator does.
+  An integer Mean sums in 64 bits (as TF does) and truncates toward zero.
+* Reducing over an empty axis yields the reducer's identity: 0 for Sum, 1 for Prod, the
+  dtype's lowest value for Max (``-inf`` for floats), its highest for Min, True for All, False
+  for Any, NaN for a floating Mean (0 for an integer one).
+* NaN propagates through Max and Min.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dfg.graphdef.errors import InvalidArgumentError
+
+from .registry import KernelContext, kernel
+
+_HALF = np.dtype(np.float16)
+
+
+def reduction_axes(x: np.ndarray, indices: np.ndarray) -> tuple[int, ...]:
+    """Normalise ``reduction_indices`` to sorted, unique, non-negative axes of ``x``."""
+    idx = np.asarray(indices)
+    if idx.dtype not in (np.int32, np.int64):
+        raise InvalidArgumentError(
+            f"reduction_indices must be int32 or int64, found {idx.dtype}")
+    if idx.ndim > 1:
+        raise InvalidArgumentError(
+            f"reduction_indices must be a scalar or vector, found shape {list(idx.shape)}")
+    rank = x.ndim
+    axes = set()
+    for a in idx.reshape(-1).tolist():
+        if not -rank <= a < rank:
+            raise InvalidArgumentError(
+                f"Invalid reduction dimension {a}: expected a value in [{-rank}, {rank}) "
+                f"for an input of rank {rank}")
+        axes.add(a % rank)
+    return tuple(sorted(axes))
+
+
+def _finish(ctx: KernelContext, x: np.ndarray, out: Any, axes: tuple[int, ...]) -> np.ndarray:
+    """Cast to the input dtype and restore reduced axes as size 1 when keep_dims is set."""
+    out = np.asarray(out).astype(x.dtype, copy=False)
+    if ctx.attrs.get("keep_dims", False):
+        out = out.reshape(tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+    return out
+
+
+def _reduce(ctx: KernelContext, x: np.ndarray, indices: np.ndarray, fn: Any) -> np.ndarray:
+    axes = reduction_axes(x, indices)
+    if not axes:
+        # Nothing to reduce: TensorFlow forwards the input unchanged.
+        return np.array(x, copy=True)
+    return _finish(ctx, x, fn(x, axes), axes)
+
+
+def _count(x: np.ndarray, axes: tuple[int, ...]) -> int:
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    return n
+
+
+@kernel("Sum")
+def sum_(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    def fn(v: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        # float16 accumulates in float32: closer to the exact sum than TF's half-precision
+        # accumulation, whose order numpy cannot reproduce anyway. Every other dtype
+        # accumulates in itself so integer overflow wraps exactly as in C++.
+        acc = np.float32 if v.dtype == _HALF else v.dtype
+        return np.sum(v, axis=axes, dtype=acc)
+
+    return _reduce(ctx, x, indices, fn)
+
+
+@kernel("Mean")
+def mean(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    def fn(v: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        n = _count(v, axes)
+        if v.dtype.kind in "iu":
+            # TF sums integers in 64 bits (no overflow below int64), then divides with C++
+            # truncation toward zero; numpy's // floors, so divide magnitudes.
+            wide = np.int64 if v.dtype.kind == "i" else np.uint64
+            s = np.sum(v, axis=axes, dtype=wide)
+            if n == 0:
+                return np.zeros(s.shape, v.dtype)
+            if v.dtype.kind == "u":
+                return s // wide(n)
+            q = np.abs(s) // n
+            return np.where(s < 0, -q, q)
+        acc = np.float32 if v.dtype == _HALF else v.dtype
+        s = np.sum(v, axis=axes, dtype=acc)
+        if n == 0:
+            return np.full_like(s, np.nan)
+        return s / np.asarray(n, dtype=acc)
+
+    return _reduce(ctx, x, indices, fn)
+
+
+@kernel("Prod")
+def prod(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    return _reduce(ctx, x, indices, lambda v, axes: np.prod(v, axis=axes, dtype=v.dtype))
+
+
+def _lowest(dt: np.dtype) -> Any:
+    return -np.inf if dt.kind == "f" else np.iinfo(dt).min
+
+
+def _highest(dt: np.dtype) -> Any:
+    return np.inf if dt.kind == "f" else np.iinfo(dt).max
+
+
+@kernel("Max")
+def max_(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    # ``initial`` supplies the identity for empty axes; np.max propagates NaN like TF.
+    return _reduce(ctx, x, indices,
+                   lambda v, axes: np.max(v, axis=axes, initial=_lowest(v.dtype)))
+
+
+@kernel("Min")
+def min_(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    return _reduce(ctx, x, indices,
+                   lambda v, axes: np.min(v, axis=axes, initial=_highest(v.dtype)))
+
+
+def _check_bool(x: np.ndarray) -> None:
+    if x.dtype != np.bool_:
+        raise InvalidArgumentError(f"expected a bool input, found {x.dtype}")
+
+
+@kernel("All")
+def all_(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    _check_bool(x)
+    return _reduce(ctx, x, indices, lambda v, axes: np.all(v, axis=axes))
+
+
+@kernel("Any")
+def any_(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    _check_bool(x)
+    return _reduce(ctx, x, indices, lambda v, axes: np.any(v, axis=axes))
+
+
+@kernel("EuclideanNorm")
+def euclidean_norm(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    def fn(v: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        if v.dtype.kind == "c":
+            s = np.sum(v * np.conj(v), axis=axes, dtype=v.dtype)
+            return np.sqrt(s)
+        if v.dtype.kind in "iu":
+            # Square-sum in the dtype (wrapping like C++), then an integer square root.
+            s = np.sum(v * v, axis=axes, dtype=v.dtype)
+            return np.floor(np.sqrt(s.astype(np.float64)))
+        acc = np.float32 if v.dtype == _HALF else v.dtype
+        w = v.astype(acc, copy=False)
+        return np.sqrt(np.sum(w * w, axis=axes, dtype=acc))
+
+    return _reduce(ctx, x, indices, fn)

@@ -1,0 +1,381 @@
+"""Immutable per-signature executor state, built once per (fetches, feeds, targets) and cached.
+
+A ``Plan`` holds the nodes a step needs (pruned from the graph, feeds cutting it), one
+``NodeItem`` per node (kernel, bound attrs, arity, out-edges, control-flow flags), the static
+layout of every while-loop frame (``FrameLayout``: which items it holds, their input offsets and
+pending-count template), the initial ready set and where fetched and fed tensors go. Nothing
+here changes while steps run, except ``NodeItem.cost_us`` (a measured cost estimate written
+by the scheduling thread; a torn read elsewhere only changes a scheduling decision).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dfg.graphdef import dtypes as D
+from dfg.graphdef.attrs import to_python
+from dfg.graphdef.errors import (
+    InvalidArgumentError,
+    MissingFeedError,
+    UnimplementedError,
+)
+from dfg.graphdef.frames import (
+    ENTER_OPS,
+    EXIT_OPS,
+    MERGE_OPS,
+    NEXT_ITERATION_OPS,
+    ROOT,
+    SWITCH_OPS,
+    FrameAnalysis,
+)
+from dfg.graphdef.graph import CONTROL_SLOT, Graph, parse_tensor_name
+from dfg.graphdef.opdefs.registry import SignatureError, registry
+
+from .kernels import registry as kernels
+
+PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2"})
+
+# Ops the scheduler runs without calling a kernel: 1 forwards its one input, 2 is a Switch
+# (input to the output the predicate picks), 3 a Merge (first live input and its index).
+FORWARD, SWITCH, MERGE = 1, 2, 3
+TRANSFER = {**dict.fromkeys(("Identity", "Enter", "Exit", "NextIteration", "LoopCond",
+                             "StopGradient", "Snapshot", "RefIdentity", "RefEnter", "RefExit",
+                             "RefNextIteration"), FORWARD),
+            "Switch": SWITCH, "RefSwitch": SWITCH, "Merge": MERGE, "RefMerge": MERGE}
+
+
+class NodeItem:
+    """One node of a plan. ``out_data`` edges are (dst item, index of the dst input in its
+    frame's input array, src slot); ``out_control`` holds the control successors."""
+
+    __slots__ = (
+        "id", "name", "op", "fn", "attrs", "num_inputs", "num_outputs", "out_dtypes",
+        "deref", "out_data", "out_control", "frame", "local_id", "in_offset",
+        "num_control_inputs", "is_merge", "is_switch", "is_enter", "is_exit",
+        "is_next_iteration", "is_constant_enter", "is_control_trigger", "enter_frame",
+        "parallel_iterations", "cheap", "cost_us", "fetch_slots", "input_dtypes", "out_types",
+        "stateful", "shared_ctx", "transfer",
+    )
+
+    def __init__(self) -> None:
+        self.cost_us = -1.0  # measured cost (EMA, µs); -1 until first measured
+        self.fetch_slots: list[tuple[int, int]] = []  # (fetch index, output slot)
+
+    def __repr__(self) -> str:
+        return f"NodeItem({self.name!r}, {self.op})"
+
+
+@dataclass
+class FrameLayout:
+    """Static shape of one frame (by frame_name): its items and per-iteration array sizes."""
+
+    name: str
+    items: list[NodeItem] = field(default_factory=list)
+    num_inputs: int = 0
+    pending_template: list[int] = field(default_factory=list)
+    num_enters: int = 0
+    parallel_iterations: int = 10
+    exits: list[NodeItem] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    items: list[NodeItem]
+    frames: dict[str, FrameLayout]
+    has_control_flow: bool
+    initial_ready: list[NodeItem]
+    fetches: list[tuple[str, int]]
+    # fed tensor -> [(dst item, dst input)] that read it; fetch index -> feed name if fed
+    feed_edges: dict[tuple[str, int], list[tuple[NodeItem, int]]]
+    feed_dtypes: dict[tuple[str, int], int]
+    feed_shapes: dict[tuple[str, int], tuple | None]
+    fetched_feeds: dict[int, tuple[str, int]]
+    targets: list[str]
+    by_name: dict[str, NodeItem]
+
+
+def needed_nodes(graph: Graph, fetches: list[tuple[str, int]], feeds: set[tuple[str, int]],
+                 targets: list[str]) -> set[str]:
+    """Nodes the fetched tensors and targets need, through data and control edges; a fed
+    tensor cuts the walk (its producer is needed only if something else needs it)."""
+    from dfg.graphdef.prune import dependencies
+
+    return dependencies(graph, fetches, feeds=feeds, targets=targets)
+
+
+def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
+               feeds: list[str], targets: list[str], device: str = kernels.CPU) -> Plan:
+    reg = registry()
+    from dfg.graphdef.prune import resolve_target, resolve_tensor
+
+    # NotFoundError (with a did-you-mean) for names that are not in the graph
+    fetch_keys = [resolve_tensor(graph, parse_tensor_name(f), "fetch") for f in fetches]
+    feed_keys = [resolve_tensor(graph, parse_tensor_name(f), "feed") for f in feeds]
+    targets = [resolve_target(graph, t) for t in targets]
+    feed_set = set(feed_keys)
+    fetched_feeds = {i: k for i, k in enumerate(fetch_keys) if k in feed_set}
+    roots = [k for i, k in enumerate(fetch_keys) if i not in fetched_feeds]
+    needed = needed_nodes(graph, roots, feed_set, list(targets))
+
+    missing = sorted({graph.node(n).op for n in needed
+                      if kernels.lookup(graph.node(n).op, device) is None
+                      and kernels.lookup(graph.node(n).op) is None})
+    if missing:
+        raise UnimplementedError(
+            f"no {device} kernel for op{'s' if len(missing) > 1 else ''} "
+            + ", ".join(missing) + " (see `dfg ops --missing GRAPH`)")
+
+    order = graph.topological_order(needed)
+    items: list[NodeItem] = []
+    by_name: dict[str, NodeItem] = {}
+    for node in order:
+        item = _make_item(reg, node, len(items), device)
+        item.frame = frames.node_frame.get(node.name, ROOT)
+        items.append(item)
+        by_name[node.name] = item
+
+    # output slot checks for fetches and feeds
+    for node, slot in fetch_keys + feed_keys:
+        n_out = by_name[node].num_outputs if node in by_name else _num_outputs(reg, graph, node)
+        if not 0 <= slot < n_out:
+            raise InvalidArgumentError(
+                f"tensor '{node}:{slot}' does not exist: node has {n_out} output(s)",
+                node=node, op=graph.node(node).op)
+
+    for i, (node, _slot) in enumerate(fetch_keys):
+        if i in fetched_feeds:
+            continue
+        item = by_name[node]
+        out_frame = frames.frames[item.frame].parent if item.is_exit else item.frame
+        if out_frame != ROOT:
+            raise InvalidArgumentError(
+                f"cannot fetch a tensor inside while-loop frame '{item.frame}'",
+                node=node, op=item.op)
+        item.fetch_slots.append((i, fetch_keys[i][1]))
+
+    # frame layouts: local ids, input offsets
+    layouts: dict[str, FrameLayout] = {ROOT: FrameLayout(ROOT)}  # root even if empty
+    for item in items:
+        lay = layouts.get(item.frame)
+        if lay is None:
+            lay = layouts[item.frame] = FrameLayout(item.frame)
+        item.local_id = len(lay.items)
+        item.in_offset = lay.num_inputs
+        lay.num_inputs += item.num_inputs
+        lay.items.append(item)
+        if item.is_exit:
+            lay.exits.append(item)
+
+    for item in items:
+        if item.is_enter:  # an Enter is scheduled in the parent; it opens its child frame
+            lay = layouts.get(item.enter_frame)
+            if lay is None:
+                raise InvalidArgumentError(
+                    f"Enter opens frame '{item.enter_frame}' but nothing the step needs runs "
+                    "in it", node=item.name, op=item.op)
+            lay.num_enters += 1
+            lay.parallel_iterations = item.parallel_iterations
+
+    # edges; fed tensors cut data edges
+    feed_edges: dict[tuple[str, int], list[tuple[NodeItem, int]]] = {k: [] for k in feed_keys}
+    n_data_in: dict[int, int] = {}
+    for item in items:
+        node = graph.node(item.name)
+        data_in = ctrl_in = 0
+        for e in node.in_edges:
+            src = by_name.get(e.src)
+            if e.dst_input == CONTROL_SLOT:
+                if src is not None:
+                    src.out_control.append(item)
+                    ctrl_in += 1
+                continue
+            key = (e.src, e.src_output)
+            if key in feed_set:
+                feed_edges[key].append((item, e.dst_input))
+                continue
+            if src is None:
+                raise InvalidArgumentError(f"input '{e.src}:{e.src_output}' is not in the step",
+                                           node=item.name, op=item.op)
+            src.out_data.append((item, e.dst_input, e.src_output))
+            data_in += 1
+        if len(node.inputs) != item.num_inputs:
+            raise InvalidArgumentError(
+                f"expected {item.num_inputs} data inputs for {item.op}, found "
+                f"{len(node.inputs)}", node=item.name, op=item.op)
+        item.num_control_inputs = ctrl_in
+        n_data_in[item.id] = data_in
+        _check_frames(item, by_name, node, frames)
+
+    # out-edges address the consumer's input slot directly (offset + input index)
+    for item in items:
+        item.out_data = [(dst, dst.in_offset + k, slot) for dst, k, slot in item.out_data]
+
+    # deref flags: a non-ref input fed by a ref output gets the variable's value
+    for item in items:
+        node = graph.node(item.name)
+        deref = []
+        for k, (src, slot) in enumerate(node.inputs):
+            si = by_name.get(src)
+            if si is None or (src, slot) in feed_set:
+                continue
+            if D.is_ref(si.out_types[slot]) and not D.is_ref(item.input_dtypes[k]):
+                deref.append(k)
+        item.deref = tuple(deref)
+        if deref:
+            item.transfer = 0  # reading a ref variable is work for the kernel
+
+    has_cf = any(it.is_merge or it.is_switch or it.is_enter or it.is_exit
+                 or it.is_next_iteration for it in items)
+    initial: list[NodeItem] = []
+    for lay in layouts.values():
+        lay.pending_template = [0] * len(lay.items)
+    for item in items:
+        lay = layouts[item.frame]
+        if item.is_merge:
+            # TensorFlow's encoding: bit 0 set while no live data input has arrived; each
+            # control input counts 2. Ready at 0, or at 1 when every data input is dead.
+            p = (item.num_control_inputs << 1) | 1
+            if n_data_in[item.id] == 0 and item.num_inputs > 0:
+                p &= ~1  # every data input fed
+        else:
+            p = n_data_in[item.id] + item.num_control_inputs
+        lay.pending_template[item.local_id] = p
+        if p == 0 and item.frame == ROOT:
+            initial.append(item)
+
+    feed_dtypes: dict[tuple[str, int], int] = {}
+    feed_shapes: dict[tuple[str, int], tuple | None] = {}
+    for key in feed_keys:
+        node = graph.node(key[0])
+        try:
+            feed_dtypes[key] = D.base(reg.output_types(node.proto)[key[1]])
+        except (SignatureError, KeyError, IndexError):
+            feed_dtypes[key] = D.DT_INVALID
+        feed_shapes[key] = (to_python(node.attr["shape"]) if node.op in PLACEHOLDER_OPS
+                            | {"PlaceholderWithDefault"} and "shape" in node.attr else None)
+        for dst, _k in feed_edges[key]:
+            if dst.frame != ROOT:
+                raise UnimplementedError(
+                    f"feeding '{key[0]}:{key[1]}' into while-loop frame '{dst.frame}'",
+                    node=dst.name, op=dst.op)
+    for item in items:
+        if item.op in PLACEHOLDER_OPS:
+            fed = any((item.name, 0) == k for k in feed_keys)
+            if not fed:
+                raise _missing_feed(graph.node(item.name))
+
+    return Plan(items, layouts, has_cf, initial, fetch_keys, feed_edges, feed_dtypes,
+                feed_shapes, fetched_feeds, list(targets), by_name)
+
+
+def _missing_feed(node: Any) -> MissingFeedError:
+    from dfg.graphdef.tensors import format_shape
+
+    dtype = D.name(node.attr["dtype"].type) if "dtype" in node.attr else "?"
+    shape = format_shape(to_python(node.attr["shape"])) if "shape" in node.attr else "<unknown>"
+    return MissingFeedError(
+        f"placeholder '{node.name}' ({dtype}, shape {shape}) must be fed",
+        placeholder=node.name, dtype=dtype, shape=shape, node=node.name, op=node.op)
+
+
+def _num_outputs(reg, graph: Graph, node: str) -> int:
+    try:
+        return reg.num_outputs(graph.node(node).proto)
+    except (SignatureError, KeyError):
+        return 1
+
+
+def _check_frames(item: NodeItem, by_name: dict[str, NodeItem], node: Any,
+                  frames: FrameAnalysis) -> None:
+    """Every input must arrive in the node's frame: a producer's outputs land in its own
+    frame, in the child frame for an Enter, in the parent frame for an Exit."""
+    for e in node.in_edges:
+        src = by_name.get(e.src)
+        if src is None:
+            continue
+        if src.is_enter:
+            have = src.enter_frame
+        elif src.is_exit:
+            have = frames.frames[src.frame].parent or ROOT
+        else:
+            have = src.frame
+        if have != item.frame:
+            raise InvalidArgumentError(
+                f"has inputs from different frames: input '{src.name}' is in frame "
+                f"'{have or '<root>'}', this node is in frame '{item.frame or '<root>'}'",
+                node=item.name, op=item.op)
+
+
+def bind_attrs(opdef: Any, node: Any) -> dict[str, Any]:
+    """A node's attrs as its kernel sees them: plain Python values, OpDef defaults filled."""
+    attrs: dict[str, Any] = {}
+    for ad in opdef.attr:
+        if ad.name in node.attr:
+            attrs[ad.name] = to_python(node.attr[ad.name], numpy_types=True)
+        elif ad.HasField("default_value"):
+            attrs[ad.name] = to_python(ad.default_value, numpy_types=True)
+        else:
+            raise InvalidArgumentError(f"missing required attr '{ad.name}'", node=node.name,
+                                       op=node.op)
+    return attrs
+
+
+def _make_item(reg, node: Any, idx: int, device: str = kernels.CPU) -> NodeItem:
+    opdef = reg.get(node.op)
+    if opdef is None:
+        raise UnimplementedError(f"op type '{node.op}' is not registered", node=node.name,
+                                 op=node.op)
+    try:
+        in_types = reg.input_types(node.proto, opdef)
+        out_types = reg.output_types(node.proto, opdef)
+    except SignatureError as e:
+        raise InvalidArgumentError(str(e), node=node.name, op=node.op) from None
+    attrs = bind_attrs(opdef, node)
+    # soft placement: the device's kernel when it has one, else the CPU's
+    kd = kernels.lookup(node.op, device) or kernels.lookup(node.op)
+    item = NodeItem()
+    item.id = idx
+    item.name = node.name
+    item.op = node.op
+    item.fn = kd.fn
+    item.cheap = kd.cheap
+    item.attrs = attrs
+    item.num_inputs = len(in_types)
+    item.num_outputs = len(out_types)
+    item.input_dtypes = in_types
+    item.out_dtypes = [_np_dtype(t) for t in out_types]
+    item.out_data = []
+    item.out_control = []
+    op = node.op
+    item.is_merge = op in MERGE_OPS
+    item.is_switch = op in SWITCH_OPS
+    item.is_enter = op in ENTER_OPS
+    item.is_exit = op in EXIT_OPS
+    item.is_next_iteration = op in NEXT_ITERATION_OPS
+    item.is_control_trigger = op == "ControlTrigger"
+    item.is_constant_enter = bool(item.is_enter and attrs.get("is_constant", False))
+    item.enter_frame = attrs.get("frame_name") if item.is_enter else None
+    item.parallel_iterations = max(1, int(attrs.get("parallel_iterations", 10) or 10)) \
+        if item.is_enter else 0
+    item.out_types = out_types
+    item.deref = ()
+    # transfer ops only move a value; the scheduler does that itself, skipping two calls
+    item.transfer = TRANSFER.get(op, 0)
+    # stateless kernels see only their attrs: one context serves every run; stateful ones
+    # (variables, TensorArrays, stacks) get a per-run context carrying the step's state
+    item.stateful = bool(opdef.is_stateful)
+    item.shared_ctx = None if item.stateful else kernels.KernelContext(
+        node.name, node.op, attrs, item.out_dtypes, in_types)
+    return item
+
+
+def _np_dtype(t: int) -> np.dtype | None:
+    """The dtype an output array must have; None where the value is not a plain array."""
+    if D.is_ref(t) or D.base(t) in (D.DT_RESOURCE, D.DT_VARIANT):
+        return None
+    if not D.is_numpy_compatible(t):
+        return None
+    return D.to_numpy(t)

@@ -1,0 +1,158 @@
+"""``Session``: run a graph's fetches, with state (variables) kept across runs.
+
+    from dfg.graphdef import load_graph
+    from dfg.executor import Session
+    sess = Session(load_graph("model.pbtxt"), threads=None)   # None: one thread per core
+    y, = sess.run(["y:0"], feed_dict={"x:0": x})
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from dfg.graphdef import dtypes as D
+from dfg.graphdef.errors import InvalidArgumentError, InvalidGraphError, UsageError
+from dfg.graphdef.graph import Graph, parse_tensor_name
+from dfg.graphdef.tensors import format_shape
+
+from .executor import Step, WorkerPool
+from .plan import Plan, build_plan
+from .resources import ResourceManager
+
+
+def _reject_invalid(graph: Graph) -> None:
+    """Refuse a graph that validation finds errors in (TensorFlow refuses it at import or at
+    its first run); warnings (e.g. attrs from a newer TensorFlow) are fine."""
+    from dfg.graphdef.validate import validate
+
+    errors = [d for d in validate(graph) if d.is_error]
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more; see `dfg validate`)" if len(errors) > 1 else ""
+        raise InvalidGraphError(f"invalid graph: [{first.code}] {first.message}{more}",
+                                node=first.node, op=first.op)
+
+
+def _tensor_key(name: str) -> tuple[str, int]:
+    if not isinstance(name, str):
+        raise UsageError(f"tensor names must be strings, found {type(name).__name__}")
+    return parse_tensor_name(name)
+
+
+class Session:
+    """Runs steps of one graph. Thread-safe: ``run`` may be called from several threads."""
+
+    def __init__(self, graph: Any, threads: int | None = None, device: str = "CPU",
+                 validate: bool = True) -> None:
+        from dfg.graphdef.io import load_graph
+
+        self.graph: Graph = load_graph(graph)
+        if validate:
+            _reject_invalid(self.graph)
+        self.threads = max(1, threads if threads is not None else (os.cpu_count() or 1))
+        self.device = device
+        self.resources = ResourceManager()   # variables live here across runs
+        self._lock = threading.Lock()        # guards _plans and _frames
+        self._plans: dict[tuple, Plan] = {}
+        self._frames = None
+        # the calling thread schedules and runs cheap kernels; the pool the expensive ones
+        self._pool = WorkerPool(self.threads - 1) if self.threads > 1 else None
+
+    # --- plans ----------------------------------------------------------------------------
+    def _plan(self, fetches: list[str], feeds: list[str], targets: list[str]) -> Plan:
+        key = (tuple(fetches), tuple(sorted(feeds)), tuple(targets))
+        plan = self._plans.get(key)
+        if plan is None:
+            with self._lock:
+                plan = self._plans.get(key)
+                if plan is None:
+                    if self._frames is None:
+                        from dfg.graphdef.frames import analyze_frames
+                        self._frames = analyze_frames(self.graph)
+                    plan = build_plan(self.graph, self._frames, fetches, feeds, targets,
+                                      self.device)
+                    self._plans[key] = plan
+        return plan
+
+    def plan(self, fetches: list[str], feed_names: list[str] = (), targets: list[str] = ()
+             ) -> Plan:
+        """Build (or fetch from the cache) the plan of a step without running it."""
+        fetches = [f"{n}:{s}" for n, s in map(_tensor_key, fetches)]
+        feeds = [f"{n}:{s}" for n, s in map(_tensor_key, feed_names)]
+        return self._plan(fetches, feeds, list(targets))
+
+    # --- running --------------------------------------------------------------------------
+    def run(self, fetches: Any, feed_dict: dict | None = None, targets: Any = None,
+            timeout: float | None = None) -> Any:
+        """Run one step. ``fetches``: a tensor name or a list of them (``"y"`` means
+        ``y:0``); returns one array or a list in fetch order. ``feed_dict`` maps tensor names to
+        values (any tensor may be fed); ``targets`` are node names run for their effects."""
+        single = isinstance(fetches, str)
+        fetch_list = [fetches] if single else list(fetches or [])
+        if isinstance(targets, str):
+            targets = [targets]
+        targets = list(targets or [])
+        fetch_keys = [_tensor_key(f) for f in fetch_list]
+        feed_items = [(_tensor_key(k), v) for k, v in (feed_dict or {}).items()]
+        fetch_names = [f"{n}:{s}" for n, s in fetch_keys]
+        feed_names = [f"{n}:{s}" for (n, s), _v in feed_items]
+        if len(set(feed_names)) != len(feed_names):
+            raise UsageError("the same tensor is fed twice")
+        plan = self._plan(fetch_names, feed_names, targets)
+        values = {key: self._convert_feed(plan, key, v) for key, v in feed_items}
+        step = Step(plan, self.resources, self._pool, timeout)
+        out = step.run(values)
+        for i, key in plan.fetched_feeds.items():
+            out[i] = values[key]
+        return out[0] if single else list(out)
+
+    @staticmethod
+    def _convert_feed(plan: Plan, key: tuple[str, int], value: Any) -> np.ndarray:
+        dt = plan.feed_dtypes.get(key, D.DT_INVALID)
+        name = f"{key[0]}:{key[1]}"
+        if dt == D.DT_INVALID or not D.is_numpy_compatible(dt):
+            arr = np.asarray(value)
+        elif D.base(dt) == D.DT_STRING:
+            arr = np.asarray(value, dtype=object)
+            arr = np.vectorize(lambda s: s if isinstance(s, bytes) else str(s).encode(),
+                               otypes=[object])(arr) if arr.size else arr
+        else:
+            want = D.to_numpy(dt)
+            src = np.asarray(value)
+            if src.dtype != want and src.dtype.kind in "fc" and want.kind in "iub":
+                raise InvalidArgumentError(
+                    f"cannot feed {src.dtype} values to '{name}', which is {D.name(dt)}")
+            try:
+                arr = np.asarray(value, dtype=want)
+            except (ValueError, TypeError) as e:
+                raise InvalidArgumentError(
+                    f"cannot feed '{name}' ({D.name(dt)}): {e}") from None
+        shape = plan.feed_shapes.get(key)
+        if shape is not None and (arr.ndim != len(shape) or any(
+                d is not None and d != s for d, s in zip(shape, arr.shape))):
+            raise InvalidArgumentError(
+                f"cannot feed a value of shape {list(arr.shape)} to '{name}', which has "
+                f"shape {format_shape(shape)}")
+        return arr
+
+    # --- lifetime -------------------------------------------------------------------------
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass

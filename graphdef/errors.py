@@ -1,0 +1,123 @@
+"""The one error hierarchy of dfg.
+
+Every error carries the node and op it concerns (when there is one) and renders as one line:
+``node 'loop/Less' (Less): expected float32 input, found int32``. The CLI maps ``exit_code``
+to the process exit status: 2 for unreadable input or bad usage, 1 for an invalid graph or a
+failed run.
+
+Runtime errors mirror TensorFlow's status codes (``InvalidArgumentError`` ...) so that a test
+can compare against the error class TensorFlow raised.
+"""
+
+from __future__ import annotations
+
+
+class DfgError(Exception):
+    """Base of every error dfg raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, node: str | None = None, op: str | None = None,
+                 source: str | None = None) -> None:
+        self.message = message
+        self.node = node
+        self.op = op
+        self.source = source
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.source:
+            where.append(self.source)
+        if self.node is not None:
+            where.append(f"node '{self.node}'" + (f" ({self.op})" if self.op else ""))
+        elif self.op:
+            where.append(f"op {self.op}")
+        return ": ".join(where + [self.message])
+
+
+class UsageError(DfgError):
+    """The caller asked for something malformed (bad option value, bad tensor name)."""
+
+    exit_code = 2
+
+
+class GraphLoadError(DfgError):
+    """A graph file could not be read or parsed (exit 2: unreadable input)."""
+
+    exit_code = 2
+
+
+class UnsupportedDTypeError(DfgError):
+    """A tensor uses a dtype numpy cannot hold (bfloat16, quantized, float8 ...)."""
+
+    exit_code = 1
+
+
+class InvalidGraphError(DfgError):
+    """The graph is structurally wrong (validation found errors)."""
+
+    exit_code = 1
+
+
+# --- runtime errors, named after TensorFlow's error classes --------------------------------
+
+class OpError(DfgError):
+    """A step failed. ``tf_name`` is the TensorFlow error class name it corresponds to."""
+
+    tf_name = "UnknownError"
+
+
+class CancelledError(OpError):
+    tf_name = "CancelledError"
+
+
+class InvalidArgumentError(OpError):
+    tf_name = "InvalidArgumentError"
+
+
+class DeadlineExceededError(OpError):
+    tf_name = "DeadlineExceededError"
+
+
+class NotFoundError(OpError):
+    tf_name = "NotFoundError"
+
+
+class ResourceExhaustedError(OpError):
+    tf_name = "ResourceExhaustedError"
+
+
+class MissingFeedError(InvalidArgumentError):
+    """A Placeholder the step needs was not fed. ``placeholder``, ``dtype``, ``shape`` say
+    which and what it takes (the CLI turns them into a --feed hint)."""
+
+    def __init__(self, message: str, *, placeholder: str, dtype: str, shape: str,
+                 **kw) -> None:
+        self.placeholder, self.dtype, self.shape = placeholder, dtype, shape
+        super().__init__(message, **kw)
+
+
+class FailedPreconditionError(OpError):
+    tf_name = "FailedPreconditionError"
+
+
+class OutOfRangeError(OpError):
+    tf_name = "OutOfRangeError"
+
+
+class UnimplementedError(OpError):
+    tf_name = "UnimplementedError"
+
+
+class InternalError(OpError):
+    tf_name = "InternalError"
+
+
+__all__ = [
+    "DfgError", "UsageError", "GraphLoadError", "UnsupportedDTypeError", "InvalidGraphError",
+    "OpError", "CancelledError", "InvalidArgumentError", "MissingFeedError",
+    "DeadlineExceededError",
+    "NotFoundError", "ResourceExhaustedError", "FailedPreconditionError", "OutOfRangeError",
+    "UnimplementedError", "InternalError",
+]

@@ -1,0 +1,604 @@
+"""What every optimization pass shares: options, the names that must survive, a graph editor,
+static shapes, and the one way to evaluate a node with our own kernels.
+
+A pass is a pure function ``(graph: Graph, options: PassOptions) -> GraphDef``. It starts an
+:class:`Editor` (a private copy of the GraphDef with a reader index), rewrites nodes in place in
+that copy, and returns ``editor.finish()``; the input GraphDef is never touched.
+
+Rules every pass keeps (the pipeline re-checks the first three after each pass):
+
+- a fetched node, a target and a fed node keep their name, and a fetched or fed tensor keeps its
+  meaning (``Protected.keeps_name``);
+- Placeholders and fed nodes are never folded, merged or bypassed (``Protected.pinned``);
+- the graph stays valid (validate() reports no new error);
+- deadness is preserved: when a node is bypassed, its control inputs (which may carry a cond
+  branch's deadness or a loop frame) move to whoever read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as D
+from ..frames import CONTROL_FLOW_OPS, ENTER_OPS, EXIT_OPS, SWITCH_OPS, FrameAnalysis
+from ..graph import CONTROL_SLOT, Graph, input_string, parse_input, parse_tensor_name
+
+DEFAULT_MAX_CONST_BYTES = 1 << 20
+
+PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
+# ops whose ``shape`` attr is the static shape of output 0 (a feed is checked against it)
+SHAPE_ATTR_OPS = PLACEHOLDER_OPS
+
+
+@dataclass(frozen=True)
+class PassOptions:
+    """What the caller needs from the optimized graph, and the knobs of the passes.
+
+    ``fetches`` are tensor names that must still be computable under the same name;
+    ``targets`` node names that must still run; ``feeds`` tensors that may be fed (they stay
+    feedable: never folded, merged or bypassed, and their readers keep reading them).
+    """
+
+    fetches: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    feeds: tuple[str, ...] = ()
+    max_const_bytes: int = DEFAULT_MAX_CONST_BYTES
+    # x*0 -> 0 for floats is only right when x is never inf/NaN; integers always are finite
+    assume_finite: bool = False
+
+
+PassFn = Callable[[Graph, PassOptions], Any]
+
+
+def _tensor_key(name: str) -> tuple[str, int]:
+    return parse_tensor_name(name)
+
+
+class Protected:
+    """The names and tensors a pass must not lose, for one graph and one set of options."""
+
+    def __init__(self, graph: Graph, options: PassOptions) -> None:
+        self.fetches: set[tuple[str, int]] = {_tensor_key(f) for f in options.fetches}
+        self.fetch_nodes = {n for n, _ in self.fetches}
+        self.targets = set(options.targets)
+        self.feeds: set[tuple[str, int]] = {_tensor_key(f) for f in options.feeds}
+        self.fed_nodes = {n for n, _ in self.feeds}
+        self.placeholders = {n.name for n in graph.nodes if n.op in PLACEHOLDER_OPS}
+        self._names = self.fetch_nodes | self.targets | self.fed_nodes
+
+    def keeps_name(self, name: str) -> bool:
+        """Fetched, target or fed: the node must survive under this name, same meaning."""
+        return name in self._names
+
+    def pinned(self, name: str) -> bool:
+        """Never folded, merged away or bypassed: fed nodes and every Placeholder."""
+        return name in self.fed_nodes or name in self.placeholders
+
+    def is_fed(self, name: str, slot: int | None = None) -> bool:
+        if slot is None:
+            return name in self.fed_nodes
+        return (name, slot) in self.feeds
+
+    def fetched_slots(self, name: str) -> set[int]:
+        return {s for n, s in self.fetches if n == name}
+
+
+# --- the editor -----------------------------------------------------------------------------
+
+class Editor:
+    """A private, mutable copy of a GraphDef with an index of who reads whom.
+
+    Node order is kept; nodes added with ``before=`` land just before that node, others at
+    the end. Inputs are always written canonically: data inputs in order, then control inputs
+    without duplicates, without the node itself and without sources already read by data
+    (a data edge from ``x`` already waits for ``x`` and carries its deadness).
+    """
+
+    def __init__(self, graph: Graph) -> None:
+        from dfg.schemas import node_def_pb2
+
+        self.graph = graph
+        self._versions = graph.graph_def.versions
+        self._library = graph.graph_def.library if graph.graph_def.HasField("library") \
+            else None
+        self.nodes: dict[str, Any] = {}
+        self._order: list[str] = []      # names in output order (removed ones skipped)
+        self._extra: list[Any] = []      # duplicates, kept verbatim (validation reports them)
+        for nd in graph.graph_def.node:
+            copy = node_def_pb2.NodeDef()
+            copy.CopyFrom(nd)
+            if nd.name in self.nodes:
+                self._extra.append(copy)
+                continue
+            self.nodes[nd.name] = copy
+            self._order.append(nd.name)
+        self._before: dict[str, list[Any]] = {}
+        self.readers: dict[str, set[str]] = {}
+        for name, nd in self.nodes.items():
+            for s in nd.input:
+                self.readers.setdefault(parse_input(s)[0], set()).add(name)
+        self._taken = set(self.nodes)
+        # parsed inputs per node (data, control), kept in step with ``input``
+        self._parsed: dict[str, tuple[list[tuple[str, int]], list[str]]] = {}
+
+    # --- reading ---------------------------------------------------------------------------
+    def __contains__(self, name: object) -> bool:
+        return name in self.nodes
+
+    def get(self, name: str) -> Any | None:
+        return self.nodes.get(name)
+
+    def op(self, name: str) -> str | None:
+        nd = self.nodes.get(name)
+        return nd.op if nd is not None else None
+
+    def _parse(self, name: str) -> tuple[list[tuple[str, int]], list[str]]:
+        parsed = self._parsed.get(name)
+        if parsed is None:
+            data: list[tuple[str, int]] = []
+            ctl: list[str] = []
+            for s in self.nodes[name].input:
+                src, slot = parse_input(s)
+                if slot == CONTROL_SLOT:
+                    ctl.append(src)
+                else:
+                    data.append((src, slot))
+            parsed = self._parsed[name] = (data, ctl)
+        return parsed
+
+    def data_inputs(self, name: str) -> list[tuple[str, int]]:
+        return list(self._parse(name)[0])
+
+    def control_inputs(self, name: str) -> list[str]:
+        return list(self._parse(name)[1])
+
+    def data_readers(self, name: str, slot: int | None = None) -> list[tuple[str, int]]:
+        """(reader, input index) for every data edge out of ``name`` (of ``slot`` if given)."""
+        out = []
+        for r in sorted(self.readers.get(name, ())):
+            for k, (src, s) in enumerate(self.data_inputs(r)):
+                if src == name and (slot is None or s == slot):
+                    out.append((r, k))
+        return out
+
+    def control_readers(self, name: str) -> list[str]:
+        return [r for r in sorted(self.readers.get(name, ()))
+                if f"^{name}" in self.nodes[r].input]
+
+    def used_slots(self, name: str) -> set[int]:
+        return {self.data_inputs(r)[k][1] for r, k in self.data_readers(name)}
+
+    # --- writing ---------------------------------------------------------------------------
+    def set_inputs(self, name: str, data: Iterable[tuple[str, int]],
+                   controls: Iterable[str] = ()) -> None:
+        nd = self.nodes[name]
+        data = list(data)
+        srcs = {s for s, _ in data}
+        ctl: list[str] = []
+        seen: set[str] = set()
+        for c in controls:
+            if c != name and c not in srcs and c not in seen:
+                ctl.append(c)
+                seen.add(c)
+        if self._parse(name) == (data, ctl):
+            return
+        old_srcs = {s for s, _ in self._parsed[name][0]} | set(self._parsed[name][1])
+        new_srcs = srcs | seen
+        for src in old_srcs - new_srcs:
+            rs = self.readers.get(src)
+            if rs is not None:
+                rs.discard(name)
+        for src in new_srcs - old_srcs:
+            self.readers.setdefault(src, set()).add(name)
+        del nd.input[:]
+        nd.input.extend([input_string(s, k) for s, k in data] + [f"^{c}" for c in ctl])
+        self._parsed[name] = (data, ctl)
+
+    def replace_tensor(self, old: tuple[str, int], new: tuple[str, int],
+                       controls: Iterable[str] = ()) -> None:
+        """Every data reader of ``old`` reads ``new`` instead and also waits for ``controls``."""
+        controls = list(controls)
+        for r in sorted(self.readers.get(old[0], ())):
+            data = self.data_inputs(r)
+            if old not in data:
+                continue
+            self.set_inputs(r, [new if t == old else t for t in data],
+                            [*self.control_inputs(r), *controls])
+
+    def replace_control(self, old: str, new: Iterable[str]) -> None:
+        """Readers of ``^old`` wait for the nodes in ``new`` instead."""
+        new = list(new)
+        for r in self.control_readers(old):
+            ctl = self.control_inputs(r)
+            i = ctl.index(old)
+            self.set_inputs(r, self.data_inputs(r), ctl[:i] + new + ctl[i + 1:])
+
+    def bypass(self, name: str, tensor: tuple[str, int], extra_controls: Iterable[str] = ()
+               ) -> bool:
+        """Remove ``name``, whose output 0 equals ``tensor``: its data readers read ``tensor``,
+        its control readers wait for ``tensor``'s producer; both also wait for its control
+        inputs and ``extra_controls`` (so deadness and ordering survive).
+
+        Refused (False, nothing changed) when control readers exist and the producer is a
+        Switch: ``^switch`` is live even when the Switch output read here is dead, so moving
+        them would make a dead branch run (that Identity is a cond pivot).
+        """
+        if self.control_readers(name) and self.op(tensor[0]) in SWITCH_OPS:
+            return False
+        carry = [*self.control_inputs(name), *extra_controls]
+        self.replace_tensor((name, 0), tensor, carry)
+        self.replace_control(name, [tensor[0], *carry])
+        self.remove(name)
+        return True
+
+    def remove(self, name: str) -> None:
+        self._parsed.pop(name, None)
+        nd = self.nodes.pop(name)
+        for s in nd.input:
+            rs = self.readers.get(parse_input(s)[0])
+            if rs is not None:
+                rs.discard(name)
+
+    def unique_name(self, base: str) -> str:
+        cand, i = base, 1
+        while cand in self._taken:
+            cand = f"{base}_{i}"
+            i += 1
+        self._taken.add(cand)
+        return cand
+
+    def add(self, nd: Any, before: str | None = None) -> Any:
+        """Insert a NodeDef (its name must come from ``unique_name``)."""
+        from dfg.schemas import node_def_pb2
+
+        copy = node_def_pb2.NodeDef()
+        copy.CopyFrom(nd)
+        self._taken.add(copy.name)
+        self.nodes[copy.name] = copy
+        if before is not None and before in self._taken:
+            self._before.setdefault(before, []).append(copy.name)
+        else:
+            self._order.append(copy.name)
+        for s in copy.input:
+            self.readers.setdefault(parse_input(s)[0], set()).add(copy.name)
+        return copy
+
+    def make_const(self, name: str, value: np.ndarray, dtype: int, controls: Iterable[str] = (),
+                   device: str = "", before: str | None = None) -> Any:
+        from dfg.schemas import node_def_pb2
+
+        nd = node_def_pb2.NodeDef(name=name, op="Const", device=device)
+        set_const(nd, value, dtype)
+        self.add(nd, before)
+        self.set_inputs(name, [], controls)
+        return self.nodes[name]
+
+    def finish(self) -> Any:
+        from dfg.schemas import graph_pb2
+
+        out = graph_pb2.GraphDef()
+        out.versions.CopyFrom(self._versions)
+        if self._library is not None:
+            out.library.CopyFrom(self._library)
+
+        emitted: set[str] = set()
+
+        def emit(name: str) -> None:
+            for b in self._before.get(name, ()):
+                emit(b)
+            nd = self.nodes.get(name)
+            if nd is not None and name not in emitted:
+                emitted.add(name)
+                out.node.add().CopyFrom(nd)
+
+        for name in self._order:
+            emit(name)
+        for nd in self._extra:
+            out.node.add().CopyFrom(nd)
+        return out
+
+
+def set_const(nd: Any, value: np.ndarray, dtype: int) -> None:
+    """Make ``nd`` a Const holding ``value`` (device and name kept, every other attr dropped)."""
+    from ..tensors import from_numpy
+
+    nd.op = "Const"
+    nd.attr.clear()
+    nd.attr["dtype"].type = D.base(dtype)
+    from_numpy(np.asarray(value), D.base(dtype), nd.attr["value"].tensor)
+
+
+# --- facts about nodes ------------------------------------------------------------------------
+
+def registry():  # the OpDef registry, imported lazily
+    from ..opdefs.registry import registry as reg
+
+    return reg()
+
+
+def output_types(nd: Any) -> list[int] | None:
+    """DataTypes of a NodeDef's outputs, or None when the op or its attrs do not say."""
+    from ..opdefs.registry import SignatureError
+
+    reg = registry()
+    if nd.op not in reg:
+        return None
+    try:
+        return reg.output_types(nd)
+    except (SignatureError, KeyError, ValueError):
+        return None
+
+
+def input_types(nd: Any) -> list[int] | None:
+    from ..opdefs.registry import SignatureError
+
+    reg = registry()
+    if nd.op not in reg:
+        return None
+    try:
+        return reg.input_types(nd)
+    except (SignatureError, KeyError, ValueError):
+        return None
+
+
+def is_stateful(op: str) -> bool:
+    """Whether ``op`` may have effects or read mutable state: stateful per its OpDef, taking a
+    ref input (Assign, AssignAdd, ScatterAdd, CountUpTo, IsVariableInitialized are not marked
+    stateful but mutate or observe a variable), a random op, or unknown (assumed effectful)."""
+    opdef = registry().get(op)
+    if opdef is None or opdef.is_stateful or "Random" in op and "Stateless" not in op:
+        return True
+    return any(a.is_ref for a in opdef.input_arg)
+
+
+def plain_types(types: Iterable[int] | None) -> bool:
+    """Every type is a value numpy can hold (no refs, resources, variants, bfloat16 ...)."""
+    if types is None:
+        return False
+    return all(not D.is_ref(t) and D.is_numpy_compatible(t) for t in types)
+
+
+def const_value(nd: Any) -> np.ndarray | None:
+    """The value of a Const NodeDef (None if it cannot be decoded)."""
+    from ..tensors import to_numpy
+
+    if nd is None or nd.op != "Const" or "value" not in nd.attr:
+        return None
+    try:
+        return to_numpy(nd.attr["value"].tensor)
+    except Exception:  # noqa: BLE001 - an undecodable Const is simply not known
+        return None
+
+
+def const_shape(nd: Any) -> tuple[int, ...] | None:
+    from ..tensors import shape_from_proto
+
+    if nd is None or nd.op != "Const" or "value" not in nd.attr:
+        return None
+    s = shape_from_proto(nd.attr["value"].tensor.tensor_shape)
+    if s is None or any(d is None for d in s):
+        return None
+    return s  # type: ignore[return-value]
+
+
+def attr(nd: Any, key: str) -> Any | None:
+    """The AttrValue ``key`` of a NodeDef, or None. (Indexing ``nd.attr[key]`` would *add* an
+    empty entry to the proto: never do that on a node you only read.)"""
+    return nd.attr[key] if key in nd.attr else None
+
+
+def attr_type(nd: Any, key: str = "T") -> int | None:
+    av = attr(nd, key)
+    return av.type if av is not None and av.WhichOneof("value") == "type" else None
+
+
+def is_const(ed: Editor, prot: Protected, name: str) -> bool:
+    nd = ed.get(name)
+    return nd is not None and nd.op == "Const" and not prot.is_fed(name)
+
+
+def tensor_frame(fa: FrameAnalysis, nd: Any) -> str | None:
+    """The frame a node's outputs live in: an Enter's go to the frame its ``frame_name``
+    opens, an Exit's to the loop's parent; None for a node frame analysis did not reach."""
+    frame = fa.node_frame.get(nd.name)
+    if frame is None:
+        return None
+    if nd.op in EXIT_OPS:
+        return fa.frames[frame].parent or ""
+    if nd.op in ENTER_OPS:
+        return nd.attr["frame_name"].s.decode("utf-8", "replace") if "frame_name" in nd.attr \
+            else None
+    return frame
+
+
+def is_control_flow(op: str) -> bool:
+    return op in CONTROL_FLOW_OPS or op in ("RefSelect",)
+
+
+# --- static shapes ---------------------------------------------------------------------------
+
+Shape = tuple[int | None, ...] | None
+
+
+class Shapes:
+    """Static shapes known without running: Const values, Placeholder ``shape`` attrs (a feed
+    is checked against them), ``_output_shapes``, passed through a few shape-preserving ops.
+    A fed non-Placeholder tensor has no known shape: the feed may have any shape."""
+
+    # one data input, output 0 has its shape
+    SAME_SHAPE = frozenset({
+        "Identity", "StopGradient", "Snapshot", "PreventGradient", "CheckNumerics", "Neg",
+        "Abs", "Relu", "Relu6", "Elu", "Selu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Rsqrt",
+        "Square", "Sign", "Floor", "Ceil", "Round", "Reciprocal", "Softplus", "Softsign",
+        "LogicalNot", "ZerosLike", "OnesLike", "Cast", "Sin", "Cos", "Erf", "Log1p", "Expm1",
+        "Softmax", "LogSoftmax", "BiasAdd", "LeakyRelu", "IsNan", "IsInf", "IsFinite",
+    })
+    BROADCAST = frozenset({
+        "Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "FloorDiv", "FloorMod", "Maximum",
+        "Minimum", "Pow", "SquaredDifference", "TruncateDiv", "TruncateMod", "Equal",
+        "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual", "LogicalAnd", "LogicalOr",
+    })
+
+    def __init__(self, ed: Editor, prot: Protected) -> None:
+        self.ed = ed
+        self.prot = prot
+        self._memo: dict[tuple[str, int], Shape] = {}
+        self._pending: set[tuple[str, int]] = set()
+
+    def of(self, t: tuple[str, int]) -> Shape:
+        """The static shape of tensor ``t`` (None: unknown rank). Iterative, so a chain of
+        thousands of shape-preserving ops does not exhaust Python's recursion limit."""
+        memo = self._memo
+        if t in memo:
+            return memo[t]
+        stack = [t]
+        while stack:
+            cur = stack[-1]
+            if cur in memo:
+                stack.pop()
+                continue
+            shape, rule, inputs = self._direct(cur)
+            if rule is None:
+                memo[cur] = shape
+                stack.pop()
+                continue
+            missing = [i for i in inputs if i not in memo]
+            if missing and cur not in self._pending:
+                self._pending.add(cur)      # come back once the inputs are known
+                stack.extend(missing)
+                continue
+            self._pending.discard(cur)
+            # an input still missing here is on a cycle (a loop): unknown
+            known = [memo.get(i) for i in inputs]
+            memo[cur] = known[0] if rule == "same" else broadcast_shapes(known[0], known[1])
+            stack.pop()
+        return memo[t]
+
+    def _direct(self, t: tuple[str, int]) -> tuple[Shape, str | None, list[tuple[str, int]]]:
+        """(shape, None, []) when known from the node alone; (None, rule, inputs) when it
+        follows from input shapes by ``rule`` ("same" or "broadcast")."""
+        from ..attrs import to_python
+
+        name, slot = t
+        nd = self.ed.get(name)
+        if nd is None:
+            return None, None, []
+        if self.prot.is_fed(name, slot) and nd.op not in SHAPE_ATTR_OPS:
+            return None, None, []
+        if nd.op == "Const":
+            return (const_shape(nd) if slot == 0 else None), None, []
+        if nd.op in SHAPE_ATTR_OPS and slot == 0 and "shape" in nd.attr:
+            return to_python(nd.attr["shape"]), None, []
+        if "_output_shapes" in nd.attr:
+            shapes = to_python(nd.attr["_output_shapes"])
+            if isinstance(shapes, list) and slot < len(shapes):
+                return shapes[slot], None, []
+        if slot != 0:
+            return None, None, []
+        data = self.ed.data_inputs(name)
+        if nd.op in self.SAME_SHAPE and data:
+            return None, "same", data[:1]
+        if nd.op in self.BROADCAST and len(data) == 2:
+            return None, "broadcast", data
+        return None, None, []
+
+    def fully_known(self, t: tuple[str, int]) -> tuple[int, ...] | None:
+        s = self.of(t)
+        if s is None or any(d is None for d in s):
+            return None
+        return s  # type: ignore[return-value]
+
+
+def broadcast_shapes(a: Shape, b: Shape) -> Shape:
+    """numpy/TensorFlow broadcasting of two static shapes (None where unknown)."""
+    if a is None or b is None:
+        return None
+    n = max(len(a), len(b))
+    a = (1,) * (n - len(a)) + tuple(a)
+    b = (1,) * (n - len(b)) + tuple(b)
+    out: list[int | None] = []
+    for x, y in zip(a, b):
+        if x == 1:
+            out.append(y)
+        elif y == 1:
+            out.append(x)
+        elif x is None or y is None:
+            out.append(x if y is None else y)   # the known one, or unknown
+        elif x == y:
+            out.append(x)
+        else:
+            return None  # incompatible: the run fails; claim nothing
+    return tuple(out)
+
+
+def broadcast_keeps(x: Shape, c: tuple[int, ...]) -> bool:
+    """Whether broadcasting a tensor of static shape ``x`` against a constant of shape ``c``
+    surely leaves ``x``'s shape unchanged (a scalar constant always does)."""
+    if len(c) == 0:
+        return True
+    if x is None or len(c) > len(x):
+        return False
+    for xd, cd in zip(x[len(x) - len(c):], c):
+        if cd != 1 and xd != cd:
+            return False
+    return True
+
+
+# --- evaluating a node with our kernels -------------------------------------------------------
+
+class EvalError(Exception):
+    """The node could not be evaluated (kernel error, missing kernel ...): leave it."""
+
+
+def evaluate(nd: Any, inputs: list[np.ndarray]) -> list[Any]:
+    """Run ``nd``'s kernel on ``inputs`` as the executor does: the kernel from the registry,
+    attrs bound by the executor's own ``bind_attrs`` (OpDef defaults filled), outputs checked
+    against the dtypes the OpDef promises. Outside any graph and session, so only for
+    stateless ops on plain values. Any failure raises EvalError ("do not fold")."""
+    from dfg.executor.kernels.registry import KernelContext, lookup
+    from dfg.executor.plan import bind_attrs
+
+    from ..graph import Node
+
+    kd = lookup(nd.op)
+    reg = registry()
+    opdef = reg.get(nd.op)
+    if kd is None or opdef is None:
+        raise EvalError(f"no kernel for {nd.op}")
+    try:
+        in_types = reg.input_types(nd, opdef)
+        want = [D.to_numpy(t) for t in reg.output_types(nd, opdef)]
+        ctx = KernelContext(nd.name, nd.op, bind_attrs(opdef, Node(nd, 0)), want, in_types,
+                            None, {})
+        with np.errstate(all="ignore"):
+            res = kd.fn(ctx, *inputs)
+    except Exception as e:  # noqa: BLE001 - any failure means "do not fold"
+        raise EvalError(f"{type(e).__name__}: {e}") from e
+    outs = list(res) if isinstance(res, (tuple, list)) else [res]
+    if len(outs) != len(want):
+        raise EvalError(f"kernel returned {len(outs)} outputs, the OpDef has {len(want)}")
+    for k, o in enumerate(outs):
+        if o is None:
+            continue
+        arr = np.asarray(o)
+        if arr.dtype != want[k]:
+            if want[k].kind == "O" and arr.dtype.kind in "SU":
+                arr = np.asarray([x.encode() if isinstance(x, str) else x
+                                  for x in arr.reshape(-1).tolist()],
+                                 dtype=object).reshape(arr.shape)
+            else:
+                raise EvalError(f"kernel produced {arr.dtype} for output {k}, "
+                                f"the OpDef says {want[k]}")
+        outs[k] = arr
+    return outs
+
+
+def value_bytes(v: Any) -> int:
+    arr = np.asarray(v)
+    if arr.dtype.kind == "O":
+        return sum(len(x) if isinstance(x, (bytes, str)) else 8 for x in arr.reshape(-1))
+    return int(arr.nbytes)

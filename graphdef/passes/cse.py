@@ -1,0 +1,111 @@
+"""Pass ``cse``: common subexpression elimination.
+
+Two nodes are the same computation when they have the same op, device, attrs (hints starting
+with ``_`` aside), data inputs (in any order for ops whose OpDef says ``is_commutative``) and
+set of control inputs; Consts compare by dtype, shape and value. One survives and takes the
+other's readers. Nodes are visited in topological order, so once two producers merge, their
+readers compare equal too and a whole duplicated subgraph collapses in one pass.
+
+Control flow: two Switches of the same tensor on the same predicate (a cond reading ``x`` in
+two places makes one each) have identical outputs and deadness and merge, as do two constant
+Enters of the same tensor into the same frame. Other control-flow ops (Merge, Exit, loop
+Enters, NextIteration, LoopCond) each carry their own loop or branch state and never merge.
+
+Never merged: stateful ops (two reads of a variable or two random draws are different
+events), Placeholders and fed nodes (a fed node's readers must keep reading
+the fed value, and the others must not start to), nodes reading or producing refs or
+resources. A node whose name is fetched or a target may absorb others but is never removed;
+two such nodes both stay.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from ..graph import Graph
+from .common import (
+    Editor,
+    PassOptions,
+    Protected,
+    attr,
+    attr_type,
+    const_value,
+    input_types,
+    is_control_flow,
+    is_stateful,
+    output_types,
+    plain_types,
+    registry,
+)
+
+
+def run(graph: Graph, options: PassOptions) -> Any:
+    ed = Editor(graph)
+    prot = Protected(graph, options)
+    seen: dict[tuple, str] = {}
+    alias: dict[str, str] = {}   # merged-away node -> its survivor (rewired once, at the end)
+    for node in graph.topological_order():
+        name = node.name
+        nd = ed.get(name)
+        if nd is None or not _eligible(prot, nd):
+            continue
+        key = _key(ed, nd, alias)
+        if key is None:
+            continue
+        other = seen.get(key)
+        if other is None:
+            seen[key] = name
+            continue
+        if prot.keeps_name(name) and prot.keeps_name(other):
+            continue
+        if prot.keeps_name(name):
+            survivor, victim = name, other
+            seen[key] = name
+        else:
+            survivor, victim = other, name
+        alias[victim] = survivor
+        for k, v in alias.items():      # a survivor may itself have been merged before
+            if v == victim:
+                alias[k] = survivor
+    if alias:
+        for r in sorted({r for v in alias for r in ed.readers.get(v, ())} - set(alias)):
+            ed.set_inputs(r, [(alias.get(s, s), k) for s, k in ed.data_inputs(r)],
+                          [alias.get(c, c) for c in ed.control_inputs(r)])
+        for v in alias:
+            ed.remove(v)
+    return ed.finish()
+
+
+def _eligible(prot: Protected, nd: Any) -> bool:
+    if prot.pinned(nd.name) or is_stateful(nd.op):
+        return False
+    if is_control_flow(nd.op) and not (
+            nd.op == "Switch" or nd.op == "Enter" and _is_constant_enter(nd)):
+        return False
+    if nd.op == "Const":
+        return True
+    return plain_types(input_types(nd)) and plain_types(output_types(nd))
+
+
+def _is_constant_enter(nd: Any) -> bool:
+    av = attr(nd, "is_constant")
+    return av is not None and av.b
+
+
+def _key(ed: Editor, nd: Any, alias: dict[str, str]) -> tuple | None:
+    controls = frozenset(alias.get(c, c) for c in ed.control_inputs(nd.name))
+    if nd.op == "Const":
+        v = const_value(nd)
+        if v is None:
+            return None
+        body = repr(v.tolist()).encode() if v.dtype.kind == "O" else v.tobytes()
+        return ("Const", nd.device, attr_type(nd, "dtype"), v.shape,
+                hashlib.sha256(body).hexdigest(), controls)
+    data: tuple = tuple((alias.get(s, s), k) for s, k in ed.data_inputs(nd.name))
+    opdef = registry().get(nd.op)
+    if opdef is not None and opdef.is_commutative:
+        data = tuple(sorted(data))
+    attrs = tuple(sorted((k, v.SerializeToString(deterministic=True))
+                         for k, v in nd.attr.items() if not k.startswith("_")))
+    return (nd.op, nd.device, attrs, data, controls)

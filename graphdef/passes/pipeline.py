@@ -1,0 +1,244 @@
+"""Run optimization passes safely: in table order, repeated until nothing changes (bounded).
+
+After every pass the result is checked before it replaces the current graph:
+
+- the pass must not raise;
+- ``validate()`` must report no error the graph before it did not already have;
+- every fetched, target and fed node must still exist;
+- the pass must not have modified its input (passes are pure).
+
+A pass failing any check is skipped: the previous graph is kept, a warning naming the pass is
+recorded, and the pass does not run again. So the output is never a corrupted graph; at
+worst it is the input, pruned by whatever passes did work.
+
+Each run of a pass is recorded (nodes and edges before and after, whether it changed
+anything, seconds) and logged on the ``dfg.optimize`` logger.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..errors import NotFoundError, UsageError
+from ..graph import Graph, parse_tensor_name
+from .common import PassOptions
+
+log = logging.getLogger("dfg.optimize")
+log.addHandler(logging.NullHandler())   # a library logs; the application decides where to
+
+DEFAULT_MAX_ROUNDS = 10
+
+
+@dataclass
+class PassRecord:
+    """One run of one pass. ``status``: ok | failed (raised) | rejected (bad result)."""
+
+    name: str
+    round: int
+    nodes_before: int
+    nodes_after: int
+    edges_before: int
+    edges_after: int
+    changed: bool
+    seconds: float
+    status: str = "ok"
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["seconds"] = round(self.seconds, 6)
+        return d
+
+
+@dataclass
+class PipelineResult:
+    graph_def: Any
+    passes: list[str]
+    records: list[PassRecord] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    rounds: int = 0
+    converged: bool = False
+    nodes_before: int = 0
+    edges_before: int = 0
+    nodes_after: int = 0
+    edges_after: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready report (the graph itself is not included)."""
+        return {
+            "passes": list(self.passes),
+            "rounds": self.rounds,
+            "converged": self.converged,
+            "nodes": {"before": self.nodes_before, "after": self.nodes_after},
+            "edges": {"before": self.edges_before, "after": self.edges_after},
+            "records": [r.to_dict() for r in self.records],
+            "warnings": list(self.warnings),
+        }
+
+
+def count_edges(graph_def: Any) -> int:
+    """Data and control edges: every entry of every node's ``input``."""
+    return sum(len(n.input) for n in graph_def.node)
+
+
+def resolve_options(graph: Graph, options: PassOptions) -> PassOptions:
+    """Check that every fetch, target and feed names something (NotFoundError with a
+    did-you-mean otherwise) and spell tensors canonically (``y`` -> ``y:0``)."""
+    from dataclasses import replace
+
+    from ..prune import resolve_target, resolve_tensor
+
+    if not options.fetches and not options.targets:
+        raise UsageError("nothing to optimize for: give at least one fetch or target")
+    fetch_keys = [resolve_tensor(graph, f, "fetch") for f in options.fetches]
+    feed_keys = [resolve_tensor(graph, f, "feed") for f in options.feeds]
+    for (name, slot), what in [*((k, "fetch") for k in fetch_keys),
+                               *((k, "feed") for k in feed_keys)]:
+        n = _num_outputs(graph, name)
+        if n is not None and slot >= n:
+            raise NotFoundError(f"{what} '{name}:{slot}' does not exist: {graph.node(name).op} "
+                                f"'{name}' has {n} output{'s' if n != 1 else ''}",
+                                node=name, op=graph.node(name).op)
+    fetches = tuple(f"{n}:{s}" for n, s in fetch_keys)
+    feeds = tuple(f"{n}:{s}" for n, s in feed_keys)
+    targets = tuple(resolve_target(graph, t) for t in options.targets)
+    if options.max_const_bytes < 0:
+        raise UsageError("the constant size limit must be >= 0 bytes")
+    return replace(options, fetches=tuple(dict.fromkeys(fetches)),
+                   feeds=tuple(dict.fromkeys(feeds)), targets=tuple(dict.fromkeys(targets)))
+
+
+def _num_outputs(graph: Graph, name: str) -> int | None:
+    from .common import output_types
+
+    node = graph.get(name)
+    types = output_types(node.proto) if node is not None else None
+    return None if types is None else len(types)
+
+
+def select_passes(passes: list[str] | None = None, skip: list[str] | None = None,
+                  table: dict[str, Any] | None = None) -> list[str]:
+    """The passes to run, in table order: ``passes`` (default: the default list) minus
+    ``skip``. UsageError names an unknown pass and lists the known ones."""
+    from . import PASSES
+
+    table = PASSES if table is None else table
+    chosen = [n for n, p in table.items() if p.default] if passes is None else list(passes)
+    for n in [*chosen, *(skip or [])]:
+        if n not in table:
+            raise UsageError(f"unknown pass '{n}' (passes: {', '.join(table)})")
+    wanted = set(chosen) - set(skip or [])
+    return [n for n in table if n in wanted]
+
+
+def optimize(graph: Any, options: PassOptions, passes: list[str] | None = None, *,
+             skip: list[str] | None = None, table: dict[str, Any] | None = None,
+             max_rounds: int = DEFAULT_MAX_ROUNDS) -> PipelineResult:
+    """Optimize ``graph`` (a Graph, GraphDef or path) for ``options``; see the module doc.
+
+    ``passes`` selects pass names (default: the table's default list), ``skip`` removes
+    some; ``table`` replaces the pass table (tests use it to plant a failing pass).
+    """
+    from ..io import load_graph
+    from . import PASSES
+
+    table = PASSES if table is None else table
+    g = load_graph(graph)
+    options = resolve_options(g, options)
+    names = select_passes(passes, skip, table)
+    result = PipelineResult(g.graph_def, names)
+    result.nodes_before = len(g.graph_def.node)
+    result.edges_before = count_edges(g.graph_def)
+
+    current = g
+    current_bytes = g.graph_def.SerializeToString(deterministic=True)
+    current_errors = _error_keys(current)
+    must_exist = {parse_tensor_name(f)[0] for f in (*options.fetches, *options.feeds)} \
+        | set(options.targets)
+    fetch_keys = [parse_tensor_name(f) for f in options.fetches]
+    disabled: set[str] = set()
+    for rnd in range(1, max_rounds + 1):
+        result.rounds = rnd
+        changed_any = False
+        for name in names:
+            if name in disabled:
+                continue
+            rec = PassRecord(name, rnd, len(current.graph_def.node), 0,
+                             count_edges(current.graph_def), 0, False, 0.0)
+            t0 = time.perf_counter()
+            problem = None
+            out = None
+            try:
+                out = table[name].fn(current, options)
+            except Exception as e:  # noqa: BLE001 - a broken pass must not break the output
+                problem = ("failed", f"pass '{name}' raised {type(e).__name__}: {e}")
+            rec.seconds = time.perf_counter() - t0
+            if current.graph_def.SerializeToString(deterministic=True) != current_bytes:
+                # the pass mutated its input: restore it from the bytes kept aside
+                from dfg.schemas import graph_pb2
+
+                restored = graph_pb2.GraphDef()
+                restored.ParseFromString(current_bytes)
+                current = Graph(restored)
+                problem = problem or ("rejected", f"pass '{name}' modified its input graph")
+            new_graph = new_bytes = new_errors = None
+            if problem is None:
+                new_bytes = out.SerializeToString(deterministic=True)
+                if new_bytes != current_bytes:     # an unchanged graph needs no checking
+                    new_graph = Graph(out)
+                    new_errors = _error_keys(new_graph)
+                    fresh = [msg for k, msg in new_errors.items() if k not in current_errors]
+                    problem = _check(name, new_graph, fresh, must_exist, fetch_keys)
+            if problem is not None:
+                rec.status, rec.message = problem
+                rec.nodes_after, rec.edges_after = rec.nodes_before, rec.edges_before
+                disabled.add(name)
+                warning = f"{rec.message}; kept the graph from before it"
+                result.warnings.append(warning)
+                log.warning(warning)
+                result.records.append(rec)
+                continue
+            rec.changed = new_bytes != current_bytes
+            rec.nodes_after = len(out.node)
+            rec.edges_after = count_edges(out)
+            log.info("round %d %s: nodes %d -> %d, edges %d -> %d%s (%.3fs)", rnd, name,
+                     rec.nodes_before, rec.nodes_after, rec.edges_before, rec.edges_after,
+                     "" if rec.changed else ", unchanged", rec.seconds)
+            result.records.append(rec)
+            if rec.changed:
+                changed_any = True
+                current, current_bytes, current_errors = new_graph, new_bytes, new_errors
+        if not changed_any:
+            result.converged = True
+            break
+    result.graph_def = current.graph_def
+    result.nodes_after = len(current.graph_def.node)
+    result.edges_after = count_edges(current.graph_def)
+    return result
+
+
+def _error_keys(graph: Graph) -> dict[tuple[str, str | None], str]:
+    """Validation errors of ``graph``: (code, node) -> the rendered diagnostic."""
+    from ..validate import validate
+
+    return {(d.code, d.node): str(d) for d in validate(graph) if d.is_error}
+
+
+def _check(name: str, graph: Graph, new_errors: Any, must_exist: set[str],
+           fetches: list[tuple[str, int]]) -> tuple[str, str] | None:
+    """Why the result of pass ``name`` cannot be used (new validation errors, a lost name, a
+    fetched output that no longer exists), or None."""
+    if new_errors:
+        return ("rejected", f"pass '{name}' produced an invalid graph ({new_errors[0]})")
+    lost = sorted(n for n in must_exist if n not in graph)
+    if lost:
+        return ("rejected", f"pass '{name}' removed '{lost[0]}', which is fetched, fed or a "
+                            "target")
+    for node, slot in fetches:
+        n = _num_outputs(graph, node)
+        if n is not None and slot >= n:
+            return ("rejected", f"pass '{name}' left fetched '{node}' without output {slot}")
+    return None

@@ -1,0 +1,24 @@
+"""Pass ``prune``: keep only what the fetches and targets need (graphdef.prune does the walk).
+
+Fed tensors do not cut the graph here, unlike ``dfg prune --feed``: a tensor named by
+``--feed`` *may* be fed, so whatever computes it when it is not fed must stay. Fed nodes and
+every Placeholder are kept as extra roots, so feeding them still finds them (a caller that
+feeds every input of a model must not fail because one input turned out to be unused;
+TensorFlow's Grappler keeps them too).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..graph import Graph, parse_tensor_name
+from ..prune import prune
+from .common import PLACEHOLDER_OPS, PassOptions
+
+
+def run(graph: Graph, options: PassOptions) -> Any:
+    fed_nodes = [parse_tensor_name(f)[0] for f in options.feeds]
+    placeholders = [n.name for n in graph.nodes if n.op in PLACEHOLDER_OPS]
+    targets = list(dict.fromkeys([*options.targets, *(n for n in fed_nodes if n in graph),
+                                  *placeholders]))
+    return prune(graph, list(options.fetches), feeds=(), targets=targets)

@@ -1,0 +1,155 @@
+"""TensorProto <-> numpy, and TensorShapeProto <-> Python shapes.
+
+Reading follows TensorFlow's rules: ``tensor_content`` holds the raw little-endian bytes;
+otherwise the typed ``*_val`` field holds the values, and a list shorter than the shape is
+filled by repeating its last value (an empty list means zeros). ``half_val`` stores float16 bit
+patterns in int32s; complex values are stored as (real, imag) pairs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as D
+from .errors import InvalidArgumentError, ResourceExhaustedError
+
+# Refuse to materialize a constant bigger than this (bytes): a 1-element proto can claim a
+# shape of billions of elements through the repeat-last-value rule.
+MAX_MATERIALIZE_BYTES = 8 << 30
+
+# DataType -> name of the typed value field and the numpy dtype it is read as.
+_VAL_FIELD = {
+    D.DT_FLOAT: "float_val", D.DT_DOUBLE: "double_val",
+    D.DT_INT32: "int_val", D.DT_INT16: "int_val", D.DT_INT8: "int_val", D.DT_UINT8: "int_val",
+    D.DT_UINT16: "int_val",
+    D.DT_INT64: "int64_val", D.DT_UINT32: "uint32_val", D.DT_UINT64: "uint64_val",
+    D.DT_BOOL: "bool_val", D.DT_HALF: "half_val", D.DT_STRING: "string_val",
+    D.DT_COMPLEX64: "scomplex_val", D.DT_COMPLEX128: "dcomplex_val",
+}
+
+Shape = tuple  # of int | None; None for the whole shape when the rank is unknown
+
+
+def shape_from_proto(shape: Any) -> tuple[int | None, ...] | None:
+    """TensorShapeProto -> tuple with None for unknown dims, or None for unknown rank."""
+    if shape.unknown_rank:
+        return None
+    return tuple(None if d.size < 0 else int(d.size) for d in shape.dim)
+
+
+def shape_to_proto(shape: tuple[int | None, ...] | None, proto: Any = None) -> Any:
+    if proto is None:
+        from dfg.schemas import tensor_shape_pb2
+        proto = tensor_shape_pb2.TensorShapeProto()
+    if shape is None:
+        proto.unknown_rank = True
+        return proto
+    for d in shape:
+        proto.dim.add().size = -1 if d is None else int(d)
+    return proto
+
+
+def format_shape(shape: tuple[int | None, ...] | None) -> str:
+    if shape is None:
+        return "<unknown>"
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def to_numpy(t: Any) -> np.ndarray:
+    """Decode a TensorProto into a numpy array (strings as an object array of bytes)."""
+    np_dtype = D.to_numpy(t.dtype)
+    shape = shape_from_proto(t.tensor_shape) or ()
+    if any(d is None for d in shape):
+        raise InvalidArgumentError(f"tensor has a partially unknown shape {format_shape(shape)}")
+    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if n * max(np_dtype.itemsize, 1) > MAX_MATERIALIZE_BYTES:
+        raise ResourceExhaustedError(
+            f"tensor of shape {format_shape(shape)} and dtype {D.name(t.dtype)} would need "
+            f"{n * np_dtype.itemsize} bytes; refusing to materialize more than "
+            f"{MAX_MATERIALIZE_BYTES}")
+    base = D.base(t.dtype)
+    if t.tensor_content and base != D.DT_STRING:
+        arr = np.frombuffer(t.tensor_content, dtype=np_dtype.newbyteorder("<"))
+        if arr.size != n:
+            raise InvalidArgumentError(
+                f"tensor_content holds {arr.size} {D.name(base)} values, shape "
+                f"{format_shape(shape)} needs {n}")
+        return arr.astype(np_dtype, copy=True).reshape(shape)
+    vals = getattr(t, _VAL_FIELD[base])
+    if base == D.DT_HALF:
+        flat = np.asarray(vals, dtype=np.uint16).view(np.float16)
+    elif base == D.DT_STRING:
+        flat = np.empty(len(vals), dtype=object)
+        flat[:] = list(vals)
+    elif base in D.COMPLEX:
+        pairs = np.asarray(vals, dtype=np.float32 if base == D.DT_COMPLEX64 else np.float64)
+        flat = pairs[0::2] + 1j * pairs[1::2] if pairs.size else pairs
+        flat = np.asarray(flat, dtype=np_dtype)
+    else:
+        flat = np.asarray(vals).astype(np_dtype) if len(vals) else np.zeros(0, np_dtype)
+    if flat.size == n:
+        return flat.reshape(shape)
+    if flat.size > n:
+        raise InvalidArgumentError(
+            f"{_VAL_FIELD[base]} holds {flat.size} values, more than shape "
+            f"{format_shape(shape)} takes ({n})")
+    # TensorFlow's rule: fill up with the last value given (zeros / b"" when none is).
+    fill = flat[-1] if flat.size else (b"" if base == D.DT_STRING else np.zeros((), np_dtype))
+    out = np.empty(n, dtype=np_dtype)
+    out[: flat.size] = flat
+    out[flat.size:] = fill
+    return out.reshape(shape)
+
+
+def from_numpy(value: Any, dtype: int | None = None, proto: Any = None) -> Any:
+    """Encode an array as a TensorProto (numeric data in ``tensor_content``, as TF does)."""
+    if proto is None:
+        from dfg.schemas import tensor_pb2
+        proto = tensor_pb2.TensorProto()
+    if dtype is None:
+        arr = np.asarray(value)
+        dtype = D.from_numpy(arr.dtype)
+    else:
+        arr = np.asarray(value, dtype=D.to_numpy(dtype))
+    base = D.base(dtype)
+    proto.dtype = base
+    shape_to_proto(arr.shape, proto.tensor_shape)
+    if base == D.DT_STRING:
+        proto.string_val.extend(
+            v if isinstance(v, bytes) else str(v).encode() for v in arr.reshape(-1))
+    elif arr.size == 1 and arr.ndim == 0:
+        # scalars go into the typed field, as TensorFlow's make_tensor_proto writes them
+        _set_vals(proto, base, arr.reshape(-1))
+    else:
+        proto.tensor_content = np.ascontiguousarray(arr).astype(
+            arr.dtype.newbyteorder("<"), copy=False).tobytes()
+    return proto
+
+
+def _set_vals(proto: Any, base: int, flat: np.ndarray) -> None:
+    field = getattr(proto, _VAL_FIELD[base])
+    if base == D.DT_HALF:
+        field.extend(int(x) for x in flat.astype(np.float16).view(np.uint16))
+    elif base in D.COMPLEX:
+        for c in flat:
+            field.extend([float(c.real), float(c.imag)])
+    elif base == D.DT_BOOL:
+        field.extend(bool(x) for x in flat)
+    elif base in (D.DT_FLOAT, D.DT_DOUBLE):
+        field.extend(float(x) for x in flat)
+    else:
+        field.extend(int(x) for x in flat)
+
+
+def num_bytes(t: Any) -> int:
+    """Bytes the decoded tensor takes, computed from the proto without decoding it."""
+    shape = shape_from_proto(t.tensor_shape) or ()
+    n = int(np.prod([d or 0 for d in shape], dtype=np.int64)) if shape else 1
+    if D.base(t.dtype) == D.DT_STRING:
+        return sum(len(s) for s in t.string_val)
+    try:
+        return n * D.to_numpy(t.dtype).itemsize
+    except Exception:
+        return len(t.tensor_content)

@@ -1,0 +1,1 @@
+"""TensorFlow-compatible protobuf schemas (GraphDef family) and their generated modules."""

@@ -1,0 +1,278 @@
+"""Executor behaviour: differential runs against the reference interpreter, and the errors a
+step must raise (deadlock, dead fetch, uninitialized variable, missing feed, kernel error)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from google.protobuf import text_format
+
+from dfg.executor import Session
+from dfg.executor.reference import evaluate
+from dfg.graphdef.errors import (
+    DeadlineExceededError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    InvalidGraphError,
+    MissingFeedError,
+    NotFoundError,
+    ResourceExhaustedError,
+    UnimplementedError,
+)
+from dfg.graphdef.graph import Graph
+from dfg.graphdef.io import load_graph
+from dfg.schemas import graph_pb2
+
+DATA = Path(__file__).resolve().parent / "data" / "conformance"
+
+
+def graph_from_text(text: str) -> Graph:
+    gd = graph_pb2.GraphDef()
+    text_format.Parse(text, gd)
+    return Graph(gd)
+
+
+def _const(name: str, value: np.ndarray) -> str:
+    flat = " ".join(f"float_val: {float(v)!r}" for v in value.reshape(-1))
+    dims = " ".join(f"dim {{ size: {d} }}" for d in value.shape)
+    return (f'node {{ name: "{name}" op: "Const" attr {{ key: "dtype" value {{ type: DT_FLOAT }} }}'
+            f' attr {{ key: "value" value {{ tensor {{ dtype: DT_FLOAT tensor_shape {{ {dims} }}'
+            f" {flat} }} }} }} }}\n")
+
+
+def random_dag(seed: int) -> tuple[Graph, list[str], dict[str, np.ndarray]]:
+    """A random DAG of float32 [2,3] tensors: Consts and Placeholders feeding binary, unary and
+    AddN ops, with some control edges; fetches are a few sinks and inner nodes."""
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    text = []
+    names: list[str] = []
+    feeds: dict[str, np.ndarray] = {}
+    for i in range(rng.randint(1, 3)):
+        name = f"x{i}"
+        text.append(f'node {{ name: "{name}" op: "Placeholder" attr {{ key: "dtype" value {{ '
+                    f'type: DT_FLOAT }} }} attr {{ key: "shape" value {{ shape {{ dim {{ size: 2 }}'
+                    f' dim {{ size: 3 }} }} }} }} }}\n')
+        feeds[f"{name}:0"] = nrng.standard_normal((2, 3)).astype(np.float32)
+        names.append(name)
+    for i in range(rng.randint(1, 3)):
+        name = f"c{i}"
+        text.append(_const(name, nrng.standard_normal((2, 3)).astype(np.float32)))
+        names.append(name)
+    for i in range(rng.randint(5, 40)):
+        name = f"n{i}"
+        kind = rng.choice(["AddV2", "Mul", "Sub", "Maximum", "Neg", "Tanh", "AddN", "Identity"])
+        if kind in ("Neg", "Tanh", "Identity"):
+            ins = [rng.choice(names)]
+        elif kind == "AddN":
+            ins = [rng.choice(names) for _ in range(rng.randint(1, 4))]
+        else:
+            ins = [rng.choice(names), rng.choice(names)]
+        ctrl = [f"^{rng.choice(names)}"] if rng.random() < 0.2 else []
+        attrs = 'attr { key: "T" value { type: DT_FLOAT } }'
+        if kind == "AddN":
+            attrs += f' attr {{ key: "N" value {{ i: {len(ins)} }} }}'
+        inputs = " ".join(f'input: "{s}"' for s in ins + ctrl)
+        text.append(f'node {{ name: "{name}" op: "{kind}" {inputs} {attrs} }}\n')
+        names.append(name)
+    inner = [n for n in names if n.startswith("n")]
+    fetches = sorted(set(rng.sample(inner, k=min(len(inner), rng.randint(1, 4)))))
+    return graph_from_text("".join(text)), [f"{f}:0" for f in fetches], feeds
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_random_dag_matches_reference(seed: int) -> None:
+    graph, fetches, feeds = random_dag(seed)
+    expected = evaluate(graph, fetches, feeds)
+    threads = 1 + seed % 8
+    with Session(graph, threads=threads) as sess:
+        for _ in range(2):  # second run uses the cached plan and measured costs
+            got = sess.run(fetches, feed_dict=feeds)
+            for g, e, f in zip(got, expected, fetches):
+                np.testing.assert_array_equal(g, e, err_msg=f"{f} threads={threads}")
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (DATA / "invalid").glob("*.pbtxt")
+                                         if p.name != "broken_syntax.pbtxt"))
+def test_every_invalid_graph_is_rejected_before_running(name: str) -> None:
+    with pytest.raises(InvalidGraphError) as ei:
+        Session(load_graph(DATA / "invalid" / name))
+    assert ei.value.exit_code == 1 and ei.value.node
+
+
+def test_cycle_without_next_iteration_reports_stuck_nodes() -> None:
+    # with validation off, the executor itself must notice it cannot finish (never hang)
+    g = load_graph(DATA / "invalid" / "cycle_without_nextiteration.pbtxt")
+    with Session(g, threads=2, validate=False) as sess:
+        fetch = [n.name for n in g.nodes if n.op not in ("Placeholder", "Const")][-1]
+        feeds = {f"{n.name}:0": np.ones((2,), np.float32)
+                 for n in g.nodes if n.op == "Placeholder"}
+        with pytest.raises(InvalidArgumentError) as ei:
+            sess.run([fetch], feed_dict=feeds, timeout=10)
+    msg = str(ei.value)
+    assert "cannot make progress" in msg
+    assert "'c'" in msg and "'e'" in msg and "waits for" in msg
+
+
+def test_dead_fetch_names_the_switch() -> None:
+    g = load_graph(DATA / "cond_basic" / "graph.pbtxt")
+    with Session(g, threads=1) as sess:
+        feeds = {"p:0": np.array(False), "x:0": np.ones((3,), np.float32)}
+        with pytest.raises(InvalidArgumentError) as ei:
+            sess.run(["branch/Mul:0"], feed_dict=feeds)  # true branch, predicate is false
+    assert "dead" in str(ei.value)
+    assert "Switch 'branch/" in str(ei.value)
+
+
+def test_uninitialized_ref_variable_is_failed_precondition_naming_it() -> None:
+    g = load_graph(DATA / "variables_ref" / "graph.pbtxt")
+    reads = [n.name for n in g.nodes if n.name.endswith("/read")]
+    with Session(g) as sess, pytest.raises(FailedPreconditionError) as ei:
+        sess.run([reads[0]])
+    var = reads[0][: -len("/read")]
+    assert f"uninitialized value {var}" in str(ei.value)
+    assert reads[0] in str(ei.value)
+
+
+def test_uninitialized_resource_variable() -> None:
+    g = load_graph(DATA / "variables_resource" / "graph.pbtxt")
+    read = next(n.name for n in g.nodes if n.op == "ReadVariableOp")
+    with Session(g) as sess, pytest.raises(FailedPreconditionError):
+        sess.run([read])
+
+
+def test_missing_feed_names_placeholder_dtype_and_shape() -> None:
+    g = graph_from_text('''
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "shape" value { shape { dim { size: -1 } dim { size: 3 } } } } }
+node { name: "y" op: "Neg" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+''')
+    with Session(g) as sess, pytest.raises(MissingFeedError) as ei:
+        sess.run(["y"])
+    assert "placeholder 'x' (float32, shape [?,3]) must be fed" in str(ei.value)
+    assert ei.value.tf_name == "InvalidArgumentError"
+
+
+def test_kernel_error_names_node_and_session_stays_usable() -> None:
+    g = graph_from_text('''
+node { name: "a" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "b" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "q" op: "FloorDiv" input: "a" input: "b" attr { key: "T" value { type: DT_INT32 } } }
+''')
+    with Session(g, threads=2) as sess:
+        with pytest.raises(InvalidArgumentError) as ei:
+            sess.run("q", {"a": np.array([7], np.int32), "b": np.array([0], np.int32)})
+        assert "node 'q' (FloorDiv)" in str(ei.value)
+        assert sess.run("q", {"a": np.array([-7], np.int32), "b": np.array([2], np.int32)}) \
+            .tolist() == [-4]  # floor(-3.5)
+
+
+def test_feeding_an_intermediate_cuts_its_producer() -> None:
+    g = graph_from_text('''
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "m" op: "Neg" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "y" op: "Square" input: "m" attr { key: "T" value { type: DT_FLOAT } } }
+''')
+    with Session(g) as sess:
+        # x is never fed: feeding m:0 makes it unnecessary
+        assert sess.run("y", {"m:0": np.float32(3)}) == np.float32(9)
+        assert sess.run("m:0", {"m:0": np.float32(3)}) == np.float32(3)
+
+
+def test_unknown_fetch_suggests_close_name() -> None:
+    g = load_graph(DATA / "dag_basic" / "graph.pbtxt")
+    with Session(g) as sess, pytest.raises(NotFoundError) as ei:
+        sess.run(["cc:0"])
+    assert "did you mean" in str(ei.value)
+
+
+def test_missing_kernel_fails_before_running_anything() -> None:
+    g = graph_from_text('''
+node { name: "v" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "shape" value { shape { } } } }
+node { name: "one" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 1 } } } }
+node { name: "init" op: "Assign" input: "v" input: "one"
+       attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "s" op: "Svd" input: "init" attr { key: "T" value { type: DT_FLOAT } } }
+''')
+    with Session(g) as sess:
+        with pytest.raises(UnimplementedError) as ei:
+            sess.run(["s:0"])
+        assert "Svd" in str(ei.value)
+        # nothing ran: the Assign the step needed did not initialize v
+        with pytest.raises(FailedPreconditionError):
+            sess.run(["v:0"])
+
+
+def test_variables_persist_across_runs_and_steps() -> None:
+    g = graph_from_text('''
+node { name: "v" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "shape" value { shape { } } } }
+node { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 0 } } } }
+node { name: "one" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 1 } } } }
+node { name: "init" op: "Assign" input: "v" input: "zero"
+       attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "inc" op: "AssignAdd" input: "v" input: "one"
+       attr { key: "T" value { type: DT_FLOAT } } }
+''')
+    with Session(g, threads=2) as sess:
+        sess.run([], targets=["init"])
+        for k in range(1, 6):
+            assert sess.run("inc:0") == np.float32(k)
+
+
+def test_timeout_is_deadline_exceeded() -> None:
+    # a 10k-iteration loop with a timeout far too short to finish
+    g = load_graph(DATA / "bench_while_10k" / "graph.pbtxt")
+    with Session(g, threads=1) as sess, pytest.raises(DeadlineExceededError):
+        sess.run(["loop/Exit:0"], {"n:0": np.int32(10_000_000)}, timeout=0.05)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 8])
+def test_parallel_iterations_bound_does_not_change_results(threads: int) -> None:
+    # parallel_iterations=1 and =10 loops: TF's results are the same; ours must match TF's
+    import json
+    for case in ("while_sum_squares", "while_parallel"):
+        d = DATA / case
+        spec = json.loads((d / "case.json").read_text())
+        step = spec["steps"][0]
+        feed = {k: np.load(d / v) for k, v in step["feed"].items()}
+        with Session(load_graph(d / "graph.pbtxt"), threads=threads) as sess:
+            out = sess.run(step["fetch"], feed)
+        for name, value in zip(step["fetch"], out):
+            np.testing.assert_allclose(value, np.load(d / step["expect"][name]),
+                                       rtol=spec["rtol"], atol=spec["atol"])
+
+
+def test_feeding_one_output_and_fetching_another_keeps_the_producer() -> None:
+    g = graph_from_text('''
+node { name: "x" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 4 } }
+       float_val: 1 float_val: 2 float_val: 3 float_val: 4 } } } }
+node { name: "s" op: "Unpack" input: "x" attr { key: "T" value { type: DT_FLOAT } }
+       attr { key: "num" value { i: 4 } } }
+''')
+    with Session(g) as sess:
+        # s:0 is fed; s:1 still has to be computed by running s
+        assert sess.run("s:1", {"s:0": np.float32(9)}) == np.float32(2)
+
+
+def test_tensor_too_large_to_materialize_is_resource_exhausted() -> None:
+    g = graph_from_text('''
+node { name: "dims" op: "Const" attr { key: "dtype" value { type: DT_INT64 } }
+       attr { key: "value" value { tensor { dtype: DT_INT64 tensor_shape { dim { size: 3 } }
+       int64_val: 1000000 int64_val: 1000000 int64_val: 1000000 } } } }
+node { name: "v" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 1 } } } }
+node { name: "f" op: "Fill" input: "dims" input: "v" attr { key: "T" value { type: DT_FLOAT } }
+       attr { key: "index_type" value { type: DT_INT64 } } }
+''')
+    with Session(g) as sess, pytest.raises((ResourceExhaustedError, InvalidArgumentError)) as ei:
+        sess.run("f")
+    assert "node 'f' (Fill)" in str(ei.value)

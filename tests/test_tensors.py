@@ -1,0 +1,118 @@
+"""TensorProto <-> numpy for every numpy-holdable dtype, both encodings, and TF's rule that a
+short typed value list repeats its last value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from google.protobuf import text_format
+
+from dfg.graphdef import dtypes as D
+from dfg.graphdef.errors import ResourceExhaustedError, UnsupportedDTypeError
+from dfg.graphdef.io import load_graph
+from dfg.graphdef.tensors import from_numpy, to_numpy
+from dfg.schemas import tensor_pb2
+
+DATA = Path(__file__).resolve().parent / "data" / "conformance"
+
+DTYPES = [np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+          np.uint8, np.uint16, np.uint32, np.uint64, np.bool_, np.complex64, np.complex128]
+
+
+def proto(text: str) -> tensor_pb2.TensorProto:
+    t = tensor_pb2.TensorProto()
+    text_format.Parse(text, t)
+    return t
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 3)])
+def test_round_trip_every_dtype(dtype, shape) -> None:
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(shape) * 100)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * x[::-1] if x.ndim else x + 1j
+    arr = np.asarray(x).astype(dtype)
+    back = to_numpy(from_numpy(arr))
+    assert back.dtype == arr.dtype and back.shape == arr.shape
+    np.testing.assert_array_equal(back, arr)
+
+
+def test_strings_round_trip_as_bytes_objects() -> None:
+    arr = np.array([[b"a", b""], [b"\xff\x00", b"long string"]], dtype=object)
+    back = to_numpy(from_numpy(arr))
+    assert back.dtype == object and back.tolist() == arr.tolist()
+
+
+@pytest.mark.parametrize("npy", sorted((DATA / "dtypes_cast").glob("*.npy")),
+                         ids=lambda p: p.name)
+def test_round_trip_tensorflow_written_values(npy: Path) -> None:
+    arr = np.load(npy)
+    back = to_numpy(from_numpy(arr))
+    assert back.dtype == arr.dtype
+    np.testing.assert_array_equal(back, arr)
+
+
+def test_repeat_last_value_rule_in_tensorflow_graph() -> None:
+    # TensorFlow wrote tf.zeros([3]) in the scan case as float_val: 0 with shape [3]
+    g = load_graph(DATA / "scan" / "graph.pbtxt")
+    t = g.node("zeros").attr["value"].tensor
+    assert len(t.float_val) == 1
+    np.testing.assert_array_equal(to_numpy(t), np.zeros(3, np.float32))
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("dtype: DT_FLOAT tensor_shape { dim { size: 4 } } float_val: 1 float_val: 2",
+     np.array([1, 2, 2, 2], np.float32)),
+    ("dtype: DT_INT64 tensor_shape { dim { size: 2 } dim { size: 2 } } int64_val: 7",
+     np.full((2, 2), 7, np.int64)),
+    ("dtype: DT_BOOL tensor_shape { dim { size: 3 } } bool_val: true",
+     np.array([True, True, True])),
+    ("dtype: DT_INT32 tensor_shape { dim { size: 3 } }", np.zeros(3, np.int32)),
+    ("dtype: DT_UINT8 tensor_shape { dim { size: 2 } } int_val: 255", np.array([255, 255],
+                                                                                np.uint8)),
+    ("dtype: DT_HALF tensor_shape { dim { size: 2 } } half_val: 15360",  # 0x3C00 == 1.0
+     np.array([1.0, 1.0], np.float16)),
+    ("dtype: DT_COMPLEX64 tensor_shape { dim { size: 2 } } scomplex_val: 1 scomplex_val: -2",
+     np.array([1 - 2j, 1 - 2j], np.complex64)),
+    ("dtype: DT_STRING tensor_shape { dim { size: 2 } } string_val: 'ab'",
+     np.array([b"ab", b"ab"], dtype=object)),
+    ("dtype: DT_DOUBLE tensor_shape { } double_val: 2.5", np.array(2.5)),
+])
+def test_typed_fields_and_repeat_rule(text: str, expected: np.ndarray) -> None:
+    got = to_numpy(proto(text))
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    assert got.tolist() == expected.tolist()
+
+
+def test_tensor_content_little_endian() -> None:
+    t = proto('dtype: DT_INT32 tensor_shape { dim { size: 2 } } '
+              'tensor_content: "\\001\\000\\000\\000\\377\\377\\377\\377"')
+    assert to_numpy(t).tolist() == [1, -1]
+
+
+def test_bfloat16_is_a_clear_unsupported_dtype_error() -> None:
+    with pytest.raises(UnsupportedDTypeError, match="bfloat16"):
+        to_numpy(proto("dtype: DT_BFLOAT16 tensor_shape { } half_val: 0"))
+
+
+def test_huge_repeat_is_refused_not_materialized() -> None:
+    t = proto("dtype: DT_FLOAT tensor_shape { dim { size: 100000 } dim { size: 100000 } } "
+              "float_val: 0")
+    with pytest.raises(ResourceExhaustedError):
+        to_numpy(t)
+
+
+def test_shapes_with_unknown_dims() -> None:
+    from dfg.graphdef.tensors import format_shape, shape_from_proto, shape_to_proto
+
+    s = shape_from_proto(shape_to_proto((None, 3)))
+    assert s == (None, 3) and format_shape(s) == "[?,3]"
+    assert shape_from_proto(shape_to_proto(None)) is None
+
+
+def test_dtype_names() -> None:
+    assert D.name(D.DT_FLOAT) == "float32" and D.name(101) == "float32_ref"
+    assert D.from_name("DT_INT64") == D.DT_INT64 and D.from_name("half") == D.DT_HALF
