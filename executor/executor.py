@@ -87,7 +87,9 @@ def run_kernel(item: NodeItem, args: list, ctx: Any) -> tuple[Any, float]:
     t0 = time.perf_counter() if timed else 0.0
     try:
         for k in item.deref:
-            args[k] = args[k].read()
+            a = args[k]
+            if a is not None:      # a Merge's dead inputs arrive as None: nothing to read
+                args[k] = a.read()
         res = item.fn(ctx, *args)
     except DfgError as e:
         raise _with_node(e, item) from None

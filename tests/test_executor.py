@@ -276,3 +276,28 @@ node { name: "f" op: "Fill" input: "dims" input: "v" attr { key: "T" value { typ
     with Session(g) as sess, pytest.raises((ResourceExhaustedError, InvalidArgumentError)) as ei:
         sess.run("f")
     assert "node 'f' (Fill)" in str(ei.value)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_merge_reading_a_ref_switch_dereferences_only_the_live_input(threads: int) -> None:
+    # Merge(T=float) reads RefSwitch's float_ref directly, as Grappler's rewrites leave it;
+    # on the untaken side that input is dead and must not be read.
+    g = graph_from_text('''
+node { name: "v" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "shape" value { shape { } } } }
+node { name: "seven" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 7 } } } }
+node { name: "minus" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: -1 } } } }
+node { name: "init" op: "Assign" input: "v" input: "seven"
+       attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "p" op: "Placeholder" attr { key: "dtype" value { type: DT_BOOL } } }
+node { name: "rs" op: "RefSwitch" input: "v" input: "p" attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "s" op: "Switch" input: "minus" input: "p" attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "m" op: "Merge" input: "s" input: "rs:1"
+       attr { key: "T" value { type: DT_FLOAT } } attr { key: "N" value { i: 2 } } }
+''')
+    with Session(g, threads=threads) as sess:
+        sess.run([], targets=["init"])
+        assert sess.run(["m:0", "m:1"], {"p": np.array(True)}) == [7.0, 1]
+        assert sess.run(["m:0", "m:1"], {"p": np.array(False)}) == [-1.0, 0]

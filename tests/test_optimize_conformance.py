@@ -22,13 +22,8 @@ from dfg.graphdef.passes.pipeline import PipelineResult, optimize
 
 CASES = case_dirs()
 
-# Where we knowingly keep more nodes than Grappler, and why.
-ABOVE_GRAPPLER = {
-    # Grappler also drops the Identity between a RefSwitch and the cond's Merge (the Merge
-    # then reads the variable's ref). Our executor cannot dereference the dead input such a
-    # Merge gets on the untaken side, so identity_removal keeps that Identity (one node).
-    "variables_ref": "keeps Identity(RefSwitch) feeding a Merge (executor limitation)",
-}
+# Where we knowingly keep more nodes than Grappler, and why (none today).
+ABOVE_GRAPPLER: dict[str, str] = {}
 
 
 def _unique(xs) -> tuple[str, ...]:

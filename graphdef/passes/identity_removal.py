@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtypes as D
-from ..frames import MERGE_OPS, analyze_frames
+from ..frames import analyze_frames
 from ..graph import Graph
 from .common import (
     Editor,
@@ -85,8 +85,7 @@ def _removable(ed: Editor, fa: Any, nd: Any, inputs: list[tuple[str, int]]) -> b
             # already allowed (the Identity running just before it); two readers are not
             readers = ed.data_readers(nd.name)
             if prod.op in VARIABLE_OPS or nd.op == "IdentityN" or ed.control_readers(nd.name) \
-                    or len(readers) != 1 or ed.op(readers[0][0]) in MERGE_OPS:
-                # (a Merge would have to dereference a dead input: the executor cannot)
+                    or len(readers) != 1:
                 return False
         # a device change is what an Identity is for in a placed graph
         if nd.device and nd.device != prod.device:
