@@ -13,16 +13,13 @@ from .options import (
     graph_argument,
     json_option,
     load,
+    names,
     output_option,
+    tensor_selection,
     to_option,
 )
 
 _SIZE = re.compile(r"(\d+)\s*([kmg]i?b?|b)?", re.IGNORECASE)
-
-
-def _names(values: tuple[str, ...]) -> list[str]:
-    # each option repeats, and also takes a comma-separated list (names never hold commas)
-    return [part.strip() for v in values for part in v.split(",") if part.strip()]
 
 
 def _bytes(value: str) -> int:
@@ -123,17 +120,11 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
     from dfg.graphdef.passes.pipeline import optimize as run_pipeline
     from dfg.graphdef.validate import validate
 
-    fetch_list, feed_list, target_list = _names(fetches), _names(feeds), _names(targets)
-    for f in feed_list:
-        if "=" in f:
-            raise UsageError(f"--feed '{f}': optimize takes tensor names only, not values "
-                             f"(try --feed {f.split('=', 1)[0]})")
-    if not fetch_list and not target_list:
-        raise UsageError("nothing to optimize for: give at least one --fetch or --target")
+    fetch_list, feed_list, target_list = tensor_selection("optimize", fetches, feeds, targets)
     if as_json and output == "-":
         raise UsageError("--json prints the report on standard output: write the graph to a "
                          "file with -o OUT")
-    pass_list = _names((passes,)) if passes is not None else None
+    pass_list = names((passes,)) if passes is not None else None
     options = PassOptions(tuple(fetch_list), tuple(target_list), tuple(feed_list),
                           _bytes(max_const_bytes))
     g = load(graph)
@@ -142,7 +133,7 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
         raise InvalidGraphError(f"the graph is not valid ({len(errors)} error"
                                 f"{'s' if len(errors) != 1 else ''}; first: {errors[0]}); "
                                 "see `dfg validate`", source=graph)
-    result = run_pipeline(g, options, pass_list, skip=_names(skip), max_rounds=max_rounds)
+    result = run_pipeline(g, options, pass_list, skip=names(skip), max_rounds=max_rounds)
     for w in result.warnings:
         click.echo(f"dfg: warning: {w}", err=True)
 

@@ -28,6 +28,26 @@ def fetch_option(required: bool = False, help: str = "Tensor to fetch (repeatabl
                         metavar="T", help=help)
 
 
+def names(values: tuple[str, ...]) -> list[str]:
+    """Repeated options that also take comma-separated lists (names never hold commas)."""
+    return [part.strip() for v in values for part in v.split(",") if part.strip()]
+
+
+def tensor_selection(command: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
+                     targets: tuple[str, ...]) -> tuple[list[str], list[str], list[str]]:
+    """--fetch/--feed/--target of prune and optimize: names only, and something to keep."""
+    from dfg.graphdef.errors import UsageError
+
+    fetch_list, feed_list, target_list = names(fetches), names(feeds), names(targets)
+    for f in feed_list:
+        if "=" in f:
+            raise UsageError(f"--feed '{f}': {command} takes tensor names only, not values "
+                             f"(try --feed {f.split('=', 1)[0]})")
+    if not fetch_list and not target_list:
+        raise UsageError(f"nothing to {command} for: give at least one --fetch or --target")
+    return fetch_list, feed_list, target_list
+
+
 def load(graph: str):
     """Load GRAPH ('-' for stdin) into a Graph view; errors surface as one line, exit 2."""
     from dfg.graphdef.io import load_graph

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import click
 
-from .options import fetch_option, graph_argument, load, output_option, to_option
-
-
-def _names(values: tuple[str, ...]) -> list[str]:
-    # each option repeats, and also takes a comma-separated list (names never hold commas)
-    return [part.strip() for v in values for part in v.split(",") if part.strip()]
+from .options import (
+    fetch_option,
+    graph_argument,
+    load,
+    output_option,
+    tensor_selection,
+    to_option,
+)
 
 
 @click.command()
@@ -53,17 +55,10 @@ def prune(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
       dfg prune model.pb --fetch y --feed hidden:0 | dfg info -
       dfg prune vars.pbtxt --fetch w/read --target init --to json
     """
-    from dfg.graphdef.errors import UsageError
     from dfg.graphdef.io import save_graphdef
     from dfg.graphdef.prune import prune as run_prune
 
-    fetch_list, feed_list, target_list = _names(fetches), _names(feeds), _names(targets)
-    for f in feed_list:
-        if "=" in f:
-            raise UsageError(f"--feed '{f}': prune takes tensor names only, not values "
-                             f"(try --feed {f.split('=', 1)[0]})")
-    if not fetch_list and not target_list:
-        raise UsageError("nothing to keep: give at least one --fetch or --target")
+    fetch_list, feed_list, target_list = tensor_selection("prune", fetches, feeds, targets)
     g = load(graph)
     graph_def = run_prune(g, fetch_list, feeds=feed_list, targets=target_list)
     save_graphdef(graph_def, output, to)

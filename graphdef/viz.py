@@ -36,6 +36,7 @@ from . import dtypes as D
 from .errors import DfgError, UsageError
 from .frames import CONTROL_FLOW_OPS, ROOT, SWITCH_OPS, analyze_frames
 from .graph import Edge, Graph, Node, is_back_edge
+from .shapes import BROADCAST_OPS, SAME_SHAPE_OPS, Shape, broadcast_shapes
 from .summary import PLACEHOLDER_OPS, VARIABLE_OPS
 from .tensors import format_shape, shape_from_proto
 
@@ -62,7 +63,6 @@ INSTALL_HINT = ("install Graphviz (Debian/Ubuntu: apt-get install graphviz; macO
 CONST_OPS = frozenset({"Const", "HostConst"})
 
 Collapse = int | None | Literal["auto"]
-Shape = tuple[int | None, ...]
 
 
 class GraphvizNotFoundError(UsageError):
@@ -115,47 +115,9 @@ def _attrs(d: dict[str, str]) -> str:
 # ------------------------------------------------------------------------------------------
 # Static facts about tensors: dtypes and shapes
 
-# One output, same shape as input 0.
-_UNARY_OPS = frozenset({
-    "Identity", "Snapshot", "StopGradient", "PreventGradient", "CheckNumerics", "Enter",
-    "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration", "LoopCond", "Cast",
-    "Neg", "Abs", "Sign", "Relu", "Relu6", "Elu", "Selu", "Softplus", "Softsign", "Sigmoid",
-    "Tanh", "Exp", "Expm1", "Log", "Log1p", "Sqrt", "Rsqrt", "Square", "Reciprocal", "Inv",
-    "Floor", "Ceil", "Round", "Rint", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh",
-    "Cosh", "Erf", "Erfc", "IsNan", "IsInf", "IsFinite", "LogicalNot", "Invert", "Softmax",
-    "LogSoftmax", "ZerosLike", "OnesLike", "BiasAdd", "LeakyRelu", "Cumsum", "Cumprod",
-    "RefIdentity", "Assign", "AssignAdd", "AssignSub", "ClipByValue", "Real", "Imag",
-    "ComplexAbs", "Conj", "BitwiseNot",
-})
-# Two inputs, NumPy broadcasting.
-_BROADCAST_OPS = frozenset({
-    "Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "DivNoNan", "FloorDiv", "FloorMod",
-    "TruncateDiv", "TruncateMod", "Mod", "Maximum", "Minimum", "Pow", "SquaredDifference",
-    "Atan2", "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual",
-    "LogicalAnd", "LogicalOr", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "LeftShift",
-    "RightShift", "Xdivy", "Xlogy", "MulNoNan",
-})
 _REDUCE_OPS = frozenset({"Sum", "Mean", "Max", "Min", "Prod", "All", "Any", "EuclideanNorm"})
 
 
-def _broadcast(a: Shape | None, b: Shape | None) -> Shape | None:
-    if a is None or b is None:
-        return None
-    n = max(len(a), len(b))
-    a = (1,) * (n - len(a)) + a
-    b = (1,) * (n - len(b)) + b
-    out: list[int | None] = []
-    for x, y in zip(a, b):
-        if x == 1:
-            out.append(y)
-        elif y == 1 or x == y:
-            out.append(x)
-        elif x is None or y is None:
-            # an unknown dim against a known one > 1: the known one, or the graph is invalid
-            out.append(y if x is None else x)
-        else:
-            return None  # incompatible: say nothing rather than something wrong
-    return tuple(out)
 
 
 def _attr_shape(node: Node, key: str) -> Shape | None:
@@ -258,16 +220,16 @@ class TensorFacts:
             # equal known shapes only; a back edge not yet seen leaves it unknown
             known = set(ins)
             return [ins[0] if len(known) == 1 else None, ()]
-        if op in _UNARY_OPS:
+        if op in SAME_SHAPE_OPS:
             return [ins[0] if ins else None]
-        if op in _BROADCAST_OPS and len(ins) == 2:
-            return [_broadcast(ins[0], ins[1])]
+        if op in BROADCAST_OPS and len(ins) == 2:
+            return [broadcast_shapes(ins[0], ins[1])]
         if op in ("AddN", "AccumulateNV2"):
             return [next((s for s in ins if s is not None), None)]
         if op in ("Select", "SelectV2") and len(ins) == 3:
             if op == "Select":
                 return [ins[1] if ins[1] is not None else ins[2]]
-            return [_broadcast(_broadcast(ins[0], ins[1]), ins[2])]
+            return [broadcast_shapes(broadcast_shapes(ins[0], ins[1]), ins[2])]
         if op == "MatMul" and len(ins) == 2:
             a, b = ins
             if a is None or b is None or len(a) != 2 or len(b) != 2:

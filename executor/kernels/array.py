@@ -794,6 +794,21 @@ def gather(ctx: KernelContext, params: np.ndarray, indices: np.ndarray) -> np.nd
     return _gather(params, indices, 0, 0)
 
 
+def _nd_indices(ctx: KernelContext, indices: np.ndarray, shape: tuple[int, ...],
+                what: str) -> tuple[np.ndarray, np.ndarray]:
+    """GatherNd/ScatterNd indices as rows of int64 and a mask of the rows outside ``shape``;
+    an out-of-range row is an error unless bad_indices_policy is IGNORE."""
+    lead, k = indices.shape[:-1], indices.shape[-1]
+    idx = indices.reshape(math.prod(lead), k).astype(np.int64, copy=False)
+    bad = ((idx < 0) | (idx >= np.array(shape[:k], dtype=np.int64))).any(axis=1)
+    if bad.any() and str(ctx.attrs.get("bad_indices_policy", "") or "") != "IGNORE":
+        i = int(np.argmax(bad))
+        pos = np.unravel_index(i, lead) if lead else ()
+        raise InvalidArgumentError(
+            f"indices{_fmt(pos)} = {_fmt(idx[i])} does not index into {what} {_fmt(shape)}")
+    return idx, bad
+
+
 @kernel("GatherNd")
 def gather_nd(ctx: KernelContext, params: np.ndarray, indices: np.ndarray) -> np.ndarray:
     if params.ndim < 1:
@@ -814,16 +829,7 @@ def gather_nd(ctx: KernelContext, params: np.ndarray, indices: np.ndarray) -> np
                 f"Requested more than 0 entries, but params is empty.  Params shape: "
                 f"{_fmt(params.shape)}")
         return np.array(np.broadcast_to(params, lead + params.shape))
-    idx = indices.reshape(n, k).astype(np.int64, copy=False)
-    dims = np.array(params.shape[:k], dtype=np.int64)
-    bad = ((idx < 0) | (idx >= dims)).any(axis=1)
-    policy = str(ctx.attrs.get("bad_indices_policy", "") or "")
-    if bad.any() and policy != "IGNORE":
-        i = int(np.argmax(bad))
-        pos = np.unravel_index(i, lead) if lead else ()
-        raise InvalidArgumentError(
-            f"indices{_fmt(pos)} = {_fmt(idx[i])} does not index into param shape "
-            f"{_fmt(params.shape)}")
+    idx, bad = _nd_indices(ctx, indices, params.shape, "param shape")
     slots = math.prod(params.shape[:k])
     if slots == 0:  # every index is out of range here, so only IGNORE gets this far
         return np.zeros(lead + rest, dtype=params.dtype)
@@ -859,16 +865,7 @@ def scatter_nd(ctx: KernelContext, indices: np.ndarray, updates: np.ndarray,
     if n and math.prod(out_shape) == 0:
         raise InvalidArgumentError(
             f"Indices and updates specified for empty output shape {_fmt(out_shape)}")
-    idx = indices.reshape(n, k).astype(np.int64, copy=False)
-    dims = np.array(out_shape[:k], dtype=np.int64)
-    bad = ((idx < 0) | (idx >= dims)).any(axis=1)
-    policy = str(ctx.attrs.get("bad_indices_policy", "") or "")
-    if bad.any() and policy != "IGNORE":
-        i = int(np.argmax(bad))
-        pos = np.unravel_index(i, lead) if lead else ()
-        raise InvalidArgumentError(
-            f"indices{_fmt(pos)} = {_fmt(idx[i])} does not index into shape "
-            f"{_fmt(out_shape)}")
+    idx, bad = _nd_indices(ctx, indices, out_shape, "shape")
     inner = math.prod(out_shape[k:])
     slots = math.prod(out_shape[:k])
     out = np.zeros((slots, inner), dtype=updates.dtype)

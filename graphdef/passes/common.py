@@ -26,6 +26,7 @@ import numpy as np
 from .. import dtypes as D
 from ..frames import CONTROL_FLOW_OPS, ENTER_OPS, EXIT_OPS, SWITCH_OPS, FrameAnalysis
 from ..graph import CONTROL_SLOT, Graph, input_string, parse_input, parse_tensor_name
+from ..shapes import BROADCAST_OPS, SAME_SHAPE_OPS, broadcast_shapes
 
 DEFAULT_MAX_CONST_BYTES = 1 << 20
 
@@ -429,19 +430,6 @@ class Shapes:
     is checked against them), ``_output_shapes``, passed through a few shape-preserving ops.
     A fed non-Placeholder tensor has no known shape: the feed may have any shape."""
 
-    # one data input, output 0 has its shape
-    SAME_SHAPE = frozenset({
-        "Identity", "StopGradient", "Snapshot", "PreventGradient", "CheckNumerics", "Neg",
-        "Abs", "Relu", "Relu6", "Elu", "Selu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Rsqrt",
-        "Square", "Sign", "Floor", "Ceil", "Round", "Reciprocal", "Softplus", "Softsign",
-        "LogicalNot", "ZerosLike", "OnesLike", "Cast", "Sin", "Cos", "Erf", "Log1p", "Expm1",
-        "Softmax", "LogSoftmax", "BiasAdd", "LeakyRelu", "IsNan", "IsInf", "IsFinite",
-    })
-    BROADCAST = frozenset({
-        "Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "FloorDiv", "FloorMod", "Maximum",
-        "Minimum", "Pow", "SquaredDifference", "TruncateDiv", "TruncateMod", "Equal",
-        "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual", "LogicalAnd", "LogicalOr",
-    })
 
     def __init__(self, ed: Editor, prot: Protected) -> None:
         self.ed = ed
@@ -500,9 +488,9 @@ class Shapes:
         if slot != 0:
             return None, None, []
         data = self.ed.data_inputs(name)
-        if nd.op in self.SAME_SHAPE and data:
+        if nd.op in SAME_SHAPE_OPS and data:
             return None, "same", data[:1]
-        if nd.op in self.BROADCAST and len(data) == 2:
+        if nd.op in BROADCAST_OPS and len(data) == 2:
             return None, "broadcast", data
         return None, None, []
 
@@ -513,26 +501,6 @@ class Shapes:
         return s  # type: ignore[return-value]
 
 
-def broadcast_shapes(a: Shape, b: Shape) -> Shape:
-    """numpy/TensorFlow broadcasting of two static shapes (None where unknown)."""
-    if a is None or b is None:
-        return None
-    n = max(len(a), len(b))
-    a = (1,) * (n - len(a)) + tuple(a)
-    b = (1,) * (n - len(b)) + tuple(b)
-    out: list[int | None] = []
-    for x, y in zip(a, b):
-        if x == 1:
-            out.append(y)
-        elif y == 1:
-            out.append(x)
-        elif x is None or y is None:
-            out.append(x if y is None else y)   # the known one, or unknown
-        elif x == y:
-            out.append(x)
-        else:
-            return None  # incompatible: the run fails; claim nothing
-    return tuple(out)
 
 
 def broadcast_keeps(x: Shape, c: tuple[int, ...]) -> bool:

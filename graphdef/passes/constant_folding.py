@@ -117,17 +117,7 @@ def _fold(ed: Editor, prot: Protected, nd: Any, values: dict[str, list[Any]],
     controls = list(ed.control_inputs(name))
     for src, _slot in data:
         controls.extend(deps.get(src, ()))
-    controls = list(dict.fromkeys(controls))
-    for k in sorted(used - {0}):
-        const = ed.make_const(ed.unique_name(f"{name}/_folded_{k}"), outs[k], out_types[k],
-                              controls, nd.device, before=name)
-        ed.replace_tensor((name, k), (const.name, 0))
-        values[const.name] = [outs[k]]          # its readers come later in the order
-        deps[const.name] = ed.control_inputs(const.name)
-    set_const(nd, outs[0], out_types[0])
-    ed.set_inputs(name, [], controls)
-    values[name] = [outs[0]]
-    deps[name] = ed.control_inputs(name)
+    _become_consts(ed, nd, outs, out_types, list(dict.fromkeys(controls)), values, deps)
 
 
 def _fold_shape(ed: Editor, prot: Protected, nd: Any, shapes: Shapes,
@@ -165,6 +155,15 @@ def _fold_shape(ed: Editor, prot: Protected, nd: Any, shapes: Shapes,
     outs = [np.asarray(v, dtype=out_dtype) for v in vals]
     # the Const waits for what produced the input: its deadness, frame and errors still apply
     controls = list(dict.fromkeys([*ed.control_inputs(name), *(src for src, _ in data)]))
+    _become_consts(ed, nd, outs, out_types, controls, values, deps)
+
+
+def _become_consts(ed: Editor, nd: Any, outs: list[Any], out_types: list[int],
+                   controls: list[str], values: dict[str, list[Any]],
+                   deps: dict[str, list[str]]) -> None:
+    """``nd`` becomes a Const of output 0; each other used output gets a Const of its own.
+    All wait on ``controls`` so deadness, frames and errors upstream still apply."""
+    name = nd.name
     for k in sorted(ed.used_slots(name) - {0}):
         const = ed.make_const(ed.unique_name(f"{name}/_folded_{k}"), outs[k], out_types[k],
                               controls, nd.device, before=name)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from checks import same
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,14 +22,6 @@ f32 = np.float32
 
 def load(name: str) -> np.ndarray:
     return np.load(DATA / f"{name}.npy", allow_pickle=False)
-
-
-def same(got: np.ndarray, want: np.ndarray) -> None:
-    """Exact dtype, shape and values (NaN meets NaN)."""
-    assert isinstance(got, np.ndarray)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    np.testing.assert_array_equal(got, want)
 
 
 def a(values, dtype=i32) -> np.ndarray:

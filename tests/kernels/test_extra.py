@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import checks
 import numpy as np
 import pytest
+from checks import same
 from google.protobuf import text_format
 
 from dfg.executor import Session
@@ -32,19 +34,8 @@ def load(case: str, name: str) -> np.ndarray:
     return a.astype(object) if a.dtype.kind == "S" else a
 
 
-def same(got: np.ndarray, want: np.ndarray) -> None:
-    """Exact dtype, shape and values (NaN meets NaN)."""
-    assert isinstance(got, np.ndarray)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    np.testing.assert_array_equal(got, want)
-
-
 def close(got: np.ndarray, want: np.ndarray, rtol: float = 1e-5, atol: float = 1e-5) -> None:
-    assert isinstance(got, np.ndarray)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    checks.close(got, want, rtol, atol)
 
 
 def strs(*values: bytes) -> np.ndarray:

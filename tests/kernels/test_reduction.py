@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import checks
 import numpy as np
 import pytest
+from checks import same
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,18 +24,8 @@ def load(name: str) -> np.ndarray:
     return np.load(DATA / f"{name}.npy", allow_pickle=False)
 
 
-def same(got: np.ndarray, want: np.ndarray) -> None:
-    """Exact dtype, shape and values (NaN meets NaN)."""
-    assert isinstance(got, np.ndarray)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    np.testing.assert_array_equal(got, want)
-
-
 def close(got: np.ndarray, want: np.ndarray, rtol: float = 1e-5, atol: float = 1e-6) -> None:
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    checks.close(got, want, rtol, atol)
 
 
 def red(op: str, x, axes, keep: bool = False, idx_dtype=i32) -> np.ndarray:
