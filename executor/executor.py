@@ -30,7 +30,7 @@ from dfg.graphdef.errors import (
 )
 
 from .kernels.registry import KernelContext
-from .plan import FORWARD, SWITCH, NodeItem, Plan
+from .plan import CONST, FORWARD, SWITCH, NodeItem, Plan
 from .propagator import FramePropagator, SimplePropagator
 
 _NONES = [[None] * n for n in range(64)]
@@ -211,6 +211,8 @@ class Step:
                         outputs = args
                     elif kind == SWITCH:
                         outputs = (None, args[0]) if args[1] else (args[0], None)
+                    elif kind == CONST:
+                        outputs = item.const_out
                     else:
                         outputs = _merge(args)
                 else:

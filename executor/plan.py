@@ -39,8 +39,9 @@ from .kernels import registry as kernels
 PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2"})
 
 # Ops the scheduler runs without calling a kernel: 1 forwards its one input, 2 is a Switch
-# (input to the output the predicate picks), 3 a Merge (first live input and its index).
-FORWARD, SWITCH, MERGE = 1, 2, 3
+# (input to the output the predicate picks), 3 a Merge (first live input and its index), 4 a
+# Const (its value, bound at plan time: ``NodeItem.const_out``).
+FORWARD, SWITCH, MERGE, CONST = 1, 2, 3, 4
 TRANSFER = {**dict.fromkeys(("Identity", "Enter", "Exit", "NextIteration", "LoopCond",
                              "StopGradient", "Snapshot", "RefIdentity", "RefEnter", "RefExit",
                              "RefNextIteration"), FORWARD),
@@ -57,7 +58,7 @@ class NodeItem:
         "num_control_inputs", "is_merge", "is_switch", "is_enter", "is_exit",
         "is_next_iteration", "is_constant_enter", "is_control_trigger", "enter_frame",
         "parallel_iterations", "cheap", "cost_us", "fetch_slots", "input_dtypes", "out_types",
-        "stateful", "shared_ctx", "transfer",
+        "stateful", "shared_ctx", "transfer", "const_out",
     )
 
     def __init__(self) -> None:
@@ -364,6 +365,11 @@ def _make_item(reg, node: Any, idx: int, device: str = kernels.CPU) -> NodeItem:
     item.deref = ()
     # transfer ops only move a value; the scheduler does that itself, skipping two calls
     item.transfer = TRANSFER.get(op, 0)
+    item.const_out = None
+    value = attrs.get("value")
+    if op == "Const" and type(value) is np.ndarray and value.dtype == item.out_dtypes[0]:
+        item.transfer = CONST
+        item.const_out = (value,)
     # stateless kernels see only their attrs: one context serves every run; stateful ones
     # (variables, TensorArrays, stacks) get a per-run context carrying the step's state
     item.stateful = bool(opdef.is_stateful)
