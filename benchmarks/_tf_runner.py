@@ -1,5 +1,10 @@
-"""Times one conformance case's first step with TensorFlow (run by bench_cases.py with the
-Python of an environment where tensorflow is installed; never imported by dfg)."""
+"""Times one conformance case's first step with TensorFlow (run by the scripts in benchmarks/
+with the Python of an environment where tensorflow is installed; never imported by dfg).
+
+    _tf_runner.py CASE_DIR WARMUP ITERS THREADS [FEEDS.npz FETCH,FETCH...]
+
+With the last two arguments, the step feeds the arrays of FEEDS.npz (keys are tensor names)
+and fetches the given tensors instead of the case's first step."""
 
 import json
 import statistics
@@ -25,6 +30,10 @@ config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
 with tf.compat.v1.Session(graph=graph, config=config) as sess:
     feed = {k: np.load(case_dir / v) for k, v in step["feed"].items()}
     fetch = step["fetch"]
+    if len(sys.argv) > 6:
+        with np.load(sys.argv[5]) as z:
+            feed = {k: z[k] for k in z.files}
+        fetch = sys.argv[6].split(",")
     for _ in range(warmup):
         sess.run(fetch, feed)
     times = []

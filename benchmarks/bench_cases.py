@@ -54,9 +54,10 @@ def time_dfg(case_dir: Path, warmup: int, iters: int, threads: int) -> dict:
     return {"median_s": statistics.median(times), "min_s": min(times)}
 
 
-def time_tf(py: str, case_dir: Path, warmup: int, iters: int, threads: int) -> dict:
+def time_tf(py: str, case_dir: Path, warmup: int, iters: int, threads: int,
+            extra: list[str] | None = None) -> dict:
     out = subprocess.run([py, str(Path(__file__).with_name("_tf_runner.py")), str(case_dir),
-                          str(warmup), str(iters), str(threads)],
+                          str(warmup), str(iters), str(threads), *(extra or [])],
                          capture_output=True, text=True, env={**os.environ,
                                                               "TF_CPP_MIN_LOG_LEVEL": "3"})
     if out.returncode != 0:
