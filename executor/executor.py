@@ -138,14 +138,15 @@ class Step:
     """One ``Session.run`` call: its propagator, contexts, results and first error."""
 
     def __init__(self, plan: Plan, resources: Any, pool: WorkerPool | None,
-                 timeout: float | None) -> None:
+                 timeout: float | None, loop_programs: str = "auto") -> None:
         self.plan = plan
         self.resources = resources
         self.pool = pool
         self.deadline = None if timeout is None else time.monotonic() + timeout
-        self.prop = FramePropagator(plan) if plan.has_control_flow else SimplePropagator(plan)
+        self.prop = FramePropagator(plan, loop_programs, EXPENSIVE_US) \
+            if plan.has_control_flow else SimplePropagator(plan)
         self.step_state: dict[str, Any] = {}       # per-run resources (TensorArrays, stacks)
-        self.ctxs: list[KernelContext | None] = [None] * len(plan.items)
+        self.ctxs: list[KernelContext | None] = [None] * plan.num_ids
         self.values: list[Any] = [None] * len(plan.fetches)
         self.got: list[bool] = [False] * len(plan.fetches)
         self.dead_fetch: dict[int, NodeItem] = {}
@@ -159,6 +160,7 @@ class Step:
             c = self.ctxs[item.id] = KernelContext(
                 item.name, item.op, item.attrs, item.out_dtypes, item.input_dtypes,
                 self.resources, self.step_state)
+            c.deadline = self.deadline
         return c
 
     def _capture(self, tagged: tuple, outputs: Any) -> None:

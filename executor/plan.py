@@ -5,7 +5,8 @@ A ``Plan`` holds the nodes a step needs (pruned from the graph, feeds cutting it
 layout of every while-loop frame (``FrameLayout``: which items it holds, their input offsets and
 pending-count template), the initial ready set and where fetched and fed tensors go. Nothing
 here changes while steps run, except ``NodeItem.cost_us`` (a measured cost estimate written
-by the scheduling thread; a torn read elsewhere only changes a scheduling decision).
+by the scheduling thread, or by the worker running a loop program that holds the item; a
+stale read only changes a scheduling decision).
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2"})
 # (input to the output the predicate picks), 3 a Merge (first live input and its index), 4 a
 # Const (its value, bound at plan time: ``NodeItem.const_out``).
 FORWARD, SWITCH, MERGE, CONST = 1, 2, 3, 4
+# How the frame propagator treats a node's outputs (NodeItem.cf_kind): in its own iteration,
+# into a child frame, out to the parent frame, or into the next iteration.
+# CF_PROGRAM marks a frame's loop program (loop_program.py), run as one pseudo node.
+CF_NONE, CF_ENTER, CF_EXIT, CF_NEXT_ITERATION, CF_PROGRAM = 0, 1, 2, 3, 4
 TRANSFER = {**dict.fromkeys(("Identity", "Enter", "Exit", "NextIteration", "LoopCond",
                              "StopGradient", "Snapshot", "RefIdentity", "RefEnter", "RefExit",
                              "RefNextIteration"), FORWARD),
@@ -58,7 +63,7 @@ class NodeItem:
         "num_control_inputs", "is_merge", "is_switch", "is_enter", "is_exit",
         "is_next_iteration", "is_constant_enter", "is_control_trigger", "enter_frame",
         "parallel_iterations", "cheap", "cost_us", "fetch_slots", "input_dtypes", "out_types",
-        "stateful", "shared_ctx", "transfer", "const_out",
+        "stateful", "shared_ctx", "transfer", "const_out", "out_edges", "cf_kind",
     )
 
     def __init__(self) -> None:
@@ -80,6 +85,7 @@ class FrameLayout:
     num_enters: int = 0
     parallel_iterations: int = 10
     exits: list[NodeItem] = field(default_factory=list)
+    program: Any = None   # a LoopProgram when the frame has the simple shape (loop_program.py)
 
 
 @dataclass
@@ -96,6 +102,7 @@ class Plan:
     fetched_feeds: dict[int, tuple[str, int]]
     targets: list[str]
     by_name: dict[str, NodeItem]
+    num_ids: int = 0      # items plus loop programs: the size of per-run arrays by item id
 
 
 def needed_nodes(graph: Graph, fetches: list[tuple[str, int]], feeds: set[tuple[str, int]],
@@ -213,6 +220,11 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
     # out-edges address the consumer's input slot directly (offset + input index)
     for item in items:
         item.out_data = [(dst, dst.in_offset + k, slot) for dst, k, slot in item.out_data]
+        # the propagator's view of the same edges, with what it tests per edge precomputed
+        item.out_edges = tuple((dst, idx, slot, dst.local_id, dst.is_merge)
+                               for dst, idx, slot in item.out_data)
+        item.cf_kind = (CF_ENTER if item.is_enter else CF_EXIT if item.is_exit
+                        else CF_NEXT_ITERATION if item.is_next_iteration else CF_NONE)
 
     # deref flags: a non-ref input fed by a ref output gets the variable's value
     for item in items:
@@ -268,8 +280,19 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
             if not fed:
                 raise _missing_feed(graph.node(item.name))
 
+    from .loop_program import compile_frame
+
+    num_ids = len(items)
+    for lay in layouts.values():
+        if lay.name == ROOT:
+            continue
+        enters = [it for it in items if it.is_enter and it.enter_frame == lay.name]
+        lay.program = compile_frame(lay, enters, items, num_ids)
+        if lay.program is not None:
+            num_ids += 1
+
     return Plan(items, layouts, has_cf, initial, fetch_keys, feed_edges, feed_dtypes,
-                feed_shapes, fetched_feeds, list(targets), by_name)
+                feed_shapes, fetched_feeds, list(targets), by_name, num_ids)
 
 
 def _missing_feed(node: Any) -> MissingFeedError:

@@ -19,7 +19,7 @@ from typing import Any
 
 from dfg.graphdef.frames import ROOT
 
-from .plan import FrameLayout, NodeItem, Plan
+from .plan import CF_ENTER, CF_EXIT, CF_NONE, CF_PROGRAM, FrameLayout, NodeItem, Plan
 
 
 class SimplePropagator:
@@ -96,7 +96,8 @@ class IterationState:
 class FrameState:
     __slots__ = ("key", "layout", "parent", "parent_iter", "iterations", "iteration_count",
                  "num_outstanding_iterations", "max_parallel", "num_pending_inputs",
-                 "inv_values", "next_iter_roots", "dead_exits", "live_exits", "children")
+                 "inv_values", "next_iter_roots", "dead_exits", "live_exits", "children",
+                 "program_enters")
 
     def __init__(self, key: Any, layout: FrameLayout, parent: FrameState | None,
                  parent_iter: IterationState | None) -> None:
@@ -114,13 +115,23 @@ class FrameState:
         self.dead_exits: set[int] = set()
         self.live_exits: set[int] = set()
         self.children: dict[tuple[int, str], FrameState] = {}
+        # when the frame runs as its loop program: the Enters that arrived, as
+        # (item, outputs, is_dead), until all have; else None
+        self.program_enters: list[tuple[NodeItem, Any, bool]] | None = None
 
 
 class FramePropagator:
-    """Frames and iterations, TensorFlow's way (see the module docstring)."""
+    """Frames and iterations, TensorFlow's way (see the module docstring).
 
-    def __init__(self, plan: Plan) -> None:
+    ``loop_programs``: whether a frame instance of the simple shape runs as its loop program
+    (loop_program.py): "auto" when all its kernels are known to be cheap (so running it as one
+    unit costs no parallelism), "always", or "never"."""
+
+    def __init__(self, plan: Plan, loop_programs: str = "auto",
+                 expensive_us: float = 0.0) -> None:
         self.plan = plan
+        self.loop_programs = loop_programs
+        self.expensive_us = expensive_us
         self.root = FrameState(ROOT, plan.frames[ROOT], None, None)
         self.live_frames: set[int] = set()
 
@@ -139,10 +150,9 @@ class FramePropagator:
                   it: IterationState, is_dead: bool, ready: Any) -> None:
         pending, dead, inputs = it.pending, it.dead, it.inputs
         added = 0
-        for dst, idx, slot in item.out_data:
+        for dst, idx, slot, lid, dst_is_merge in item.out_edges:
             value = None if is_dead else outputs[slot]
-            lid = dst.local_id
-            if dst.is_merge:
+            if dst_is_merge:
                 if value is not None:
                     p = pending[lid]
                     if p & 1:  # first live data input: take it
@@ -190,41 +200,75 @@ class FramePropagator:
 
     def propagate(self, tagged: tuple, outputs: Any, ready: Any) -> None:
         item, frame, it, is_dead = tagged
-        if item.is_enter:
+        kind = item.cf_kind
+        if kind == CF_NONE:
+            self._activate(item, outputs, frame, it, is_dead, ready)
+        elif kind == CF_ENTER:
             child = self._child_frame(frame, it, item)
-            cit = child.iterations[0]
-            if item.is_constant_enter:
-                value = None if is_dead else outputs
-                child.inv_values.append((item, value))
-                for citer in list(child.iterations.values()):
-                    self._activate(item, value, child, citer, is_dead, ready)
+            if child.program_enters is not None:
+                child.program_enters.append((item, outputs, is_dead))
+                child.num_pending_inputs -= 1
+                if child.num_pending_inputs == 0:
+                    self._start_program(child, ready)
             else:
-                self._activate(item, outputs, child, cit, is_dead, ready)
-            child.num_pending_inputs -= 1
-            if child.num_pending_inputs == 0:
-                # every Enter arrived: iteration 0 may already be complete (all dead)
-                self._cleanup(child, cit, ready)
-        elif item.is_exit:
+                self._enter(child, item, outputs, is_dead, ready)
+                child.num_pending_inputs -= 1
+                if child.num_pending_inputs == 0:
+                    # every Enter arrived: iteration 0 may already be complete (all dead)
+                    self._cleanup(child, child.iterations[0], ready)
+        elif kind == CF_PROGRAM:
+            # the program ran the whole loop: the Exits forward its results to the parent
+            added = 0
+            for exit_item, value in zip(frame.layout.program.exits, outputs):
+                it.inputs[exit_item.in_offset] = value
+                ready.append((exit_item, frame, it, False))
+                added += 1
+            it.outstanding_ops += added
+        elif kind == CF_EXIT:
             if is_dead:
                 frame.dead_exits.add(item.id)
             else:
                 frame.live_exits.add(item.id)
                 self._activate(item, outputs, frame.parent, frame.parent_iter, False, ready)
-        elif item.is_next_iteration:
-            if not is_dead:
-                if it.iter_num == frame.iteration_count \
-                        and frame.num_outstanding_iterations >= frame.max_parallel:
-                    frame.next_iter_roots.append((item, outputs))
-                else:
-                    if it.iter_num == frame.iteration_count:
-                        self._increment_iteration(frame, ready)
-                    nxt = frame.iterations[it.iter_num + 1]
-                    self._activate(item, outputs, frame, nxt, False, ready)
-        else:
-            self._activate(item, outputs, frame, it, is_dead, ready)
+        elif not is_dead:  # NextIteration
+            if it.iter_num == frame.iteration_count \
+                    and frame.num_outstanding_iterations >= frame.max_parallel:
+                frame.next_iter_roots.append((item, outputs))
+            else:
+                if it.iter_num == frame.iteration_count:
+                    self._increment_iteration(frame, ready)
+                nxt = frame.iterations[it.iter_num + 1]
+                self._activate(item, outputs, frame, nxt, False, ready)
         it.outstanding_ops -= 1
         if it.outstanding_ops == 0:
             self._cleanup(frame, it, ready)
+
+    def _enter(self, child: FrameState, item: NodeItem, outputs: Any, is_dead: bool,
+               ready: Any) -> None:
+        if item.is_constant_enter:
+            value = None if is_dead else outputs
+            child.inv_values.append((item, value))
+            for citer in list(child.iterations.values()):
+                self._activate(item, value, child, citer, is_dead, ready)
+        else:
+            self._activate(item, outputs, child, child.iterations[0], is_dead, ready)
+
+    def _start_program(self, child: FrameState, ready: Any) -> None:
+        """Every Enter of a program frame arrived: run the program, or if any Enter is dead
+        (a loop on an untaken cond branch), replay them into the node-by-node machinery."""
+        arrived, child.program_enters = child.program_enters or [], None
+        cit = child.iterations[0]
+        if any(dead for _i, _o, dead in arrived):
+            for item, outputs, dead in arrived:
+                self._enter(child, item, outputs, dead, ready)
+            self._cleanup(child, cit, ready)
+            return
+        prog = child.layout.program
+        pos = {e.id: k for k, e in enumerate(prog.enters)}
+        for item, outputs, _dead in arrived:
+            cit.inputs[prog.item.in_offset + pos[item.id]] = outputs[0]
+        ready.append((prog.item, child, cit, False))
+        cit.outstanding_ops += 1
 
     # --- frames and iterations --------------------------------------------------------------
     def _child_frame(self, frame: FrameState, it: IterationState, enter: NodeItem) -> FrameState:
@@ -234,6 +278,10 @@ class FramePropagator:
             lay = self.plan.frames[enter.enter_frame]
             child = FrameState(key, lay, frame, it)
             child.max_parallel = enter.parallel_iterations
+            prog = lay.program
+            if prog is not None and (self.loop_programs == "always" or (
+                    self.loop_programs == "auto" and prog.cheap(self.expensive_us))):
+                child.program_enters = []
             frame.children[key] = child
             it.outstanding_frames += 1
             self.live_frames.add(id(child))

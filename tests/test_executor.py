@@ -21,6 +21,7 @@ from dfg.graphdef.errors import (
     NotFoundError,
     ResourceExhaustedError,
     UnimplementedError,
+    UsageError,
 )
 from dfg.graphdef.graph import Graph
 from dfg.graphdef.io import load_graph
@@ -301,3 +302,103 @@ node { name: "m" op: "Merge" input: "s" input: "rs:1"
         sess.run([], targets=["init"])
         assert sess.run(["m:0", "m:1"], {"p": np.array(True)}) == [7.0, 1]
         assert sess.run(["m:0", "m:1"], {"p": np.array(False)}) == [-1.0, 0]
+
+
+def _int_const(name: str, value: int, ctl: str = "") -> str:
+    inp = f' input: "^{ctl}"' if ctl else ""
+    return (f'node {{ name: "{name}" op: "Const"{inp} '
+            f'attr {{ key: "dtype" value {{ type: DT_INT32 }} }}'
+            f' attr {{ key: "value" value {{ tensor {{ dtype: DT_INT32 tensor_shape {{ }}'
+            f' int_val: {value} }} }} }} }}\n')
+
+
+def _while_graph(body: str, step: int = 1) -> Graph:
+    """``i = 0; while i < n: y = body(i); i = i + step`` with the frame's usual TF shape;
+    ``body`` is pbtxt nodes reading ``w/Identity`` (the live i), whose result feeds Exit
+    ``w/Exit_1`` through a second loop variable ``acc``."""
+    t = 'attr { key: "T" value { type: DT_INT32 } }'
+    enter = ('attr { key: "frame_name" value { s: "w" } } '
+             'attr { key: "parallel_iterations" value { i: 10 } }')
+    text = (
+        'node { name: "n" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }\n'
+        + _int_const("zero", 0)
+        + f'node {{ name: "w/Enter" op: "Enter" input: "zero" {t} {enter} }}\n'
+        + f'node {{ name: "w/Enter_1" op: "Enter" input: "zero" {t} {enter} }}\n'
+        + f'node {{ name: "w/n" op: "Enter" input: "n" {t} {enter} '
+          'attr { key: "is_constant" value { b: true } } }\n'
+        + f'node {{ name: "w/Merge" op: "Merge" input: "w/Enter" input: "w/NextIteration" {t} '
+          'attr { key: "N" value { i: 2 } } }\n'
+        + f'node {{ name: "w/Merge_1" op: "Merge" input: "w/Enter_1" input: "w/NextIteration_1" '
+          f'{t} attr {{ key: "N" value {{ i: 2 }} }} }}\n'
+        + f'node {{ name: "w/Less" op: "Less" input: "w/Merge" input: "w/n" {t} }}\n'
+        + 'node { name: "w/LoopCond" op: "LoopCond" input: "w/Less" }\n'
+        + f'node {{ name: "w/Switch" op: "Switch" input: "w/Merge" input: "w/LoopCond" {t} }}\n'
+        + f'node {{ name: "w/Switch_1" op: "Switch" input: "w/Merge_1" input: "w/LoopCond" {t} }}\n'
+        + f'node {{ name: "w/Identity" op: "Identity" input: "w/Switch:1" {t} }}\n'
+        + _int_const("w/step", step, ctl="w/Identity")
+        + f'node {{ name: "w/add" op: "AddV2" input: "w/Identity" input: "w/step" {t} }}\n'
+        + body
+        + f'node {{ name: "w/NextIteration" op: "NextIteration" input: "w/add" {t} }}\n'
+        + f'node {{ name: "w/NextIteration_1" op: "NextIteration" input: "w/y" {t} }}\n'
+        + f'node {{ name: "w/Exit" op: "Exit" input: "w/Switch" {t} }}\n'
+        + f'node {{ name: "w/Exit_1" op: "Exit" input: "w/Switch_1" {t} }}\n')
+    return graph_from_text(text)
+
+
+_SQUARE_BODY = ('node { name: "w/y" op: "Mul" input: "w/Identity" input: "w/Identity" '
+                'attr { key: "T" value { type: DT_INT32 } } }\n')
+# 12 // (3 - i): integer division by zero when i reaches 3
+_DIV_BODY = (_int_const("w/three", 3, ctl="w/Identity")
+             + _int_const("w/twelve", 12, ctl="w/Identity")
+             + 'node { name: "w/d" op: "Sub" input: "w/three" input: "w/Identity" '
+               'attr { key: "T" value { type: DT_INT32 } } }\n'
+             + 'node { name: "w/y" op: "FloorDiv" input: "w/twelve" input: "w/d" '
+               'attr { key: "T" value { type: DT_INT32 } } }\n')
+
+
+def test_a_simple_while_loop_compiles_to_a_loop_program_and_one_with_a_cond_does_not() -> None:
+    with Session(_while_graph(_SQUARE_BODY), threads=1) as sess:
+        assert sess.plan(["w/Exit_1:0"], ["n:0"]).frames["w"].program is not None
+    g = load_graph(DATA / "while_with_cond" / "graph.pbtxt")
+    with Session(g, threads=1) as sess:
+        fetch = load_case_json("while_with_cond")["steps"][0]
+        plan = sess.plan(fetch["fetch"], list(fetch["feed"]), fetch["target"])
+        assert all(lay.program is None for name, lay in plan.frames.items() if name)
+
+
+def load_case_json(name: str) -> dict:
+    import json
+
+    return json.loads((DATA / name / "case.json").read_text())
+
+
+@pytest.mark.parametrize("mode", ["never", "always", "auto"])
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_loop_program_results_equal_the_math(mode: str, n: int) -> None:
+    with Session(_while_graph(_SQUARE_BODY), threads=2, loop_programs=mode) as sess:
+        for _ in range(3):   # auto: the first run measures costs, later ones use the program
+            i, last = sess.run(["w/Exit:0", "w/Exit_1:0"], {"n": np.int32(n)})
+            assert i == n
+            assert last == ((n - 1) ** 2 if n else 0)
+
+
+@pytest.mark.parametrize("mode", ["never", "always"])
+def test_kernel_error_inside_a_loop_program_names_the_node(mode: str) -> None:
+    with Session(_while_graph(_DIV_BODY), threads=1, loop_programs=mode) as sess:
+        assert sess.run("w/Exit_1:0", {"n": np.int32(3)}) == 12 // (3 - 2)
+        with pytest.raises(InvalidArgumentError) as ei:
+            sess.run("w/Exit_1:0", {"n": np.int32(5)})
+    assert ei.value.node == "w/y" and ei.value.op == "FloorDiv"
+    assert "division by zero" in str(ei.value)
+
+
+@pytest.mark.parametrize("mode", ["never", "always"])
+def test_endless_loop_program_times_out(mode: str) -> None:
+    with Session(_while_graph(_SQUARE_BODY, step=0), threads=1, loop_programs=mode) as sess, \
+            pytest.raises(DeadlineExceededError):
+        sess.run("w/Exit:0", {"n": np.int32(1)}, timeout=0.2)
+
+
+def test_loop_programs_option_is_checked() -> None:
+    with pytest.raises(UsageError):
+        Session(_while_graph(_SQUARE_BODY), loop_programs="sometimes")

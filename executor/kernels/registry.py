@@ -111,7 +111,7 @@ class KernelContext:
     """What a kernel may know about its node and run. Built by the executor per node."""
 
     __slots__ = ("node", "op", "attrs", "output_dtypes", "input_dtypes", "resources", "step",
-                 "frame")
+                 "frame", "deadline")
 
     def __init__(self, node: str, op: str, attrs: dict[str, Any],
                  output_dtypes: list[Any] | None = None, input_dtypes: list[Any] | None = None,
@@ -124,6 +124,7 @@ class KernelContext:
         self.resources = resources  # session-lifetime ResourceManager (variables ...)
         self.step = step            # per-run dict for step resources (TensorArrays, stacks)
         self.frame = frame          # (frame name, iteration) the node runs in, if any
+        self.deadline: float | None = None  # time.monotonic() the step must end by, if any
 
 
 def invoke(op: str, *inputs: Any, attrs: dict[str, Any] | None = None,

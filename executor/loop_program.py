@@ -1,0 +1,331 @@
+"""Loop programs: a while-loop frame of the common simple shape, run as one sequential program.
+
+The frame propagator runs a loop node by node: every Merge, Switch, Identity and NextIteration
+of every iteration is a tagged node with pending counts, deadness and a trip through the
+scheduler. For a frame shaped like what ``tf.while_loop`` emits with no conds or loops inside
+its body, all of that is known statically:
+
+- each Merge joins one non-constant Enter (iteration 0) and one NextIteration (later ones);
+- one LoopCond; every Switch is steered by it, passes a value computed in the iteration
+  (output 1 into the body, output 0 only to Exits);
+- every other node is either *cond-side* (depends only on Merges, constant Enters and other
+  cond-side nodes: live in every iteration, the last included) or *body-side* (depends on a
+  Switch's output 1: live exactly while the predicate holds); NextIterations are body-side.
+
+Then one iteration is: cond-side kernels in topological order, the predicate, and if it holds
+the body-side kernels; forwarding ops (Identity, Switch, LoopCond, NextIteration, Const) are
+resolved at plan time into where their value lives. The Exits get the last iteration's values.
+This runs one valid schedule of the frame (iterations in order, which TensorFlow's
+``parallel_iterations`` permits), so results are the node-by-node run's.
+
+A program is a pseudo node (op ``LoopProgram``) of its frame: its inputs are the frame's
+Enters, its outputs the Exits' values. The propagator decides per frame instance whether to
+use it (``FramePropagator``); a frame that is not of this shape has no program.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from dfg.graphdef.errors import DeadlineExceededError
+
+from .kernels.registry import KernelContext
+from .plan import CF_PROGRAM, CONST, FORWARD, FrameLayout, NodeItem
+
+_INDEX = (np.asarray(0, dtype=np.int32), np.asarray(1, dtype=np.int32))
+
+# class of a node in a simple frame
+_COND, _BODY, _SWITCH, _EXIT, _NEXT = range(5)
+
+
+class _Reject(Exception):
+    """The frame is not of the simple shape: it runs node by node."""
+
+
+class LoopProgram:
+    """The compiled form of one frame (immutable after ``compile_frame``)."""
+
+    def __init__(self) -> None:
+        self.item: NodeItem                       # the pseudo node the scheduler runs
+        self.enters: list[NodeItem] = []          # program input k is Enter k's value
+        self.exits: list[NodeItem] = []           # program output k is Exit k's value
+        self.kernels: list[NodeItem] = []         # nodes run as kernels (for the cost policy)
+        self.template: list[Any] = []             # the value slots, constants filled in
+        self.invariant_slots: dict[int, int] = {}  # enter index -> slot (constant Enters)
+        self.merge_init: list[int] = []           # merge j starts from enter index
+        self.merge_slots: list[tuple[int, int]] = []  # merge j -> (value slot, index slot)
+        self.merge_index: list[tuple[Any, Any]] = []  # merge j -> (index at 0, index later)
+        self.next_slots: list[int] = []           # merge j's next value comes from this slot
+        self.pred_slot = 0
+        self.exit_slots: list[int] = []
+        # (item, argument slots, first output slot, stateful?) in topological order
+        self.cond_steps: list[tuple[NodeItem, tuple[int, ...], int, bool]] = []
+        self.body_steps: list[tuple[NodeItem, tuple[int, ...], int, bool]] = []
+
+    def cheap(self, expensive_us: float) -> bool:
+        """Whether every kernel is known to be cheap (registered so, or measured below
+        ``expensive_us``): then the frame loses no parallelism by running as one program."""
+        for item in self.kernels:
+            if item.cheap:
+                continue
+            if item.cheap is False or not 0 <= item.cost_us <= expensive_us:
+                return False
+        return True
+
+    def __call__(self, ctx: KernelContext, *enter_values: Any) -> list[Any]:
+        from .executor import run_kernel
+
+        vals = self.template[:]
+        for k, slot in self.invariant_slots.items():
+            vals[slot] = enter_values[k]
+        cur = [enter_values[k] for k in self.merge_init]
+        merge_slots, merge_index = self.merge_slots, self.merge_index
+        first = True
+        steps = [self._bind(s, ctx) for s in self.cond_steps]
+        body = [self._bind(s, ctx) for s in self.body_steps]
+        pred, next_slots = self.pred_slot, self.next_slots
+        deadline = ctx.deadline
+        n = 0
+        while True:
+            for j, (vs, ix) in enumerate(merge_slots):
+                vals[vs] = cur[j]
+                vals[ix] = merge_index[j][0 if first else 1]
+            for item, args, out, ictx in steps:
+                outs, secs = run_kernel(item, [vals[a] for a in args], ictx)
+                vals[out:out + len(outs)] = outs
+                if secs >= 0:
+                    _note_cost(item, secs)
+            if not vals[pred]:
+                break
+            for item, args, out, ictx in body:
+                outs, secs = run_kernel(item, [vals[a] for a in args], ictx)
+                vals[out:out + len(outs)] = outs
+                if secs >= 0:
+                    _note_cost(item, secs)
+            cur = [vals[s] for s in next_slots]
+            first = False
+            n += 1
+            if deadline is not None and not n & 255 and time.monotonic() > deadline:
+                raise DeadlineExceededError("step timed out", node=self.exits[0].name
+                                            if self.exits else None)
+        return [vals[s] for s in self.exit_slots]
+
+    @staticmethod
+    def _bind(step: tuple, ctx: KernelContext) -> tuple:
+        item, args, out, stateful = step
+        if not stateful:
+            return item, args, out, item.shared_ctx
+        # stateful kernels (variables, TensorArrays, stacks) share the step's resources
+        return item, args, out, KernelContext(item.name, item.op, item.attrs, item.out_dtypes,
+                                              item.input_dtypes, ctx.resources, ctx.step)
+
+
+def _note_cost(item: NodeItem, secs: float) -> None:
+    c = item.cost_us
+    item.cost_us = secs * 1e6 if c < 0 else 0.8 * c + 0.2e6 * secs
+
+
+def compile_frame(lay: FrameLayout, enters: list[NodeItem], all_items: list[NodeItem],
+                  item_id: int) -> LoopProgram | None:
+    """The program of frame ``lay`` (entered by ``enters``), or None when the frame is not of
+    the simple shape. ``item_id`` is the id its pseudo node gets."""
+    try:
+        return _compile(lay, enters, all_items, item_id)
+    except _Reject:
+        return None
+
+
+def _compile(lay: FrameLayout, enters: list[NodeItem], all_items: list[NodeItem],
+             item_id: int) -> LoopProgram:
+    members = {it.id for it in lay.items}
+    enter_pos = {e.id: k for k, e in enumerate(enters)}
+    # data and control inputs of the frame's nodes, from the plan's out-edges
+    inputs: dict[int, list[tuple[NodeItem, int] | None]] = {
+        it.id: [None] * it.num_inputs for it in lay.items}
+    controls: dict[int, list[NodeItem]] = {it.id: [] for it in lay.items}
+    for src in all_items:
+        inside = src.id in members or src.id in enter_pos
+        for dst, idx, slot in src.out_data:
+            if dst.id in members:
+                if not inside:
+                    raise _Reject
+                inputs[dst.id][idx - dst.in_offset] = (src, slot)
+        for dst in src.out_control:
+            if dst.id in members:
+                if not inside:
+                    raise _Reject
+                controls[dst.id].append(src)
+    for e in enters:
+        if not e.is_constant_enter and (e.out_control or
+                                        any(not d.is_merge for d, _i, _s in e.out_data)):
+            raise _Reject  # a loop variable's first value goes to a Merge only
+    for it in lay.items:
+        if any(i is None for i in inputs[it.id]):
+            raise _Reject  # an input the step does not compute (fed or pruned)
+        if it.is_enter or it.is_control_trigger:
+            raise _Reject  # a nested frame; or a ControlTrigger's deadness rule
+
+    loop_conds = [it for it in lay.items if it.op == "LoopCond"]
+    if len(loop_conds) != 1:
+        raise _Reject
+    loop_cond = loop_conds[0]
+
+    cls: dict[int, int] = {}
+
+    def source_class(src: NodeItem, slot: int) -> int:
+        if src.id in enter_pos:
+            if not src.is_constant_enter:
+                raise _Reject
+            return _COND
+        c = cls[src.id]  # KeyError: a back edge other than NextIteration -> Merge
+        if c == _SWITCH:
+            if slot != 1:
+                raise _Reject  # the untaken side feeds only Exits
+            return _BODY
+        if c in (_EXIT, _NEXT):
+            raise _Reject
+        return c
+
+    prog = LoopProgram()
+    prog.enters = list(enters)
+    slots: list[Any] = []
+
+    def new_slot(value: Any = None) -> int:
+        slots.append(value)
+        return len(slots) - 1
+
+    out_base: dict[int, int] = {}
+    where: dict[tuple[int, int], int] = {}      # (item id, slot) -> value slot
+    merges: list[NodeItem] = []
+
+    for k, e in enumerate(enters):
+        if e.is_constant_enter:
+            prog.invariant_slots[k] = where[(e.id, 0)] = new_slot()
+
+    def slot_of(src: NodeItem, slot: int) -> int:
+        try:
+            return where[(src.id, slot)]
+        except KeyError:
+            raise _Reject from None
+
+    kernels: list[tuple[NodeItem, int]] = []
+    try:
+        for it in lay.items:
+            ins = inputs[it.id]
+            ctl = controls[it.id]
+            if it.is_merge:
+                if ctl or len(ins) != 2:
+                    raise _Reject
+                kinds = [(src.id in enter_pos and not src.is_constant_enter, src.is_next_iteration
+                          and src.id in members) for src, _s in ins]
+                e_idx = next((i for i, (is_e, _n) in enumerate(kinds) if is_e), None)
+                n_idx = next((i for i, (_e, is_n) in enumerate(kinds) if is_n), None)
+                if e_idx is None or n_idx is None:
+                    raise _Reject
+                cls[it.id] = _COND
+                merges.append(it)
+                vs, ix = new_slot(), new_slot()
+                where[(it.id, 0)], where[(it.id, 1)] = vs, ix
+                prog.merge_slots.append((vs, ix))
+                prog.merge_init.append(enter_pos[ins[e_idx][0].id])
+                prog.merge_index.append((_INDEX[e_idx], _INDEX[n_idx]))
+            elif it.is_switch:
+                (data, dslot), (pred, _ps) = ins
+                if ctl or it.out_control or pred is not loop_cond \
+                        or source_class(data, dslot) != _COND:
+                    raise _Reject
+                for dst, _idx, slot in it.out_data:
+                    if slot == 0 and not dst.is_exit:
+                        raise _Reject
+                cls[it.id] = _SWITCH
+                where[(it.id, 0)] = where[(it.id, 1)] = slot_of(data, dslot)
+            elif it.is_exit:
+                (src, slot), = ins
+                if ctl or not src.is_switch or slot != 0 or src.id not in members:
+                    raise _Reject
+                cls[it.id] = _EXIT
+            elif it.is_next_iteration:
+                (src, slot), = ins
+                if ctl or it.out_control or source_class(src, slot) != _BODY \
+                        or any(not d.is_merge for d, _i, _s in it.out_data):
+                    raise _Reject
+                cls[it.id] = _NEXT
+                where[(it.id, 0)] = slot_of(src, slot)
+            else:
+                if not ins and not ctl:
+                    raise _Reject
+                if any(s.is_switch for s in ctl):
+                    raise _Reject  # ^Switch is live on both sides
+                classes = [source_class(s, k) for s, k in ins]
+                classes += [source_class(s, 0) for s in ctl]
+                c = _BODY if _BODY in classes else _COND
+                cls[it.id] = c
+                if it is loop_cond and c != _COND:
+                    raise _Reject
+                if it.transfer == FORWARD and it.num_inputs == 1:
+                    where[(it.id, 0)] = slot_of(*ins[0])
+                elif it.transfer == CONST:
+                    where[(it.id, 0)] = new_slot(it.const_out[0])
+                elif it.transfer:
+                    raise _Reject
+                else:
+                    base = out_base[it.id] = len(slots)
+                    for s in range(it.num_outputs):
+                        where[(it.id, s)] = new_slot()
+                    kernels.append((it, base))
+    except (KeyError, ValueError):  # a back edge not through a Merge; an arity surprise
+        raise _Reject from None
+
+    # every Merge's NextIteration must be this frame's and feed that Merge
+    for m in merges:
+        nxt = [src for src, _s in inputs[m.id] if src.is_next_iteration]
+        prog.next_slots.append(slot_of(nxt[0], 0))
+    prog.pred_slot = slot_of(*inputs[loop_cond.id][0])
+    prog.exits = list(lay.exits)
+    prog.exit_slots = [slot_of(*inputs[x.id][0]) for x in lay.exits]
+    for it, base in kernels:
+        step = (it, tuple(slot_of(s, k) for s, k in inputs[it.id]), base, it.shared_ctx is None)
+        (prog.body_steps if cls[it.id] == _BODY else prog.cond_steps).append(step)
+    prog.kernels = [it for it, _b in kernels]
+    prog.template = slots
+    prog.item = _program_item(prog, lay, item_id)
+    return prog
+
+
+def _program_item(prog: LoopProgram, lay: FrameLayout, item_id: int) -> NodeItem:
+    """The pseudo node: inputs are the Enters' values (slots appended to the frame's input
+    array), outputs the Exits' values; per-run context (it runs stateful kernels)."""
+    item = NodeItem()
+    item.id = item_id
+    item.name = f"{lay.name} (loop program)"
+    item.op = "LoopProgram"
+    item.fn = prog
+    item.attrs = {}
+    item.num_inputs = len(prog.enters)
+    item.num_outputs = len(prog.exits)
+    item.input_dtypes = [e.out_types[0] for e in prog.enters]
+    item.out_types = [x.out_types[0] for x in prog.exits]
+    item.out_dtypes = [None] * len(prog.exits)   # the Exits' own runs check nothing either
+    item.deref = ()
+    item.out_data = []
+    item.out_edges = ()
+    item.out_control = []
+    item.frame = lay.name
+    item.local_id = -1
+    item.in_offset = lay.num_inputs
+    lay.num_inputs += item.num_inputs
+    item.num_control_inputs = 0
+    item.is_merge = item.is_switch = item.is_enter = item.is_exit = False
+    item.is_next_iteration = item.is_constant_enter = item.is_control_trigger = False
+    item.enter_frame = None
+    item.parallel_iterations = 0
+    item.cheap = None
+    item.stateful = True
+    item.shared_ctx = None
+    item.transfer = 0
+    item.const_out = None
+    item.cf_kind = CF_PROGRAM
+    return item
