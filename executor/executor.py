@@ -91,18 +91,26 @@ def run_kernel(item: NodeItem, args: list, ctx: Any) -> tuple[Any, float]:
             if a is not None:      # a Merge's dead inputs arrive as None: nothing to read
                 args[k] = a.read()
         res = item.fn(ctx, *args)
-    except DfgError as e:
-        raise _with_node(e, item) from None
-    except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError) as e:
-        raise InvalidArgumentError(f"{type(e).__name__}: {e}", node=item.name,
-                                   op=item.op) from e
-    except MemoryError:
-        raise ResourceExhaustedError("out of memory computing the output", node=item.name,
-                                     op=item.op) from None
     except Exception as e:
-        raise InternalError(f"kernel failed: {type(e).__name__}: {e}", node=item.name,
-                            op=item.op) from e
+        raise kernel_error(item, e) from (None if isinstance(e, DfgError) else e)
     secs = time.perf_counter() - t0 if timed else -1.0
+    return checked_outputs(item, res), secs
+
+
+def kernel_error(item: NodeItem, e: Exception) -> DfgError:
+    """What a kernel raised, as one error of the hierarchy naming the node."""
+    if isinstance(e, DfgError):
+        return _with_node(e, item)
+    if isinstance(e, (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError)):
+        return InvalidArgumentError(f"{type(e).__name__}: {e}", node=item.name, op=item.op)
+    if isinstance(e, MemoryError):
+        return ResourceExhaustedError("out of memory computing the output", node=item.name,
+                                      op=item.op)
+    return InternalError(f"kernel failed: {type(e).__name__}: {e}", node=item.name, op=item.op)
+
+
+def checked_outputs(item: NodeItem, res: Any) -> Any:
+    """A kernel's result as a sequence of outputs, each of the dtype its OpDef promises."""
     if type(res) is tuple or type(res) is list:
         outs = res
     else:
@@ -120,7 +128,7 @@ def run_kernel(item: NodeItem, args: list, ctx: Any) -> tuple[Any, float]:
             if fixed is not o:
                 outs = list(outs)
                 outs[k] = fixed
-    return outs, secs
+    return outs
 
 
 def _check_output(item: NodeItem, k: int, o: Any, want: np.dtype) -> np.ndarray:
