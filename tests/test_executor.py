@@ -402,3 +402,112 @@ def test_endless_loop_program_times_out(mode: str) -> None:
 def test_loop_programs_option_is_checked() -> None:
     with pytest.raises(UsageError):
         Session(_while_graph(_SQUARE_BODY), loop_programs="sometimes")
+
+
+def random_loop(seed: int) -> tuple[Graph, list[str], dict[str, np.ndarray], list[np.ndarray]]:
+    """A random while loop of float32 [3] loop variables and its result computed in NumPy.
+
+    ``i = 0; while i < n: v_j = f_j(v, invariants); i += 1``, in TensorFlow's frame shape;
+    each Switch passes either the Merge itself or a cond-side function of it (``g_j``, so the
+    Exits see ``g_j`` of the last values). Expected values come from running the same
+    arithmetic in NumPy, not from the executor."""
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    f32 = 'attr { key: "T" value { type: DT_FLOAT } }'
+    i32 = 'attr { key: "T" value { type: DT_INT32 } }'
+    frame = ('attr { key: "frame_name" value { s: "L" } } attr { key: "parallel_iterations" '
+             'value { i: ' + str(rng.choice([1, 2, 10])) + ' } }')
+    const_enter = 'attr { key: "is_constant" value { b: true } }'
+    m = rng.randint(1, 3)
+    k = rng.randint(0, 2)
+    n_iter = rng.randint(0, 6)
+    init = [nrng.uniform(-1, 1, 3).astype(np.float32) for _ in range(m)]
+    inv = [nrng.uniform(-1, 1, 3).astype(np.float32) for _ in range(k)]
+    text = ['node { name: "n" op: "Placeholder" '
+            'attr { key: "dtype" value { type: DT_INT32 } } }\n',
+            _int_const("zero", 0),
+            f'node {{ name: "L/i/Enter" op: "Enter" input: "zero" {i32} {frame} }}\n',
+            f'node {{ name: "L/n" op: "Enter" input: "n" {i32} {frame} {const_enter} }}\n',
+            f'node {{ name: "L/i/Merge" op: "Merge" input: "L/i/Enter" input: "L/i/Next" {i32} '
+            'attr { key: "N" value { i: 2 } } }\n',
+            f'node {{ name: "L/Less" op: "Less" input: "L/i/Merge" input: "L/n" {i32} }}\n',
+            'node { name: "L/LoopCond" op: "LoopCond" input: "L/Less" }\n',
+            f'node {{ name: "L/i/Switch" op: "Switch" input: "L/i/Merge" '
+            f'input: "L/LoopCond" {i32} }}\n',
+            f'node {{ name: "L/i/Id" op: "Identity" input: "L/i/Switch:1" {i32} }}\n',
+            _int_const("L/one", 1, ctl="L/i/Id"),
+            f'node {{ name: "L/i/add" op: "AddV2" input: "L/i/Id" input: "L/one" {i32} }}\n',
+            f'node {{ name: "L/i/Next" op: "NextIteration" input: "L/i/add" {i32} }}\n',
+            f'node {{ name: "L/i/Exit" op: "Exit" input: "L/i/Switch" {i32} }}\n']
+    feeds = {"n:0": np.int32(n_iter)}
+    for j in range(m):
+        text.append(_const(f"v{j}/init", init[j]))
+        text.append(f'node {{ name: "L/v{j}/Enter" op: "Enter" input: "v{j}/init" {f32} '
+                    f'{frame} }}\n')
+        text.append(f'node {{ name: "L/v{j}/Merge" op: "Merge" input: "L/v{j}/Enter" '
+                    f'input: "L/v{j}/Next" {f32} attr {{ key: "N" value {{ i: 2 }} }} }}\n')
+    for j in range(k):
+        text.append(_const(f"c{j}", inv[j]))
+        text.append(f'node {{ name: "L/c{j}" op: "Enter" input: "c{j}" {f32} {frame} '
+                    f'{const_enter} }}\n')
+    # cond side: g_j = Tanh(Merge) or the Merge itself
+    g_tanh = [rng.random() < 0.4 for _ in range(m)]
+    for j in range(m):
+        src = f"L/v{j}/Merge"
+        if g_tanh[j]:
+            text.append(f'node {{ name: "L/v{j}/g" op: "Tanh" input: "{src}" {f32} }}\n')
+            src = f"L/v{j}/g"
+        text.append(f'node {{ name: "L/v{j}/Switch" op: "Switch" input: "{src}" '
+                    f'input: "L/LoopCond" {f32} }}\n')
+        text.append(f'node {{ name: "L/v{j}/Id" op: "Identity" input: "L/v{j}/Switch:1" '
+                    f'{f32} }}\n')
+        text.append(f'node {{ name: "L/v{j}/Exit" op: "Exit" input: "L/v{j}/Switch" {f32} }}\n')
+    # body: a few ops over the live values and the invariants; each v_j's next is one of them
+    ops = {"AddV2": np.add, "Sub": np.subtract, "Mul": np.multiply, "Maximum": np.maximum,
+           "Minimum": np.minimum}
+    pool = [f"L/v{j}/Id" for j in range(m)] + [f"L/c{j}" for j in range(k)]
+    body: list[tuple[str, str, str, str]] = []
+    for b in range(rng.randint(1, 5)):
+        op = rng.choice([*ops, "Tanh"])
+        a, c = rng.choice(pool), rng.choice(pool)
+        name = f"L/b{b}"
+        ins = f'input: "{a}"' + ("" if op == "Tanh" else f' input: "{c}"')
+        if a.startswith("L/c") and (op == "Tanh" or c.startswith("L/c")):
+            # as TensorFlow's while_loop does for ops of loop invariants only: wait for the
+            # pivot, or the op would feed NextIteration on the last iteration too
+            ins += ' input: "^L/i/Id"'
+        text.append(f'node {{ name: "{name}" op: "{op}" {ins} {f32} }}\n')
+        body.append((name, op, a, c))
+        pool.append(name)
+    nexts = [rng.choice([p for p in pool if p.startswith("L/b")]) for _ in range(m)]
+    for j in range(m):
+        text.append(f'node {{ name: "L/v{j}/Next" op: "NextIteration" input: "{nexts[j]}" '
+                    f'{f32} }}\n')
+
+    # NumPy: the same loop
+    v = [x.copy() for x in init]
+
+    def g(j: int, x: np.ndarray) -> np.ndarray:
+        return np.tanh(x) if g_tanh[j] else x
+
+    for _ in range(n_iter):
+        env = {f"L/v{j}/Id": g(j, v[j]) for j in range(m)}
+        env.update({f"L/c{j}": inv[j] for j in range(k)})
+        for name, op, a, c in body:
+            env[name] = np.tanh(env[a]) if op == "Tanh" else ops[op](env[a], env[c])
+        v = [env[nexts[j]] for j in range(m)]
+    expected = [np.int32(n_iter)] + [g(j, v[j]) for j in range(m)]
+    fetches = ["L/i/Exit:0"] + [f"L/v{j}/Exit:0" for j in range(m)]
+    return graph_from_text("".join(text)), fetches, feeds, expected
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_random_loops_equal_numpy_node_by_node_and_as_programs(seed: int) -> None:
+    graph, fetches, feeds, expected = random_loop(seed)
+    for mode in ("never", "always"):
+        with Session(graph, threads=1 + seed % 3, loop_programs=mode) as sess:
+            if mode == "always":
+                assert sess.plan(fetches, list(feeds)).frames["L"].program is not None
+            out = sess.run(fetches, feeds)
+        for got, want in zip(out, expected):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
