@@ -146,12 +146,13 @@ class Step:
     """One ``Session.run`` call: its propagator, contexts, results and first error."""
 
     def __init__(self, plan: Plan, resources: Any, pool: WorkerPool | None,
-                 timeout: float | None, loop_programs: str = "auto") -> None:
+                 timeout: float | None, programs: str = "auto") -> None:
         self.plan = plan
         self.resources = resources
         self.pool = pool
         self.deadline = None if timeout is None else time.monotonic() + timeout
-        self.prop = FramePropagator(plan, loop_programs, EXPENSIVE_US) \
+        self.programs = programs
+        self.prop = FramePropagator(plan, programs, EXPENSIVE_US) \
             if plan.has_control_flow else SimplePropagator(plan)
         self.step_state: dict[str, Any] = {}       # per-run resources (TensorArrays, stacks)
         self.ctxs: list[KernelContext | None] = [None] * plan.num_ids
@@ -184,6 +185,12 @@ class Step:
             self.got[i] = True
 
     def run(self, feed_values: dict) -> list[Any]:
+        prog = self.plan.program
+        if prog is not None and self.programs != "never" and (
+                self.programs == "always" or prog.qualifies(EXPENSIVE_US)):
+            with np.errstate(all="ignore"):
+                return prog.run(feed_values, self.resources, self.step_state, self.deadline,
+                                EXPENSIVE_US)
         with np.errstate(all="ignore"):
             self._loop(feed_values)
         if self.error is not None:

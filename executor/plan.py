@@ -45,7 +45,7 @@ PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2"})
 FORWARD, SWITCH, MERGE, CONST = 1, 2, 3, 4
 # How the frame propagator treats a node's outputs (NodeItem.cf_kind): in its own iteration,
 # into a child frame, out to the parent frame, or into the next iteration.
-# CF_PROGRAM marks a frame's loop program (loop_program.py), run as one pseudo node.
+# CF_PROGRAM marks a frame's loop program (programs.py), run as one pseudo node.
 CF_NONE, CF_ENTER, CF_EXIT, CF_NEXT_ITERATION, CF_PROGRAM = 0, 1, 2, 3, 4
 TRANSFER = {**dict.fromkeys(("Identity", "Enter", "Exit", "NextIteration", "LoopCond",
                              "StopGradient", "Snapshot", "RefIdentity", "RefEnter", "RefExit",
@@ -85,7 +85,7 @@ class FrameLayout:
     num_enters: int = 0
     parallel_iterations: int = 10
     exits: list[NodeItem] = field(default_factory=list)
-    program: Any = None   # a LoopProgram when the frame has the simple shape (loop_program.py)
+    program: Any = None   # a LoopProgram when the frame has the simple shape (programs.py)
 
 
 @dataclass
@@ -103,6 +103,7 @@ class Plan:
     targets: list[str]
     by_name: dict[str, NodeItem]
     num_ids: int = 0      # items plus loop programs: the size of per-run arrays by item id
+    program: Any = None   # without control flow: the StraightLineProgram (programs.py)
 
 
 def needed_nodes(graph: Graph, fetches: list[tuple[str, int]], feeds: set[tuple[str, int]],
@@ -280,7 +281,7 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
             if not fed:
                 raise _missing_feed(graph.node(item.name))
 
-    from .loop_program import compile_frame
+    from .programs import compile_frame, compile_straight_line
 
     num_ids = len(items)
     for lay in layouts.values():
@@ -291,8 +292,11 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
         if lay.program is not None:
             num_ids += 1
 
-    return Plan(items, layouts, has_cf, initial, fetch_keys, feed_edges, feed_dtypes,
+    plan = Plan(items, layouts, has_cf, initial, fetch_keys, feed_edges, feed_dtypes,
                 feed_shapes, fetched_feeds, list(targets), by_name, num_ids)
+    if not has_cf:
+        plan.program = compile_straight_line(plan)
+    return plan
 
 
 def _missing_feed(node: Any) -> MissingFeedError:

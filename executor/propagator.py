@@ -123,14 +123,14 @@ class FrameState:
 class FramePropagator:
     """Frames and iterations, TensorFlow's way (see the module docstring).
 
-    ``loop_programs``: whether a frame instance of the simple shape runs as its loop program
-    (loop_program.py): "auto" when all its kernels are known to be cheap (so running it as one
+    ``programs``: whether a frame instance of the simple shape runs as its loop program
+    (programs.py): "auto" when all its kernels are known to be cheap (so running it as one
     unit costs no parallelism), "always", or "never"."""
 
-    def __init__(self, plan: Plan, loop_programs: str = "auto",
+    def __init__(self, plan: Plan, programs: str = "auto",
                  expensive_us: float = 0.0) -> None:
         self.plan = plan
-        self.loop_programs = loop_programs
+        self.programs = programs
         self.expensive_us = expensive_us
         self.root = FrameState(ROOT, plan.frames[ROOT], None, None)
         self.live_frames: set[int] = set()
@@ -279,8 +279,8 @@ class FramePropagator:
             child = FrameState(key, lay, frame, it)
             child.max_parallel = enter.parallel_iterations
             prog = lay.program
-            if prog is not None and (self.loop_programs == "always" or (
-                    self.loop_programs == "auto" and prog.cheap(self.expensive_us))):
+            if prog is not None and (self.programs == "always" or (
+                    self.programs == "auto" and prog.qualifies(self.expensive_us))):
                 child.program_enters = []
             frame.children[key] = child
             it.outstanding_frames += 1

@@ -47,7 +47,7 @@ class Session:
     """Runs steps of one graph. Thread-safe: ``run`` may be called from several threads."""
 
     def __init__(self, graph: Any, threads: int | None = None, device: str = "CPU",
-                 validate: bool = True, loop_programs: str = "auto") -> None:
+                 validate: bool = True, programs: str = "auto") -> None:
         from dfg.graphdef.io import load_graph
 
         self.graph: Graph = load_graph(graph)
@@ -55,12 +55,12 @@ class Session:
             _reject_invalid(self.graph)
         self.threads = max(1, threads if threads is not None else (os.cpu_count() or 1))
         self.device = device
-        if loop_programs not in ("auto", "always", "never"):
-            raise UsageError(f"loop_programs must be auto, always or never, not "
-                             f"{loop_programs!r}")
-        # "auto": a while loop of the simple shape whose kernels are all measured cheap runs
-        # as one sequential program (executor/loop_program.py) instead of node by node
-        self.loop_programs = loop_programs
+        if programs not in ("auto", "always", "never"):
+            raise UsageError(f"programs must be auto, always or never, not {programs!r}")
+        # "auto": a step without control flow, or a while loop of the simple shape, whose
+        # kernels are all measured cheap runs as one sequential program (executor/programs.py)
+        # instead of node by node
+        self.programs = programs
         self.resources = ResourceManager()   # variables live here across runs
         self._lock = threading.Lock()        # guards _plans and _frames
         self._plans: dict[tuple, Plan] = {}
@@ -110,7 +110,7 @@ class Session:
             raise UsageError("the same tensor is fed twice")
         plan = self._plan(fetch_names, feed_names, targets)
         values = {key: self._convert_feed(plan, key, v) for key, v in feed_items}
-        step = Step(plan, self.resources, self._pool, timeout, self.loop_programs)
+        step = Step(plan, self.resources, self._pool, timeout, self.programs)
         out = step.run(values)
         for i, key in plan.fetched_feeds.items():
             out[i] = values[key]

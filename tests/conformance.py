@@ -49,16 +49,16 @@ def assert_close(actual: Any, expected: np.ndarray, rtol: float, atol: float, wh
         assert np.array_equal(actual, expected), f"{what}: values differ"
 
 
-def run_case(d: Path, threads: int, graph: Any = None, loop_programs: str = "auto") -> None:
+def run_case(d: Path, threads: int, graph: Any = None, programs: str = "auto") -> None:
     """Run every step of case ``d``; ``graph`` overrides the case's graph (e.g. optimized);
-    ``loop_programs`` is the Session's choice of running simple loops as programs."""
+    ``programs`` is the Session's choice of running steps and simple loops as programs."""
     from dfg.executor import Session
     from dfg.graphdef.errors import OpError
     from dfg.graphdef.io import load_graph
 
     case = load_case(d)
     sess = Session(graph if graph is not None else load_graph(d / "graph.pbtxt"),
-                   threads=threads, loop_programs=loop_programs)
+                   threads=threads, programs=programs)
     try:
         for i, step in enumerate(case["steps"]):
             feed = {k: np.load(d / v, allow_pickle=False) for k, v in step["feed"].items()}

@@ -1,5 +1,5 @@
-"""The conformance runner: every TensorFlow case, with 1, 2 and 8 threads, and with while
-loops forced to run node by node and (where their shape allows) as loop programs.
+"""The conformance runner: every TensorFlow case, with 1, 2 and 8 threads, and every case with
+steps and while loops forced to run node by node and (where their shape allows) as programs.
 
 A case whose graph uses an op without a kernel is skipped naming the op (found from the kernel
 registry before running), never hidden.
@@ -8,11 +8,9 @@ registry before running), never hidden.
 from __future__ import annotations
 
 import pytest
-from conformance import case_dirs, load_case, missing_kernels, run_case
+from conformance import case_dirs, missing_kernels, run_case
 
 CASES = case_dirs()
-LOOP_FEATURES = {"while", "nested-while", "map-fn", "scan", "tensor-array", "gradients", "stack"}
-LOOP_CASES = [d for d in CASES if LOOP_FEATURES & set(load_case(d)["features"])]
 
 
 @pytest.mark.parametrize("threads", [1, 2, 8])
@@ -25,6 +23,6 @@ def test_conformance_case(case, threads: int) -> None:
 
 
 @pytest.mark.parametrize("mode", ["never", "always"])
-@pytest.mark.parametrize("case", LOOP_CASES, ids=[d.name for d in LOOP_CASES])
-def test_loop_cases_with_and_without_loop_programs(case, mode: str) -> None:
-    run_case(case, 2, loop_programs=mode)
+@pytest.mark.parametrize("case", CASES, ids=[d.name for d in CASES])
+def test_cases_with_and_without_programs(case, mode: str) -> None:
+    run_case(case, 2, programs=mode)

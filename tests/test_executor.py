@@ -89,11 +89,13 @@ def test_random_dag_matches_reference(seed: int) -> None:
     graph, fetches, feeds = random_dag(seed)
     expected = evaluate(graph, fetches, feeds)
     threads = 1 + seed % 8
-    with Session(graph, threads=threads) as sess:
-        for _ in range(2):  # second run uses the cached plan and measured costs
-            got = sess.run(fetches, feed_dict=feeds)
-            for g, e, f in zip(got, expected, fetches):
-                np.testing.assert_array_equal(g, e, err_msg=f"{f} threads={threads}")
+    for programs in ("never", "always", "auto"):
+        with Session(graph, threads=threads, programs=programs) as sess:
+            for _ in range(2):  # second run uses the cached plan and measured costs
+                got = sess.run(fetches, feed_dict=feeds)
+                for g, e, f in zip(got, expected, fetches):
+                    np.testing.assert_array_equal(
+                        g, e, err_msg=f"{f} threads={threads} programs={programs}")
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (DATA / "invalid").glob("*.pbtxt")
@@ -128,10 +130,11 @@ def test_dead_fetch_names_the_switch() -> None:
     assert "Switch 'branch/" in str(ei.value)
 
 
-def test_uninitialized_ref_variable_is_failed_precondition_naming_it() -> None:
+@pytest.mark.parametrize("programs", ["never", "always"])
+def test_uninitialized_ref_variable_is_failed_precondition_naming_it(programs: str) -> None:
     g = load_graph(DATA / "variables_ref" / "graph.pbtxt")
     reads = [n.name for n in g.nodes if n.name.endswith("/read")]
-    with Session(g) as sess, pytest.raises(FailedPreconditionError) as ei:
+    with Session(g, programs=programs) as sess, pytest.raises(FailedPreconditionError) as ei:
         sess.run([reads[0]])
     var = reads[0][: -len("/read")]
     assert f"uninitialized value {var}" in str(ei.value)
@@ -157,13 +160,14 @@ node { name: "y" op: "Neg" input: "x" attr { key: "T" value { type: DT_FLOAT } }
     assert ei.value.tf_name == "InvalidArgumentError"
 
 
-def test_kernel_error_names_node_and_session_stays_usable() -> None:
+@pytest.mark.parametrize("programs", ["never", "always"])
+def test_kernel_error_names_node_and_session_stays_usable(programs: str) -> None:
     g = graph_from_text('''
 node { name: "a" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
 node { name: "b" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
 node { name: "q" op: "FloorDiv" input: "a" input: "b" attr { key: "T" value { type: DT_INT32 } } }
 ''')
-    with Session(g, threads=2) as sess:
+    with Session(g, threads=2, programs=programs) as sess:
         with pytest.raises(InvalidArgumentError) as ei:
             sess.run("q", {"a": np.array([7], np.int32), "b": np.array([0], np.int32)})
         assert "node 'q' (FloorDiv)" in str(ei.value)
@@ -171,13 +175,14 @@ node { name: "q" op: "FloorDiv" input: "a" input: "b" attr { key: "T" value { ty
             .tolist() == [-4]  # floor(-3.5)
 
 
-def test_feeding_an_intermediate_cuts_its_producer() -> None:
+@pytest.mark.parametrize("programs", ["never", "always"])
+def test_feeding_an_intermediate_cuts_its_producer(programs: str) -> None:
     g = graph_from_text('''
 node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
 node { name: "m" op: "Neg" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
 node { name: "y" op: "Square" input: "m" attr { key: "T" value { type: DT_FLOAT } } }
 ''')
-    with Session(g) as sess:
+    with Session(g, programs=programs) as sess:
         # x is never fed: feeding m:0 makes it unnecessary
         assert sess.run("y", {"m:0": np.float32(3)}) == np.float32(9)
         assert sess.run("m:0", {"m:0": np.float32(3)}) == np.float32(3)
@@ -209,7 +214,8 @@ node { name: "s" op: "Svd" input: "init" attr { key: "T" value { type: DT_FLOAT 
             sess.run(["v:0"])
 
 
-def test_variables_persist_across_runs_and_steps() -> None:
+@pytest.mark.parametrize("programs", ["never", "always"])
+def test_variables_persist_across_runs_and_steps(programs: str) -> None:
     g = graph_from_text('''
 node { name: "v" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
        attr { key: "shape" value { shape { } } } }
@@ -222,7 +228,7 @@ node { name: "init" op: "Assign" input: "v" input: "zero"
 node { name: "inc" op: "AssignAdd" input: "v" input: "one"
        attr { key: "T" value { type: DT_FLOAT } } }
 ''')
-    with Session(g, threads=2) as sess:
+    with Session(g, threads=2, programs=programs) as sess:
         sess.run([], targets=["init"])
         for k in range(1, 6):
             assert sess.run("inc:0") == np.float32(k)
@@ -251,7 +257,8 @@ def test_parallel_iterations_bound_does_not_change_results(threads: int) -> None
                                        rtol=spec["rtol"], atol=spec["atol"])
 
 
-def test_feeding_one_output_and_fetching_another_keeps_the_producer() -> None:
+@pytest.mark.parametrize("programs", ["never", "always"])
+def test_feeding_one_output_and_fetching_another_keeps_the_producer(programs: str) -> None:
     g = graph_from_text('''
 node { name: "x" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
        attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 4 } }
@@ -259,7 +266,7 @@ node { name: "x" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
 node { name: "s" op: "Unpack" input: "x" attr { key: "T" value { type: DT_FLOAT } }
        attr { key: "num" value { i: 4 } } }
 ''')
-    with Session(g) as sess:
+    with Session(g, programs=programs) as sess:
         # s:0 is fed; s:1 still has to be computed by running s
         assert sess.run("s:1", {"s:0": np.float32(9)}) == np.float32(2)
 
@@ -375,7 +382,7 @@ def load_case_json(name: str) -> dict:
 @pytest.mark.parametrize("mode", ["never", "always", "auto"])
 @pytest.mark.parametrize("n", [0, 1, 7])
 def test_loop_program_results_equal_the_math(mode: str, n: int) -> None:
-    with Session(_while_graph(_SQUARE_BODY), threads=2, loop_programs=mode) as sess:
+    with Session(_while_graph(_SQUARE_BODY), threads=2, programs=mode) as sess:
         for _ in range(3):   # auto: the first run measures costs, later ones use the program
             i, last = sess.run(["w/Exit:0", "w/Exit_1:0"], {"n": np.int32(n)})
             assert i == n
@@ -384,7 +391,7 @@ def test_loop_program_results_equal_the_math(mode: str, n: int) -> None:
 
 @pytest.mark.parametrize("mode", ["never", "always"])
 def test_kernel_error_inside_a_loop_program_names_the_node(mode: str) -> None:
-    with Session(_while_graph(_DIV_BODY), threads=1, loop_programs=mode) as sess:
+    with Session(_while_graph(_DIV_BODY), threads=1, programs=mode) as sess:
         assert sess.run("w/Exit_1:0", {"n": np.int32(3)}) == 12 // (3 - 2)
         with pytest.raises(InvalidArgumentError) as ei:
             sess.run("w/Exit_1:0", {"n": np.int32(5)})
@@ -394,14 +401,14 @@ def test_kernel_error_inside_a_loop_program_names_the_node(mode: str) -> None:
 
 @pytest.mark.parametrize("mode", ["never", "always"])
 def test_endless_loop_program_times_out(mode: str) -> None:
-    with Session(_while_graph(_SQUARE_BODY, step=0), threads=1, loop_programs=mode) as sess, \
+    with Session(_while_graph(_SQUARE_BODY, step=0), threads=1, programs=mode) as sess, \
             pytest.raises(DeadlineExceededError):
         sess.run("w/Exit:0", {"n": np.int32(1)}, timeout=0.2)
 
 
-def test_loop_programs_option_is_checked() -> None:
+def test_programs_option_is_checked() -> None:
     with pytest.raises(UsageError):
-        Session(_while_graph(_SQUARE_BODY), loop_programs="sometimes")
+        Session(_while_graph(_SQUARE_BODY), programs="sometimes")
 
 
 def random_loop(seed: int) -> tuple[Graph, list[str], dict[str, np.ndarray], list[np.ndarray]]:
@@ -505,9 +512,26 @@ def random_loop(seed: int) -> tuple[Graph, list[str], dict[str, np.ndarray], lis
 def test_random_loops_equal_numpy_node_by_node_and_as_programs(seed: int) -> None:
     graph, fetches, feeds, expected = random_loop(seed)
     for mode in ("never", "always"):
-        with Session(graph, threads=1 + seed % 3, loop_programs=mode) as sess:
+        with Session(graph, threads=1 + seed % 3, programs=mode) as sess:
             if mode == "always":
                 assert sess.plan(fetches, list(feeds)).frames["L"].program is not None
             out = sess.run(fetches, feeds)
         for got, want in zip(out, expected):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_straight_line_program_is_used_only_while_every_kernel_is_cheap() -> None:
+    g = graph_from_text('''
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "y" op: "MatMul" input: "x" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+''')
+    small = np.eye(2, dtype=np.float32)
+    big = np.ones((1500, 1500), np.float32)   # a matmul of ~3.4 GFLOP: far above 200 µs
+    with Session(g, threads=2) as sess:
+        prog = sess.plan(["y"], ["x"]).program
+        assert prog is not None and not prog.qualifies(200.0)     # nothing measured yet
+        sess.run("y", {"x": small})                                 # node by node: measured
+        assert prog.qualifies(200.0)
+        np.testing.assert_array_equal(sess.run("y", {"x": big}), np.full((1500, 1500), 1500.0,
+                                                                         np.float32))
+        assert not prog.qualifies(200.0)                           # the slow run noticed

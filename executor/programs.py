@@ -1,4 +1,15 @@
-"""Loop programs: a while-loop frame of the common simple shape, run as one sequential program.
+"""Programs: parts of a plan run as one sequential list of kernel calls instead of node by node.
+
+Both kinds resolve forwarding ops (Identity, Const, and in loops Switch, LoopCond,
+NextIteration) at plan time into where their values live, and then only call kernels, in a
+topological order. They are used when every kernel in them is measured cheap: the scheduler
+would run all of those inline on one thread anyway, so nothing is lost but the bookkeeping.
+A kernel found slow while a program runs marks its cost, and the next step goes node by node.
+
+Straight-line programs: a step without control flow (``StraightLineProgram``): the values
+are a list of slots; a slot is cleared after its last reader, as the executor drops tensors.
+
+Loop programs: a while-loop frame of the common simple shape.
 
 The frame propagator runs a loop node by node: every Merge, Switch, Identity and NextIteration
 of every iteration is a tagged node with pending counts, deadness and a trip through the
@@ -32,7 +43,7 @@ import numpy as np
 
 from dfg.graphdef.errors import DeadlineExceededError, DfgError
 
-from .executor import checked_outputs, kernel_error, run_kernel
+from .executor import EXPENSIVE_US, checked_outputs, kernel_error, run_kernel
 from .kernels.registry import KernelContext
 from .plan import CF_PROGRAM, CONST, FORWARD, FrameLayout, NodeItem
 
@@ -46,14 +57,47 @@ class _Reject(Exception):
     """The frame is not of the simple shape: it runs node by node."""
 
 
-class LoopProgram:
-    """The compiled form of one frame (immutable after ``compile_frame``)."""
+def _cheap(item: NodeItem, expensive_us: float) -> bool:
+    # registered cheap, or measured at most expensive_us (unmeasured: not known to be cheap)
+    return bool(item.cheap) or (item.cheap is None and 0 <= item.cost_us <= expensive_us)
+
+
+class _Program:
+    """What both kinds share: the kernels they run and whether they qualify to run.
+
+    ``qualified`` caches a passed cost check until a run finds a slow kernel; ``blocker`` is
+    the kernel that failed the last check, tried first next time, so a program that does
+    not qualify costs one test per step, not one per kernel. Both are written by whichever
+    thread runs a step; a stale read only changes which path a step takes."""
 
     def __init__(self) -> None:
+        self.kernels: list[NodeItem] = []
+        self.qualified = False
+        self.blocker: NodeItem | None = None
+
+    def qualifies(self, expensive_us: float) -> bool:
+        if self.qualified:
+            return True
+        b = self.blocker
+        if b is not None and not _cheap(b, expensive_us):
+            return False
+        for item in self.kernels:
+            if not _cheap(item, expensive_us):
+                self.blocker = item
+                return False
+        self.qualified, self.blocker = True, None
+        return True
+
+
+class LoopProgram(_Program):
+    """The compiled form of one frame (immutable after ``compile_frame``, but for the
+    qualification cache of ``_Program``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
         self.item: NodeItem                       # the pseudo node the scheduler runs
         self.enters: list[NodeItem] = []          # program input k is Enter k's value
         self.exits: list[NodeItem] = []           # program output k is Exit k's value
-        self.kernels: list[NodeItem] = []         # nodes run as kernels (for the cost policy)
         self.template: list[Any] = []             # the value slots, constants filled in
         self.invariant_slots: dict[int, int] = {}  # enter index -> slot (constant Enters)
         self.merge_init: list[int] = []           # merge j starts from enter index
@@ -62,19 +106,9 @@ class LoopProgram:
         self.next_slots: list[int] = []           # merge j's next value comes from this slot
         self.pred_slot = 0
         self.exit_slots: list[int] = []
-        # (item, argument slots, first output slot, stateful?) in topological order
-        self.cond_steps: list[tuple[NodeItem, tuple[int, ...], int, bool]] = []
-        self.body_steps: list[tuple[NodeItem, tuple[int, ...], int, bool]] = []
-
-    def cheap(self, expensive_us: float) -> bool:
-        """Whether every kernel is known to be cheap (registered so, or measured below
-        ``expensive_us``): then the frame loses no parallelism by running as one program."""
-        for item in self.kernels:
-            if item.cheap:
-                continue
-            if item.cheap is False or not 0 <= item.cost_us <= expensive_us:
-                return False
-        return True
+        # (item, argument slots, first output slot, stateful?, frees) in topological order
+        self.cond_steps: list[tuple] = []
+        self.body_steps: list[tuple] = []
 
     def __call__(self, ctx: KernelContext, *enter_values: Any) -> list[Any]:
         vals = self.template[:]
@@ -83,8 +117,9 @@ class LoopProgram:
         cur = [enter_values[k] for k in self.merge_init]
         merge_slots, merge_index = self.merge_slots, self.merge_index
         first = True
-        steps = [self._bind(s, ctx) for s in self.cond_steps]
-        body = [self._bind(s, ctx) for s in self.body_steps]
+        steps = bind_steps(self.cond_steps, ctx.resources, ctx.step, ctx.deadline)
+        body = bind_steps(self.body_steps, ctx.resources, ctx.step, ctx.deadline)
+        limit = EXPENSIVE_US
         pred, next_slots = self.pred_slot, self.next_slots
         deadline = ctx.deadline
         n = 0
@@ -92,10 +127,12 @@ class LoopProgram:
             for j, (vs, ix) in enumerate(merge_slots):
                 vals[vs] = cur[j]
                 vals[ix] = merge_index[j][0 if first else 1]
-            _run(steps, vals)
+            if run_steps(steps, vals, limit):
+                self.qualified = False
             if not vals[pred]:
                 break
-            _run(body, vals)
+            if run_steps(body, vals, limit):
+                self.qualified = False
             cur = [vals[s] for s in next_slots]
             first = False
             n += 1
@@ -104,27 +141,141 @@ class LoopProgram:
                                             if self.exits else None)
         return [vals[s] for s in self.exit_slots]
 
-    @staticmethod
-    def _bind(step: tuple, ctx: KernelContext) -> tuple:
-        item, args, out, stateful = step
-        if not stateful:
-            return item, args, out, item.shared_ctx
-        # stateful kernels (variables, TensorArrays, stacks) share the step's resources
-        return item, args, out, KernelContext(item.name, item.op, item.attrs, item.out_dtypes,
-                                              item.input_dtypes, ctx.resources, ctx.step)
 
 
-def _run(steps: list[tuple], vals: list[Any]) -> None:
-    """One side of an iteration: run_kernel's work, inlined (the call, error naming, output
-    checks; costs are not measured here: they were, before the frame qualified as cheap)."""
-    for item, args, out, ictx in steps:
+def run_steps(steps: list[tuple], vals: list[Any], expensive_us: float) -> bool:
+    """Run ``(item, argument slots, first output slot, context, slots to clear)`` steps over
+    ``vals``: run_kernel's work, inlined (the call, error naming, output checks). A kernel
+    slower than ``expensive_us`` records its cost, so the program stops qualifying; the result
+    says whether there was one."""
+    clock = time.perf_counter
+    slow = False
+    for item, args, out, ictx, frees in steps:
+        t0 = clock()
         try:
             res = item.fn(ictx, *[vals[a] for a in args]) if not item.deref else \
                 run_kernel(item, [vals[a] for a in args], ictx)[0]
         except Exception as e:
             raise kernel_error(item, e) from (None if isinstance(e, DfgError) else e)
-        outs = checked_outputs(item, res)
-        vals[out:out + len(outs)] = outs
+        us = (clock() - t0) * 1e6
+        if us > expensive_us:
+            item.cost_us = us
+            slow = True
+        if type(res) is np.ndarray and item.num_outputs == 1 and res.dtype is item.out_dtypes[0]:
+            vals[out] = res
+        else:
+            outs = checked_outputs(item, res)
+            vals[out:out + len(outs)] = outs
+        for s in frees:
+            vals[s] = None
+    return slow
+
+
+def bind_steps(steps: list[tuple], resources: Any, step_state: Any,
+               deadline: float | None) -> list[tuple]:
+    """Steps with their kernel contexts: the shared one of a stateless kernel, a per-run one
+    (the step's resources) for a stateful kernel."""
+    out = []
+    for item, args, base, stateful, frees in steps:
+        if stateful:
+            ctx = KernelContext(item.name, item.op, item.attrs, item.out_dtypes,
+                                item.input_dtypes, resources, step_state)
+            ctx.deadline = deadline
+        else:
+            ctx = item.shared_ctx
+        out.append((item, args, base, ctx, frees))
+    return out
+
+
+class StraightLineProgram(_Program):
+    """A step without control flow as one list of kernel calls (see the module docstring)."""
+
+    CHUNK = 256  # steps between deadline checks
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.template: list[Any] = []
+        self.feed_slots: dict[tuple[str, int], int] = {}
+        self.fetch_slots: list[int | None] = []   # None: a fed tensor (the session has it)
+        self.steps: list[tuple] = []               # (item, args, first out, stateful?, frees)
+
+    def run(self, feed_values: dict, resources: Any, step_state: Any, deadline: float | None,
+            expensive_us: float) -> list[Any]:
+        vals = self.template[:]
+        for key, slot in self.feed_slots.items():
+            vals[slot] = feed_values[key]
+        steps = bind_steps(self.steps, resources, step_state, deadline)
+        slow = False
+        for i in range(0, len(steps), self.CHUNK):
+            slow |= run_steps(steps[i:i + self.CHUNK], vals, expensive_us)
+            if deadline is not None and time.monotonic() > deadline:
+                raise DeadlineExceededError("step timed out")
+        if slow:
+            self.qualified = False
+        out = [None if s is None else vals[s] for s in self.fetch_slots]
+        # a fetched ref (a variable, Assign's output) is fetched as its value
+        return [v.read() if hasattr(v, "read") else v for v in out]
+
+
+def compile_straight_line(plan: Any) -> StraightLineProgram | None:
+    """The program of a plan without control flow, or None when some node cannot be part of
+    one (an input that comes later in the order: a cycle in an unvalidated graph)."""
+    prog = StraightLineProgram()
+    slots = prog.template
+    inputs: dict[int, list[Any]] = {it.id: [None] * it.num_inputs for it in plan.items}
+    for src in plan.items:
+        for dst, idx, slot in src.out_data:
+            inputs[dst.id][idx - dst.in_offset] = (src.id, slot)
+    for key, edges in plan.feed_edges.items():
+        slots.append(None)
+        prog.feed_slots[key] = len(slots) - 1
+        for dst, k in edges:
+            inputs[dst.id][k] = ("feed", key)
+    where: dict[Any, int] = {("feed", k): s for k, s in prog.feed_slots.items()}
+    steps: list[list[Any]] = []
+    for it in plan.items:
+        try:
+            args = tuple(where[src] for src in inputs[it.id])
+        except KeyError:
+            return None
+        if it.transfer == CONST:
+            slots.append(it.const_out[0])
+            where[(it.id, 0)] = len(slots) - 1
+        elif it.transfer == FORWARD and it.num_inputs == 1:
+            where[(it.id, 0)] = args[0]
+        elif it.transfer:
+            return None
+        else:
+            base = len(slots)
+            for k in range(it.num_outputs):
+                slots.append(None)
+                where[(it.id, k)] = base + k
+            steps.append([it, args, base, it.shared_ctx is None, ()])
+            prog.kernels.append(it)
+    fetched = set()
+    for i, (node, slot) in enumerate(plan.fetches):
+        if i in plan.fetched_feeds:
+            prog.fetch_slots.append(None)
+            continue
+        s = where.get((plan.by_name[node].id, slot))
+        if s is None:
+            return None
+        prog.fetch_slots.append(s)
+        fetched.add(s)
+    # clear each computed or fed value after its last reader, unless it is fetched
+    last: dict[int, int] = {}
+    for i, step in enumerate(steps):
+        for a in step[1]:
+            last[a] = i
+    frees: dict[int, list[int]] = {}
+    consts = {s for s, v in enumerate(slots) if v is not None}
+    for s, i in last.items():
+        if s not in fetched and s not in consts:
+            frees.setdefault(i, []).append(s)
+    for i, step in enumerate(steps):
+        step[4] = tuple(frees.get(i, ()))
+    prog.steps = [tuple(s) for s in steps]
+    return prog
 
 
 def compile_frame(lay: FrameLayout, enters: list[NodeItem], all_items: list[NodeItem],
@@ -286,7 +437,8 @@ def _compile(lay: FrameLayout, enters: list[NodeItem], all_items: list[NodeItem]
     prog.exits = list(lay.exits)
     prog.exit_slots = [slot_of(*inputs[x.id][0]) for x in lay.exits]
     for it, base in kernels:
-        step = (it, tuple(slot_of(s, k) for s, k in inputs[it.id]), base, it.shared_ctx is None)
+        step = (it, tuple(slot_of(s, k) for s, k in inputs[it.id]), base, it.shared_ctx is None,
+                ())
         (prog.body_steps if cls[it.id] == _BODY else prog.cond_steps).append(step)
     prog.kernels = [it for it, _b in kernels]
     prog.template = slots
