@@ -71,11 +71,12 @@ def to_numpy(t: Any) -> np.ndarray:
             f"{MAX_MATERIALIZE_BYTES}")
     base = D.base(t.dtype)
     if t.tensor_content and base != D.DT_STRING:
-        arr = np.frombuffer(t.tensor_content, dtype=np_dtype.newbyteorder("<"))
-        if arr.size != n:
+        size = np_dtype.itemsize
+        if len(t.tensor_content) != n * size:
             raise InvalidArgumentError(
-                f"tensor_content holds {arr.size} {D.name(base)} values, shape "
-                f"{format_shape(shape)} needs {n}")
+                f"tensor_content holds {len(t.tensor_content)} bytes, shape "
+                f"{format_shape(shape)} of {D.name(base)} needs {n * size}")
+        arr = np.frombuffer(t.tensor_content, dtype=np_dtype.newbyteorder("<"))
         return arr.astype(np_dtype, copy=True).reshape(shape)
     vals = getattr(t, _VAL_FIELD[base])
     if base == D.DT_HALF:

@@ -313,6 +313,18 @@ class _Validator:
                     f"({_short(av)})", attr=name, expected=ad.type, found=kind))
                 ok = False
                 continue
+            if ad.type in ("type", "list(type)"):
+                refs = [t for t in (av.list.type if ad.type == "list(type)" else [av.type])
+                        if D.is_ref(t)]
+                if refs:
+                    # as TensorFlow's ValidateAttrValue: a ref type is never an attr's value
+                    self.out.append(_diag(
+                        "attr-type", n,
+                        f"attr '{name}' is the reference type {D.name(refs[0])}: attrs take "
+                        f"plain types (expected {D.name(D.base(refs[0]))})", attr=name,
+                        expected=D.name(D.base(refs[0])), found=D.name(refs[0])))
+                    ok = False
+                    continue
             if ad.HasField("allowed_values"):
                 bad = _not_allowed(av, ad)
                 if bad is not None:

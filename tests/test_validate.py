@@ -478,3 +478,16 @@ def test_every_code_has_severity_and_diagnostics_are_in_file_order():
     g = make(ph("a") + binop("z", "AddV2", "a", "ghost") + 'node { name: "y" op: "Nope" }'
              + binop("x", "AddV2", "a", "gone"))
     assert [d.node for d in validate(g)] == ["z", "y", "x"]
+
+
+def test_a_reference_type_as_an_attr_value_is_an_error() -> None:
+    # TensorFlow's ValidateAttrValue: "AttrValue must not have reference type value"
+    from dfg.schemas import graph_pb2
+
+    gd = text_format.Parse('''
+node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_FLOAT_REF } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 1 } } } }
+''', graph_pb2.GraphDef())
+    diags = [d for d in validate(Graph(gd)) if d.is_error]
+    assert [(d.code, d.node) for d in diags] == [("attr-type", "c")]
+    assert "float32_ref" in diags[0].message
