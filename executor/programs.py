@@ -142,7 +142,6 @@ class LoopProgram(_Program):
         return [vals[s] for s in self.exit_slots]
 
 
-
 def run_steps(steps: list[tuple], vals: list[Any], expensive_us: float) -> bool:
     """Run ``(item, argument slots, first output slot, context, slots to clear)`` steps over
     ``vals``: run_kernel's work, inlined (the call, error naming, output checks). A kernel
