@@ -152,7 +152,7 @@ class Step:
         self.pool = pool
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self.programs = programs
-        self.prop = FramePropagator(plan, programs, EXPENSIVE_US) \
+        self.prop = FramePropagator(plan, programs) \
             if plan.has_control_flow else SimplePropagator(plan)
         self.step_state: dict[str, Any] = {}       # per-run resources (TensorArrays, stacks)
         self.ctxs: list[KernelContext | None] = [None] * plan.num_ids
@@ -168,8 +168,7 @@ class Step:
         if c is None:
             c = self.ctxs[item.id] = KernelContext(
                 item.name, item.op, item.attrs, item.out_dtypes, item.input_dtypes,
-                self.resources, self.step_state)
-            c.deadline = self.deadline
+                self.resources, self.step_state, deadline=self.deadline)
         return c
 
     def _capture(self, tagged: tuple, outputs: Any) -> None:
@@ -187,10 +186,9 @@ class Step:
     def run(self, feed_values: dict) -> list[Any]:
         prog = self.plan.program
         if prog is not None and self.programs != "never" and (
-                self.programs == "always" or prog.qualifies(EXPENSIVE_US)):
+                self.programs == "always" or prog.qualifies()):
             with np.errstate(all="ignore"):
-                return prog.run(feed_values, self.resources, self.step_state, self.deadline,
-                                EXPENSIVE_US)
+                return prog.run(feed_values, self.resources, self.step_state, self.deadline)
         with np.errstate(all="ignore"):
             self._loop(feed_values)
         if self.error is not None:
@@ -309,14 +307,15 @@ class Step:
             + " (a cycle without NextIteration, or a missing loop input)")
 
 
-_INDEX = [np.asarray(i, dtype=np.int32) for i in range(64)]
+# a Merge's value_index output for its first 64 inputs, made once
+MERGE_INDEX = [np.asarray(i, dtype=np.int32) for i in range(64)]
 
 
 def _merge(args: list) -> tuple:
     """A Merge: its first live input and that input's index (int32)."""
     for i, x in enumerate(args):
         if x is not None:
-            return (x, _INDEX[i] if i < 64 else np.asarray(i, dtype=np.int32))
+            return (x, MERGE_INDEX[i] if i < 64 else np.asarray(i, dtype=np.int32))
     raise InternalError("Merge ran without a live input")
 
 

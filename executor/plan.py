@@ -63,7 +63,7 @@ class NodeItem:
         "num_control_inputs", "is_merge", "is_switch", "is_enter", "is_exit",
         "is_next_iteration", "is_constant_enter", "is_control_trigger", "enter_frame",
         "parallel_iterations", "cheap", "cost_us", "fetch_slots", "input_dtypes", "out_types",
-        "stateful", "shared_ctx", "transfer", "const_out", "out_edges", "cf_kind",
+        "stateful", "shared_ctx", "transfer", "const_out", "cf_kind",
     )
 
     def __init__(self) -> None:
@@ -221,9 +221,6 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
     # out-edges address the consumer's input slot directly (offset + input index)
     for item in items:
         item.out_data = [(dst, dst.in_offset + k, slot) for dst, k, slot in item.out_data]
-        # the propagator's view of the same edges, with what it tests per edge precomputed
-        item.out_edges = tuple((dst, idx, slot, dst.local_id, dst.is_merge)
-                               for dst, idx, slot in item.out_data)
         item.cf_kind = (CF_ENTER if item.is_enter else CF_EXIT if item.is_exit
                         else CF_NEXT_ITERATION if item.is_next_iteration else CF_NONE)
 

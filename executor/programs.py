@@ -24,8 +24,7 @@ its body, all of that is known statically:
   Switch's output 1: live exactly while the predicate holds); NextIterations are body-side.
 
 Then one iteration is: cond-side kernels in topological order, the predicate, and if it holds
-the body-side kernels; forwarding ops (Identity, Switch, LoopCond, NextIteration, Const) are
-resolved at plan time into where their value lives. The Exits get the last iteration's values.
+the body-side kernels. The Exits get the last iteration's values.
 This runs one valid schedule of the frame (iterations in order, which TensorFlow's
 ``parallel_iterations`` permits), so results are the node-by-node run's.
 
@@ -43,11 +42,9 @@ import numpy as np
 
 from dfg.graphdef.errors import DeadlineExceededError, DfgError
 
-from .executor import EXPENSIVE_US, checked_outputs, kernel_error, run_kernel
+from .executor import EXPENSIVE_US, MERGE_INDEX, checked_outputs, kernel_error, run_kernel
 from .kernels.registry import KernelContext
 from .plan import CF_PROGRAM, CONST, FORWARD, FrameLayout, NodeItem
-
-_INDEX = (np.asarray(0, dtype=np.int32), np.asarray(1, dtype=np.int32))
 
 # class of a node in a simple frame
 _COND, _BODY, _SWITCH, _EXIT, _NEXT = range(5)
@@ -55,6 +52,19 @@ _COND, _BODY, _SWITCH, _EXIT, _NEXT = range(5)
 
 class _Reject(Exception):
     """The frame is not of the simple shape: it runs node by node."""
+
+
+def in_edges(items: list[NodeItem]) -> tuple[dict[int, list[Any]], dict[int, list[NodeItem]]]:
+    """Per item id: its data inputs as (producer, slot) by input index (None where nothing in
+    ``items`` produces it: fed or pruned) and its control inputs; from the plan's out-edges."""
+    inputs: dict[int, list[Any]] = {it.id: [None] * it.num_inputs for it in items}
+    controls: dict[int, list[NodeItem]] = {it.id: [] for it in items}
+    for src in items:
+        for dst, idx, slot in src.out_data:
+            inputs[dst.id][idx - dst.in_offset] = (src, slot)
+        for dst in src.out_control:
+            controls[dst.id].append(src)
+    return inputs, controls
 
 
 def _cheap(item: NodeItem, expensive_us: float) -> bool:
@@ -75,7 +85,7 @@ class _Program:
         self.qualified = False
         self.blocker: NodeItem | None = None
 
-    def qualifies(self, expensive_us: float) -> bool:
+    def qualifies(self, expensive_us: float = EXPENSIVE_US) -> bool:
         if self.qualified:
             return True
         b = self.blocker
@@ -117,11 +127,11 @@ class LoopProgram(_Program):
         cur = [enter_values[k] for k in self.merge_init]
         merge_slots, merge_index = self.merge_slots, self.merge_index
         first = True
-        steps = bind_steps(self.cond_steps, ctx.resources, ctx.step, ctx.deadline)
-        body = bind_steps(self.body_steps, ctx.resources, ctx.step, ctx.deadline)
+        deadline = ctx.deadline
+        steps = bind_steps(self.cond_steps, ctx.resources, ctx.step, deadline)
+        body = bind_steps(self.body_steps, ctx.resources, ctx.step, deadline)
         limit = EXPENSIVE_US
         pred, next_slots = self.pred_slot, self.next_slots
-        deadline = ctx.deadline
         n = 0
         while True:
             for j, (vs, ix) in enumerate(merge_slots):
@@ -178,8 +188,7 @@ def bind_steps(steps: list[tuple], resources: Any, step_state: Any,
     for item, args, base, stateful, frees in steps:
         if stateful:
             ctx = KernelContext(item.name, item.op, item.attrs, item.out_dtypes,
-                                item.input_dtypes, resources, step_state)
-            ctx.deadline = deadline
+                                item.input_dtypes, resources, step_state, deadline=deadline)
         else:
             ctx = item.shared_ctx
         out.append((item, args, base, ctx, frees))
@@ -198,15 +207,15 @@ class StraightLineProgram(_Program):
         self.fetch_slots: list[int | None] = []   # None: a fed tensor (the session has it)
         self.steps: list[tuple] = []               # (item, args, first out, stateful?, frees)
 
-    def run(self, feed_values: dict, resources: Any, step_state: Any, deadline: float | None,
-            expensive_us: float) -> list[Any]:
+    def run(self, feed_values: dict, resources: Any, step_state: Any,
+            deadline: float | None) -> list[Any]:
         vals = self.template[:]
         for key, slot in self.feed_slots.items():
             vals[slot] = feed_values[key]
         steps = bind_steps(self.steps, resources, step_state, deadline)
         slow = False
         for i in range(0, len(steps), self.CHUNK):
-            slow |= run_steps(steps[i:i + self.CHUNK], vals, expensive_us)
+            slow |= run_steps(steps[i:i + self.CHUNK], vals, EXPENSIVE_US)
             if deadline is not None and time.monotonic() > deadline:
                 raise DeadlineExceededError("step timed out")
         if slow:
@@ -221,10 +230,8 @@ def compile_straight_line(plan: Any) -> StraightLineProgram | None:
     one (an input that comes later in the order: a cycle in an unvalidated graph)."""
     prog = StraightLineProgram()
     slots = prog.template
-    inputs: dict[int, list[Any]] = {it.id: [None] * it.num_inputs for it in plan.items}
-    for src in plan.items:
-        for dst, idx, slot in src.out_data:
-            inputs[dst.id][idx - dst.in_offset] = (src.id, slot)
+    inputs = {i: [None if x is None else (x[0].id, x[1]) for x in ins]
+              for i, ins in in_edges(plan.items)[0].items()}
     for key, edges in plan.feed_edges.items():
         slots.append(None)
         prog.feed_slots[key] = len(slots) - 1
@@ -291,22 +298,14 @@ def _compile(lay: FrameLayout, enters: list[NodeItem], all_items: list[NodeItem]
              item_id: int) -> LoopProgram:
     members = {it.id for it in lay.items}
     enter_pos = {e.id: k for k, e in enumerate(enters)}
-    # data and control inputs of the frame's nodes, from the plan's out-edges
-    inputs: dict[int, list[tuple[NodeItem, int] | None]] = {
-        it.id: [None] * it.num_inputs for it in lay.items}
-    controls: dict[int, list[NodeItem]] = {it.id: [] for it in lay.items}
-    for src in all_items:
-        inside = src.id in members or src.id in enter_pos
-        for dst, idx, slot in src.out_data:
-            if dst.id in members:
-                if not inside:
-                    raise _Reject
-                inputs[dst.id][idx - dst.in_offset] = (src, slot)
-        for dst in src.out_control:
-            if dst.id in members:
-                if not inside:
-                    raise _Reject
-                controls[dst.id].append(src)
+    all_inputs, all_controls = in_edges(all_items)
+    inputs = {i: all_inputs[i] for i in members}
+    controls = {i: all_controls[i] for i in members}
+    # nothing enters the frame but through its Enters
+    for i in members:
+        srcs = [src for src, _s in filter(None, inputs[i])] + controls[i]
+        if any(src.id not in members and src.id not in enter_pos for src in srcs):
+            raise _Reject
     for e in enters:
         if not e.is_constant_enter and (e.out_control or
                                         any(not d.is_merge for d, _i, _s in e.out_data)):
@@ -380,7 +379,7 @@ def _compile(lay: FrameLayout, enters: list[NodeItem], all_items: list[NodeItem]
                 where[(it.id, 0)], where[(it.id, 1)] = vs, ix
                 prog.merge_slots.append((vs, ix))
                 prog.merge_init.append(enter_pos[ins[e_idx][0].id])
-                prog.merge_index.append((_INDEX[e_idx], _INDEX[n_idx]))
+                prog.merge_index.append((MERGE_INDEX[e_idx], MERGE_INDEX[n_idx]))
             elif it.is_switch:
                 (data, dslot), (pred, _ps) = ins
                 if ctl or it.out_control or pred is not loop_cond \
@@ -461,7 +460,6 @@ def _program_item(prog: LoopProgram, lay: FrameLayout, item_id: int) -> NodeItem
     item.out_dtypes = [None] * len(prog.exits)   # the Exits' own runs check nothing either
     item.deref = ()
     item.out_data = []
-    item.out_edges = ()
     item.out_control = []
     item.frame = lay.name
     item.local_id = -1

@@ -127,11 +127,9 @@ class FramePropagator:
     (programs.py): "auto" when all its kernels are known to be cheap (so running it as one
     unit costs no parallelism), "always", or "never"."""
 
-    def __init__(self, plan: Plan, programs: str = "auto",
-                 expensive_us: float = 0.0) -> None:
+    def __init__(self, plan: Plan, programs: str = "auto") -> None:
         self.plan = plan
         self.programs = programs
-        self.expensive_us = expensive_us
         self.root = FrameState(ROOT, plan.frames[ROOT], None, None)
         self.live_frames: set[int] = set()
 
@@ -150,9 +148,10 @@ class FramePropagator:
                   it: IterationState, is_dead: bool, ready: Any) -> None:
         pending, dead, inputs = it.pending, it.dead, it.inputs
         added = 0
-        for dst, idx, slot, lid, dst_is_merge in item.out_edges:
+        for dst, idx, slot in item.out_data:
             value = None if is_dead else outputs[slot]
-            if dst_is_merge:
+            lid = dst.local_id
+            if dst.is_merge:
                 if value is not None:
                     p = pending[lid]
                     if p & 1:  # first live data input: take it
@@ -280,7 +279,7 @@ class FramePropagator:
             child.max_parallel = enter.parallel_iterations
             prog = lay.program
             if prog is not None and (self.programs == "always" or (
-                    self.programs == "auto" and prog.qualifies(self.expensive_us))):
+                    self.programs == "auto" and prog.qualifies())):
                 child.program_enters = []
             frame.children[key] = child
             it.outstanding_frames += 1

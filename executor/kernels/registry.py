@@ -115,7 +115,8 @@ class KernelContext:
 
     def __init__(self, node: str, op: str, attrs: dict[str, Any],
                  output_dtypes: list[Any] | None = None, input_dtypes: list[Any] | None = None,
-                 resources: Any = None, step: Any = None, frame: Any = None) -> None:
+                 resources: Any = None, step: Any = None, frame: Any = None,
+                 deadline: float | None = None) -> None:
         self.node = node
         self.op = op
         self.attrs = attrs
@@ -124,7 +125,7 @@ class KernelContext:
         self.resources = resources  # session-lifetime ResourceManager (variables ...)
         self.step = step            # per-run dict for step resources (TensorArrays, stacks)
         self.frame = frame          # (frame name, iteration) the node runs in, if any
-        self.deadline: float | None = None  # time.monotonic() the step must end by, if any
+        self.deadline = deadline    # time.monotonic() the step must end by, if any
 
 
 def invoke(op: str, *inputs: Any, attrs: dict[str, Any] | None = None,

@@ -430,7 +430,6 @@ class Shapes:
     is checked against them), ``_output_shapes``, passed through a few shape-preserving ops.
     A fed non-Placeholder tensor has no known shape: the feed may have any shape."""
 
-
     def __init__(self, ed: Editor, prot: Protected) -> None:
         self.ed = ed
         self.prot = prot
@@ -499,8 +498,6 @@ class Shapes:
         if s is None or any(d is None for d in s):
             return None
         return s  # type: ignore[return-value]
-
-
 
 
 def broadcast_keeps(x: Shape, c: tuple[int, ...]) -> bool:
