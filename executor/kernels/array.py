@@ -569,6 +569,9 @@ def fill(ctx: KernelContext, dims: np.ndarray, value: np.ndarray) -> np.ndarray:
 
 @kernel("ZerosLike")
 def zeros_like(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    if not isinstance(x, np.ndarray):  # a variant value (TensorList): its family handles it
+        from .tensor_list import zeros_like_list
+        return zeros_like_list(x)
     if x.dtype == object:
         return np.full(x.shape, b"", dtype=object)
     return np.zeros(x.shape, dtype=x.dtype)
@@ -1398,3 +1401,150 @@ def bucketize(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     v = x.astype(np.float64 if x.dtype == np.float64 else np.float32, copy=False)
     b = bounds.astype(v.dtype)
     return np.searchsorted(b, v, side="right").astype(np.int32)
+
+
+# --- Roll, UniqueV2, DynamicPartition/Stitch, Bincount, searchsorted ---------------------------
+
+@kernel("Roll")
+def roll(ctx: KernelContext, x: np.ndarray, shift: np.ndarray, axis: np.ndarray) -> np.ndarray:
+    s, a = np.asarray(shift).reshape(-1), np.asarray(axis).reshape(-1)
+    if s.shape != a.shape:
+        raise InvalidArgumentError(
+            f"shift and axis must have the same size, got {s.size} and {a.size}")
+    if np.asarray(shift).ndim > 1 or np.asarray(axis).ndim > 1:
+        raise InvalidArgumentError("shift and axis must be scalars or vectors")
+    for v in a.tolist():
+        if not -x.ndim <= v < x.ndim:
+            raise InvalidArgumentError(f"axis {v} is out of range for a tensor of rank {x.ndim}")
+    return np.roll(x, s.tolist(), [v % x.ndim for v in a.tolist()]) if x.ndim else x.copy()
+
+
+@kernel("UniqueV2")
+def unique_v2(ctx: KernelContext, x: np.ndarray, axis: np.ndarray,
+              ) -> tuple[np.ndarray, np.ndarray]:
+    ax = np.asarray(axis).reshape(-1).tolist()
+    if ax and not (x.ndim == 1 and ax[0] in (0, -1)):
+        raise InvalidArgumentError(
+            f"UniqueV2 along axis {ax} of a rank-{x.ndim} tensor is not supported")
+    y, idx, _ = _unique(x)
+    return y, idx.astype(_attr_dtype(ctx, "out_idx", np.int32))
+
+
+@kernel("DynamicPartition")
+def dynamic_partition(ctx: KernelContext, data: np.ndarray,
+                      partitions: np.ndarray) -> tuple[np.ndarray, ...]:
+    n = int(ctx.attrs["num_partitions"])
+    if data.shape[:partitions.ndim] != partitions.shape:
+        raise InvalidArgumentError(
+            f"data.shape must start with partitions.shape, got data.shape = "
+            f"{_fmt(data.shape)}, partitions.shape = {_fmt(partitions.shape)}")
+    bad = (partitions < 0) | (partitions >= n)
+    if bad.any():
+        i = int(np.argmax(bad.reshape(-1)))
+        raise InvalidArgumentError(
+            f"partitions[{i}] = {partitions.reshape(-1)[i]} is not in [0, {n})")
+    flat_p = partitions.reshape(-1)
+    rows = data.reshape((flat_p.size,) + data.shape[partitions.ndim:])
+    return tuple(rows[flat_p == k] for k in range(n))
+
+
+def _stitch(ctx: KernelContext, args: tuple) -> np.ndarray:
+    n = len(args) // 2
+    indices, data = args[:n], args[n:]
+    inner = None
+    size = 0
+    for i, (idx, d) in enumerate(zip(indices, data)):
+        if d.shape[:idx.ndim] != idx.shape:
+            raise InvalidArgumentError(
+                f"data[{i}].shape = {_fmt(d.shape)} does not start with indices[{i}].shape = "
+                f"{_fmt(idx.shape)}")
+        rest = d.shape[idx.ndim:]
+        if inner is not None and rest != inner:
+            raise InvalidArgumentError(
+                f"Need data[0].shape[1:] = data[{i}].shape[{idx.ndim}:], got "
+                f"{_fmt(inner)} and {_fmt(rest)}")
+        inner = rest
+        if idx.size:
+            if idx.min() < 0:
+                raise InvalidArgumentError(f"indices[{i}] has a negative index {idx.min()}")
+            size = max(size, int(idx.max()) + 1)
+    dtype = data[0].dtype if data else np.dtype(np.float32)
+    out = np.zeros((size,) + (inner or ()), dtype=dtype)
+    for idx, d in zip(indices, data):  # later pieces win, as TF's serial merge does
+        out[idx.reshape(-1)] = d.reshape((idx.size,) + (inner or ()))
+    return out
+
+
+@kernel("DynamicStitch")
+def dynamic_stitch(ctx: KernelContext, *args: np.ndarray) -> np.ndarray:
+    return _stitch(ctx, args)
+
+
+@kernel("ParallelDynamicStitch")
+def parallel_dynamic_stitch(ctx: KernelContext, *args: np.ndarray) -> np.ndarray:
+    return _stitch(ctx, args)
+
+
+def _bincount(arr: np.ndarray, size: int, weights: np.ndarray | None, binary: bool,
+              out_dtype: np.dtype) -> np.ndarray:
+    if size < 0:
+        raise InvalidArgumentError(f"size ({size}) must be non-negative")
+    if arr.size and arr.min() < 0:
+        raise InvalidArgumentError(f"Input arr must be non-negative, got {arr.min()}")
+    keep = arr < size
+    a = arr[keep].astype(np.int64)
+    if binary:
+        out = np.zeros(size, out_dtype)
+        out[a] = 1
+        return out
+    w = None if weights is None or weights.size == 0 else weights[keep]
+    return np.bincount(a, weights=w, minlength=size)[:size].astype(out_dtype)
+
+
+@kernel("Bincount")
+def bincount(ctx: KernelContext, arr: np.ndarray, size: np.ndarray,
+             weights: np.ndarray) -> np.ndarray:
+    if weights.size and weights.shape != arr.shape:
+        raise InvalidArgumentError(
+            f"weights must be the same shape as arr or an empty vector: {_fmt(weights.shape)}"
+            f" vs {_fmt(arr.shape)}")
+    return _bincount(arr.reshape(-1), int(size), weights.reshape(-1), False, weights.dtype)
+
+
+@kernel("DenseBincount")
+def dense_bincount(ctx: KernelContext, x: np.ndarray, size: np.ndarray,
+                   weights: np.ndarray) -> np.ndarray:
+    binary = bool(ctx.attrs.get("binary_output", False))
+    n = int(size)
+    if weights.size and weights.shape != x.shape:
+        raise InvalidArgumentError(
+            f"weights and input must have the same shape: {_fmt(weights.shape)} vs "
+            f"{_fmt(x.shape)}")
+    if x.ndim <= 1:
+        return _bincount(x.reshape(-1), n, weights.reshape(-1) if weights.size else None,
+                         binary, weights.dtype)
+    if x.ndim != 2:
+        raise InvalidArgumentError(f"input must be at most 2-D, got {_fmt(x.shape)}")
+    return np.stack([_bincount(row, n, weights[i] if weights.size else None, binary,
+                               weights.dtype) for i, row in enumerate(x)]) if len(x) else \
+        np.zeros((0, n), weights.dtype)
+
+
+def _search(ctx: KernelContext, sorted_: np.ndarray, values: np.ndarray, side: str):
+    if sorted_.ndim != 2 or values.ndim != 2 or sorted_.shape[0] != values.shape[0]:
+        raise InvalidArgumentError(
+            f"sorted_inputs and values must be 2-D with the same number of rows, got "
+            f"{_fmt(sorted_.shape)} and {_fmt(values.shape)}")
+    out = np.stack([np.searchsorted(s, v, side=side) for s, v in zip(sorted_, values)]) \
+        if len(values) else np.zeros(values.shape, np.int64)
+    return out.reshape(values.shape).astype(_attr_dtype(ctx, "out_type", np.int32))
+
+
+@kernel("LowerBound")
+def lower_bound(ctx: KernelContext, sorted_: np.ndarray, values: np.ndarray) -> np.ndarray:
+    return _search(ctx, sorted_, values, "left")
+
+
+@kernel("UpperBound")
+def upper_bound(ctx: KernelContext, sorted_: np.ndarray, values: np.ndarray) -> np.ndarray:
+    return _search(ctx, sorted_, values, "right")

@@ -546,6 +546,9 @@ for _op, _fn in _COMPLEX_PART.items():
 def add_n(ctx: KernelContext, *xs: Array) -> Array:
     if not xs:
         raise InvalidArgumentError("AddN needs at least one input, found none")
+    if not isinstance(xs[0], np.ndarray):  # variant values (TensorLists): their family adds
+        from .tensor_list import add_n_lists
+        return add_n_lists(xs)
     first = xs[0]
     for i, x in enumerate(xs[1:], 1):
         if x.shape != first.shape:

@@ -38,7 +38,8 @@ import numpy as np
 # The one explicit list of kernel families (one module per family under this package).
 FAMILIES = (
     "basic", "control_flow", "state", "math", "array", "reduction", "nn", "grad",
-    "tensor_array", "image", "random", "string",
+    "tensor_array", "image", "random", "string", "tensor_list", "io",
+    "losses", "training", "linalg", "lookup", "segment", "sparse", "detection",
 )
 
 CPU = "CPU"

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from dfg.graphdef.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from dfg.graphdef.errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    OutOfRangeError,
+)
 
 from ..resources import ResourceHandle, VariableRef
 from .registry import kernel
@@ -172,3 +177,128 @@ def resource_gather(ctx, handle: ResourceHandle, indices: np.ndarray):
         raise InvalidArgumentError(
             f"indices must be in [0, {params.shape[0]}), found {indices.min()}..{indices.max()}")
     return np.take(params, indices, axis=0)
+
+
+# --- scatter updates of variables (ref and resource) ------------------------------------------
+
+def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu":
+        if np.count_nonzero(b) != b.size:
+            raise InvalidArgumentError("Integer division by zero")
+        q = np.abs(a) // np.abs(b)  # C truncation, as TensorFlow's integer division
+        return np.where((a < 0) != (b < 0), -q, q).astype(a.dtype)
+    return np.divide(a, b)
+
+
+# op suffix -> how duplicates combine (None: plain assignment, the last one wins)
+_SCATTER_COMBINE = {
+    "Update": None, "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": "div",
+    "Min": np.minimum, "Max": np.maximum,
+}
+
+
+def _scatter_rows(params: np.ndarray, indices: np.ndarray, updates: np.ndarray,
+                  how: str, what: str) -> np.ndarray:
+    """``params`` with ``updates`` combined into its rows ``indices`` (a new array)."""
+    if params.ndim < 1:
+        raise InvalidArgumentError(f"{what}: params must be at least 1-D, got shape "
+                                   f"{list(params.shape)}")
+    want = indices.shape + params.shape[1:]
+    if updates.ndim and updates.shape != want:
+        raise InvalidArgumentError(
+            f"Must have updates.shape = indices.shape + params.shape[1:] or updates.shape = "
+            f"[], got updates.shape {list(updates.shape)}, indices.shape "
+            f"{list(indices.shape)}, params.shape {list(params.shape)}")
+    flat = indices.reshape(-1).astype(np.int64, copy=False)
+    n = params.shape[0]
+    bad = (flat < 0) | (flat >= n)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InvalidArgumentError(f"indices[{i}] = {flat[i]} is not in [0, {n})")
+    upd = np.broadcast_to(updates, want).reshape((flat.size,) + params.shape[1:])
+    upd = upd.astype(params.dtype, copy=False)
+    out = params.copy()
+    combine = _SCATTER_COMBINE[how]
+    if combine is None:
+        out[flat] = upd
+    elif combine == "div":
+        for j, row in enumerate(flat):  # duplicates divide one after the other
+            out[row] = _trunc_div(out[row], upd[j])
+    else:
+        combine.at(out, flat, upd)
+    return out
+
+
+def _scatter_nd(ctx, params: np.ndarray, indices: np.ndarray, updates: np.ndarray,
+                how: str) -> np.ndarray:
+    from .array import _tensor_scatter
+
+    combine = _SCATTER_COMBINE[how]
+    return _tensor_scatter(ctx, params, indices, updates.astype(params.dtype, copy=False),
+                           combine)
+
+
+def _ref_scatter(how: str, nd: bool):
+    def run(ctx, ref: VariableRef, indices: np.ndarray, updates: np.ndarray):
+        def fn(old):
+            old = _read_for_update(ref, old)
+            if nd:
+                return _scatter_nd(ctx, old, indices, updates, how)
+            return _scatter_rows(old, indices, updates, how, ctx.op)
+        return _update(ctx, ref, fn)
+
+    return run
+
+
+def _resource_scatter(how: str, nd: bool):
+    def run(ctx, handle: ResourceHandle, indices: np.ndarray, updates: np.ndarray):
+        var = _var(ctx, handle)
+        with var.lock:
+            if nd:
+                var.value = _scatter_nd(ctx, var.value, indices, updates, how)
+            else:
+                var.value = _scatter_rows(var.value, indices, updates, how, ctx.op)
+        return ()
+
+    return run
+
+
+for _how in _SCATTER_COMBINE:
+    kernel(f"Scatter{_how}")(_ref_scatter(_how, False))
+    kernel(f"ResourceScatter{_how}")(_resource_scatter(_how, False))
+for _how in ("Update", "Add", "Sub", "Min", "Max"):
+    kernel(f"ScatterNd{_how}")(_ref_scatter(_how, True))
+    kernel(f"ResourceScatterNd{_how}")(_resource_scatter(_how, True))
+
+
+@kernel("ResourceGatherNd")
+def resource_gather_nd(ctx, handle: ResourceHandle, indices: np.ndarray):
+    from .registry import KernelContext, lookup
+
+    params = _var(ctx, handle).value
+    inner = KernelContext(ctx.node, "GatherNd", {"Tparams": params.dtype,
+                                                  "Tindices": indices.dtype})
+    return lookup("GatherNd").fn(inner, params, indices)
+
+
+@kernel("CountUpTo", cheap=True)
+def count_up_to(ctx, ref: VariableRef):
+    limit = ctx.attrs["limit"]
+    with ref.lock:
+        old = _read_for_update(ref, ref.value)
+        if old >= limit:
+            raise OutOfRangeError(f"Reached limit of {limit}")
+        ref.value = np.asarray(old + 1, dtype=old.dtype)
+    return old
+
+
+@kernel("ResourceCountUpTo", cheap=True)
+def resource_count_up_to(ctx, handle: ResourceHandle):
+    limit = ctx.attrs["limit"]
+    var = _var(ctx, handle)
+    with var.lock:
+        old = var.value
+        if old >= limit:
+            raise OutOfRangeError(f"Reached limit of {limit}")
+        var.value = np.asarray(old + 1, dtype=old.dtype)
+    return old

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from dfg.graphdef.errors import InvalidArgumentError
+from dfg.graphdef.errors import InvalidArgumentError, OutOfRangeError
 
 from .registry import KernelContext, kernel
 
@@ -310,3 +310,425 @@ def static_regex_replace(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
         return "".join(out).encode("utf-8", "surrogateescape")
 
     return _map(replace, x)
+
+
+# --- RegexReplace / RegexFullMatch --------------------------------------------------------------
+
+def _scalar_str(x: np.ndarray, what: str) -> str:
+    if x.ndim != 0:
+        raise InvalidArgumentError(f"{what} must be scalar, but received {_fmt(x.shape)}")
+    return _as_bytes(x.item()).decode("utf-8", "surrogateescape")
+
+
+@kernel("RegexReplace")
+def regex_replace(ctx: KernelContext, x: np.ndarray, pattern: np.ndarray,
+                  rewrite: np.ndarray) -> np.ndarray:
+    inner = KernelContext(ctx.node, ctx.op, {
+        "pattern": _scalar_str(pattern, "Pattern"), "rewrite": _scalar_str(rewrite, "Rewrite"),
+        "replace_global": ctx.attrs.get("replace_global", True)})
+    return static_regex_replace(inner, x)
+
+
+def _full_match(x: np.ndarray, pattern: str) -> np.ndarray:
+    try:
+        rx = re.compile(pattern, re.ASCII)
+    except re.error as e:
+        raise InvalidArgumentError(f"Invalid pattern: {pattern}, error: {e}") from None
+    return _map(lambda v: rx.fullmatch(_as_bytes(v).decode("utf-8", "surrogateescape"))
+                is not None, x, dtype=np.bool_)
+
+
+@kernel("RegexFullMatch")
+def regex_full_match(ctx: KernelContext, x: np.ndarray, pattern: np.ndarray) -> np.ndarray:
+    return _full_match(x, _scalar_str(pattern, "Pattern"))
+
+
+@kernel("StaticRegexFullMatch")
+def static_regex_full_match(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    p = ctx.attrs.get("pattern", "")
+    return _full_match(x, p.decode("utf-8", "surrogateescape") if isinstance(p, bytes) else p)
+
+
+# --- simple per-string functions ----------------------------------------------------------------
+
+_ASCII_SPACE = b" \t\n\v\f\r"
+
+
+@kernel("StringStrip")
+def string_strip(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    return _map(lambda v: _as_bytes(v).strip(_ASCII_SPACE), x)
+
+
+def _case(ctx: KernelContext, x: np.ndarray, upper: bool) -> np.ndarray:
+    enc = (ctx.attrs.get("encoding") or "").lower().replace("-", "")
+    if enc not in ("", "utf8"):
+        raise InvalidArgumentError(f"encoding must be '' or 'utf-8', got {enc!r}")
+
+    def fn(v: Any) -> bytes:
+        b = _as_bytes(v)
+        if not enc:  # ASCII letters only, every other byte untouched
+            return b.upper() if upper else b.lower()
+        s = b.decode("utf-8", "surrogateescape")
+        return (s.upper() if upper else s.lower()).encode("utf-8", "surrogateescape")
+
+    return _map(fn, x)
+
+
+@kernel("StringLower")
+def string_lower(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    return _case(ctx, x, False)
+
+
+@kernel("StringUpper")
+def string_upper(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    return _case(ctx, x, True)
+
+
+@kernel("StringLength")
+def string_length(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    if ctx.attrs.get("unit", "BYTE") == "UTF8_CHAR":
+        # every byte that is not a UTF-8 continuation byte (10xxxxxx) starts a character
+        return _map(lambda v: sum((c & 0xC0) != 0x80 for c in _as_bytes(v)), x, np.int32)
+    return _map(lambda v: len(_as_bytes(v)), x, np.int32)
+
+
+# --- base64 (web-safe alphabet, as TensorFlow) --------------------------------------------------
+
+@kernel("EncodeBase64")
+def encode_base64(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    import base64
+
+    pad = bool(ctx.attrs.get("pad", False))
+    return _map(lambda v: base64.urlsafe_b64encode(_as_bytes(v)) if pad else
+                base64.urlsafe_b64encode(_as_bytes(v)).rstrip(b"="), x)
+
+
+@kernel("DecodeBase64")
+def decode_base64(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    import base64
+    import binascii
+
+    def fn(v: Any) -> bytes:
+        b = _as_bytes(v)
+        body = b.rstrip(b"=")
+        if len(b) - len(body) > 2 or len(body) % 4 == 1 or \
+                re.fullmatch(rb"[A-Za-z0-9_-]*", body) is None:
+            raise InvalidArgumentError(f"Invalid character found in base64: {_show(b)}")
+        try:
+            return base64.urlsafe_b64decode(body + b"=" * (-len(body) % 4))
+        except (binascii.Error, ValueError):
+            raise InvalidArgumentError(f"Invalid base64: {_show(b)}") from None
+
+    return _map(fn, x)
+
+
+# --- splitting and joining ----------------------------------------------------------------------
+
+def _sparse_out(rows: list[list[bytes]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    idx = [(i, j) for i, r in enumerate(rows) for j in range(len(r))]
+    vals = np.empty(len(idx), dtype=object)
+    vals[:] = [t for r in rows for t in r]
+    width = max((len(r) for r in rows), default=0)
+    return (np.asarray(idx, dtype=np.int64).reshape(-1, 2), vals,
+            np.asarray([len(rows), width], dtype=np.int64))
+
+
+@kernel("StringSplit")
+def string_split(ctx: KernelContext, x: np.ndarray, delimiter: np.ndarray):
+    if x.ndim != 1:
+        raise InvalidArgumentError(f"input must be a vector, got shape: {_fmt(x.shape)}")
+    if delimiter.ndim != 0:
+        raise InvalidArgumentError(f"delimiter must be a scalar, got shape: "
+                                   f"{_fmt(delimiter.shape)}")
+    delim = _as_bytes(delimiter.item())
+    skip_empty = bool(ctx.attrs.get("skip_empty", True))
+    rows = []
+    for v in x.tolist():
+        b = _as_bytes(v)
+        if not delim:  # an empty delimiter splits into single bytes
+            parts = [b[i:i + 1] for i in range(len(b))]
+        else:  # every byte of the delimiter is a separator on its own
+            parts = re.split(b"[" + re.escape(delim) + b"]", b) if b else [b""]
+        # an empty string yields no token, also when empty tokens are kept
+        rows.append([p for p in parts if p or not skip_empty] if b else [])
+    return _sparse_out(rows)
+
+
+@kernel("StringSplitV2")
+def string_split_v2(ctx: KernelContext, x: np.ndarray, sep: np.ndarray):
+    if x.ndim != 1:
+        raise InvalidArgumentError(f"input must be a vector, got shape: {_fmt(x.shape)}")
+    if sep.ndim != 0:
+        raise InvalidArgumentError(f"sep must be a scalar, got shape: {_fmt(sep.shape)}")
+    s = _as_bytes(sep.item())
+    maxsplit = int(ctx.attrs.get("maxsplit", -1))
+    rows = []
+    for v in x.tolist():
+        b = _as_bytes(v)
+        if not s:  # runs of ASCII whitespace separate, empty pieces dropped (Python's split)
+            rows.append(b.split(None, maxsplit))
+        else:
+            rows.append(b.split(s, maxsplit))
+    return _sparse_out(rows)
+
+
+@kernel("ReduceJoin")
+def reduce_join(ctx: KernelContext, x: np.ndarray, axes: np.ndarray) -> np.ndarray:
+    sep = _as_bytes(ctx.attrs.get("separator", "") or b"")
+    keep = bool(ctx.attrs.get("keep_dims", False))
+    ax = [int(a) for a in np.asarray(axes).reshape(-1)]
+    for a in ax:
+        if not -x.ndim <= a < x.ndim:
+            raise OutOfRangeError(
+                f"Invalid reduction dimension {a} for input with {x.ndim} dimensions.")
+    ax = sorted({a % x.ndim for a in ax})  # an empty list reduces nothing
+    rest = [d for d in range(x.ndim) if d not in ax]
+    moved = np.transpose(x, rest + ax).reshape([x.shape[d] for d in rest] + [-1])
+    out = _map(lambda _v: b"", np.empty(moved.shape[:-1], dtype=object))
+    flat_in = moved.reshape(-1, moved.shape[-1]) if moved.size or moved.shape[-1] else \
+        moved.reshape(-1, 0)
+    out.reshape(-1)[:] = [sep.join(_as_bytes(v) for v in row) for row in flat_in.tolist()]
+    if keep:
+        out = out.reshape([1 if d in ax else x.shape[d] for d in range(x.ndim)])
+    return out
+
+
+@kernel("UnsortedSegmentJoin")
+def unsorted_segment_join(ctx: KernelContext, x: np.ndarray, ids: np.ndarray,
+                          num: np.ndarray) -> np.ndarray:
+    sep = _as_bytes(ctx.attrs.get("separator", "") or b"")
+    n = int(num)
+    if x.shape[:ids.ndim] != ids.shape:
+        raise InvalidArgumentError(
+            f"segment_ids.shape = {_fmt(ids.shape)} is not a prefix of input.shape = "
+            f"{_fmt(x.shape)}")
+    inner = x.shape[ids.ndim:]
+    rows = x.reshape((ids.size, -1))
+    parts: list[list[list[bytes]]] = [[[] for _ in range(rows.shape[1])] for _ in range(n)]
+    for i, sid in enumerate(ids.reshape(-1).tolist()):
+        if sid >= n:
+            raise InvalidArgumentError(f"segment_ids[{i}] = {sid} is out of range [0, {n})")
+        if sid < 0:
+            raise InvalidArgumentError(f"segment_ids[{i}] = {sid} is negative")
+        for j, v in enumerate(rows[i].tolist()):
+            parts[sid][j].append(_as_bytes(v))
+    out = np.empty((n, rows.shape[1]), dtype=object)
+    for s in range(n):
+        for j in range(rows.shape[1]):
+            out[s, j] = sep.join(parts[s][j])
+    return out.reshape((n,) + inner)
+
+
+# --- hashing: farmhash Fingerprint64 and SipHash-2-4 ---------------------------------------------
+
+_M64 = (1 << 64) - 1
+_K0, _K1, _K2 = 0xC3A5C85C97CB3127, 0xB492B66FBE98F273, 0x9AE16A3B2F90404F
+
+
+def _f64(s: bytes, i: int) -> int:
+    return int.from_bytes(s[i:i + 8], "little")
+
+
+def _f32(s: bytes, i: int) -> int:
+    return int.from_bytes(s[i:i + 4], "little")
+
+
+def _rot(v: int, r: int) -> int:
+    return v if r == 0 else ((v >> r) | (v << (64 - r))) & _M64
+
+
+def _mix(v: int) -> int:
+    return v ^ (v >> 47)
+
+
+def _h16(u: int, v: int, mul: int) -> int:
+    a = ((u ^ v) * mul) & _M64
+    a ^= a >> 47
+    b = ((v ^ a) * mul) & _M64
+    b ^= b >> 47
+    return (b * mul) & _M64
+
+
+def _h0to16(s: bytes, n: int) -> int:
+    if n >= 8:
+        mul = _K2 + n * 2
+        a = (_f64(s, 0) + _K2) & _M64
+        b = _f64(s, n - 8)
+        c = (_rot(b, 37) * mul + a) & _M64
+        d = ((_rot(a, 25) + b) * mul) & _M64
+        return _h16(c, d, mul)
+    if n >= 4:
+        mul = _K2 + n * 2
+        return _h16(n + (_f32(s, 0) << 3), _f32(s, n - 4), mul)
+    if n > 0:
+        y = (s[0] + (s[n >> 1] << 8)) & 0xFFFFFFFF
+        z = (n + (s[n - 1] << 2)) & 0xFFFFFFFF
+        return (_mix(((y * _K2) ^ (z * _K0)) & _M64) * _K2) & _M64
+    return _K2
+
+
+def _h17to32(s: bytes, n: int) -> int:
+    mul = _K2 + n * 2
+    a = (_f64(s, 0) * _K1) & _M64
+    b = _f64(s, 8)
+    c = (_f64(s, n - 8) * mul) & _M64
+    d = (_f64(s, n - 16) * _K2) & _M64
+    return _h16((_rot((a + b) & _M64, 43) + _rot(c, 30) + d) & _M64,
+                (a + _rot((b + _K2) & _M64, 18) + c) & _M64, mul)
+
+
+def _h33to64(s: bytes, n: int) -> int:
+    mul = _K2 + n * 2
+    a = (_f64(s, 0) * _K2) & _M64
+    b = _f64(s, 8)
+    c = (_f64(s, n - 8) * mul) & _M64
+    d = (_f64(s, n - 16) * _K2) & _M64
+    y = (_rot((a + b) & _M64, 43) + _rot(c, 30) + d) & _M64
+    z = _h16(y, (a + _rot((b + _K2) & _M64, 18) + c) & _M64, mul)
+    e = (_f64(s, 16) * mul) & _M64
+    f = _f64(s, 24)
+    g = ((y + _f64(s, n - 32)) * mul) & _M64
+    h = ((z + _f64(s, n - 24)) * mul) & _M64
+    return _h16((_rot((e + f) & _M64, 43) + _rot(g, 30) + h) & _M64,
+                (e + _rot((f + a) & _M64, 18) + g) & _M64, mul)
+
+
+def _weak32(s: bytes, i: int, a: int, b: int) -> tuple[int, int]:
+    w, x, y, z = _f64(s, i), _f64(s, i + 8), _f64(s, i + 16), _f64(s, i + 24)
+    a = (a + w) & _M64
+    b = _rot((b + a + z) & _M64, 21)
+    c = a
+    a = (a + x + y) & _M64
+    b = (b + _rot(a, 44)) & _M64
+    return (a + z) & _M64, (b + c) & _M64
+
+
+def fingerprint64(s: bytes) -> int:
+    """farmhash's Fingerprint64 (farmhashna::Hash64), which TensorFlow hashes strings with."""
+    n = len(s)
+    if n <= 16:
+        return _h0to16(s, n)
+    if n <= 32:
+        return _h17to32(s, n)
+    if n <= 64:
+        return _h33to64(s, n)
+    seed = 81
+    x = seed
+    y = (seed * _K1 + 113) & _M64
+    z = (_mix((y * _K2 + 113) & _M64) * _K2) & _M64
+    v = (0, 0)
+    w = (0, 0)
+    x = (x * _K2 + _f64(s, 0)) & _M64
+    end = ((n - 1) // 64) * 64
+    last64 = end + ((n - 1) & 63) - 63
+    p = 0
+    while True:
+        x = (_rot((x + y + v[0] + _f64(s, p + 8)) & _M64, 37) * _K1) & _M64
+        y = (_rot((y + v[1] + _f64(s, p + 48)) & _M64, 42) * _K1) & _M64
+        x ^= w[1]
+        y = (y + v[0] + _f64(s, p + 40)) & _M64
+        z = (_rot((z + w[0]) & _M64, 33) * _K1) & _M64
+        v = _weak32(s, p, (v[1] * _K1) & _M64, (x + w[0]) & _M64)
+        w = _weak32(s, p + 32, (z + w[1]) & _M64, (y + _f64(s, p + 16)) & _M64)
+        z, x = x, z
+        p += 64
+        if p == end:
+            break
+    mul = _K1 + ((z & 0xFF) << 1)
+    p = last64
+    w = ((w[0] + ((n - 1) & 63)) & _M64, w[1])
+    v = ((v[0] + w[0]) & _M64, v[1])
+    w = ((w[0] + v[0]) & _M64, w[1])
+    x = (_rot((x + y + v[0] + _f64(s, p + 8)) & _M64, 37) * mul) & _M64
+    y = (_rot((y + v[1] + _f64(s, p + 48)) & _M64, 42) * mul) & _M64
+    x ^= (w[1] * 9) & _M64
+    y = (y + v[0] * 9 + _f64(s, p + 40)) & _M64
+    z = (_rot((z + w[0]) & _M64, 33) * mul) & _M64
+    v = _weak32(s, p, (v[1] * mul) & _M64, (x + w[0]) & _M64)
+    w = _weak32(s, p + 32, (z + w[1]) & _M64, (y + _f64(s, p + 16)) & _M64)
+    z, x = x, z
+    return _h16((_h16(v[0], w[0], mul) + _mix(y) * _K0 + z) & _M64,
+                (_h16(v[1], w[1], mul) + x) & _M64, mul)
+
+
+def _sipround(v0: int, v1: int, v2: int, v3: int) -> tuple[int, int, int, int]:
+    v0 = (v0 + v1) & _M64
+    v1 = _rot(v1, 64 - 13) ^ v0
+    v0 = _rot(v0, 64 - 32)
+    v2 = (v2 + v3) & _M64
+    v3 = _rot(v3, 64 - 16) ^ v2
+    v0 = (v0 + v3) & _M64
+    v3 = _rot(v3, 64 - 21) ^ v0
+    v2 = (v2 + v1) & _M64
+    v1 = _rot(v1, 64 - 17) ^ v2
+    v2 = _rot(v2, 64 - 32)
+    return v0, v1, v2, v3
+
+
+def siphash24(k0: int, k1: int, s: bytes) -> int:
+    """SipHash-2-4 with the 128-bit key (k0, k1): StringToHashBucketStrong's hash."""
+    v0, v1 = k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D
+    v2, v3 = k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573
+    n = len(s)
+    tail = s[n - n % 8:] + bytes(7 - n % 8) + bytes([n & 0xFF])
+    for i in range(0, n - n % 8, 8):
+        m = _f64(s, i)
+        v3 ^= m
+        for _ in range(2):
+            v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
+        v0 ^= m
+    m = int.from_bytes(tail, "little")
+    v3 ^= m
+    for _ in range(2):
+        v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
+    v0 ^= m
+    v2 ^= 0xFF
+    for _ in range(4):
+        v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
+    return v0 ^ v1 ^ v2 ^ v3
+
+
+def _buckets(ctx: KernelContext) -> int:
+    n = int(ctx.attrs.get("num_buckets", 1))
+    if n <= 0:
+        raise InvalidArgumentError(f"num_buckets must be positive, got {n}")
+    return n
+
+
+@kernel("StringToHashBucketFast")
+def string_to_hash_bucket_fast(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    n = _buckets(ctx)
+    return _map(lambda v: fingerprint64(_as_bytes(v)) % n, x, np.int64)
+
+
+@kernel("StringToHashBucketStrong")
+def string_to_hash_bucket_strong(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    n = _buckets(ctx)
+    key = [int(k) for k in ctx.attrs.get("key", [])]
+    if len(key) != 2:
+        raise InvalidArgumentError(f"Key must have 2 elements, got {len(key)}")
+    k0, k1 = key[0] & _M64, key[1] & _M64
+    return _map(lambda v: siphash24(k0, k1, _as_bytes(v)) % n, x, np.int64)
+
+
+@kernel("Fingerprint")
+def fingerprint(ctx: KernelContext, data: np.ndarray, method: np.ndarray) -> np.ndarray:
+    m = _as_bytes(method.item()) if method.ndim == 0 else b""
+    if m != b"farmhash64":
+        raise InvalidArgumentError(f"Unsupported fingerprint method: {_show(m)}")
+    if data.ndim < 1:
+        raise InvalidArgumentError("data must have rank at least one")
+    rows = data.reshape(data.shape[0], -1)
+    out = np.zeros((data.shape[0], 8), dtype=np.uint8)
+    for i, row in enumerate(rows):
+        if data.dtype == object:
+            if row.size == 1:
+                fp = fingerprint64(_as_bytes(row[0]))
+            else:  # each string's fingerprint, then the fingerprint of those bytes
+                fp = fingerprint64(b"".join(
+                    fingerprint64(_as_bytes(v)).to_bytes(8, "little") for v in row))
+        else:
+            fp = fingerprint64(np.ascontiguousarray(row).astype(
+                row.dtype.newbyteorder("<"), copy=False).tobytes())
+        out[i] = np.frombuffer(fp.to_bytes(8, "little"), dtype=np.uint8)
+    return out

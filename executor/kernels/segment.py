@@ -1,0 +1,70 @@
+"""Sparse segment reductions: SparseSegmentSum/Mean/SqrtN, with or without num_segments.
+
+(TensorFlow's SegmentXxxV2 ops have no CPU kernel, so dfg has none either.)"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dfg.graphdef.errors import InvalidArgumentError
+
+from .registry import KernelContext, kernel
+
+
+def _check_sorted(ids: np.ndarray) -> None:
+    if ids.size and np.any(np.diff(ids.astype(np.int64)) < 0):
+        raise InvalidArgumentError("segment ids are not increasing")
+    if ids.size and ids[0] < 0:
+        raise InvalidArgumentError(f"segment ids must be >= 0, found {ids[0]}")
+
+
+def _sparse_segment(ctx: KernelContext, data: np.ndarray, indices: np.ndarray,
+                    ids: np.ndarray, num: int | None, how: str) -> np.ndarray:
+    if indices.ndim != 1 or ids.ndim != 1:
+        raise InvalidArgumentError(
+            f"indices and segment_ids should be vectors, got {list(indices.shape)} and "
+            f"{list(ids.shape)}")
+    if indices.shape != ids.shape:
+        raise InvalidArgumentError(
+            f"segment_ids and indices should have same size. segment_ids.shape = "
+            f"{list(ids.shape)} indices.shape = {list(indices.shape)}")
+    _check_sorted(ids)
+    n_out = num if num is not None else (int(ids[-1]) + 1 if ids.size else 0)
+    if ids.size and ids[-1] >= n_out:
+        raise InvalidArgumentError(f"segment ids must be < num_segments = {n_out}, found "
+                                   f"{ids[-1]}")
+    bad = (indices < 0) | (indices >= data.shape[0])
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InvalidArgumentError(
+            f"Bad: indices[{i}] == {indices[i]} out of range [0, {data.shape[0]})")
+    work = data.astype(np.float32) if data.dtype == np.float16 else data
+    out = np.zeros((n_out,) + data.shape[1:], dtype=work.dtype)
+    np.add.at(out, ids.astype(np.int64), work[indices])
+    if how != "sum":
+        counts = np.bincount(ids.astype(np.int64), minlength=n_out).astype(work.dtype)
+        scale = counts if how == "mean" else np.sqrt(counts)
+        scale = np.where(counts == 0, 1, scale).reshape((n_out,) + (1,) * (data.ndim - 1))
+        out = out / scale
+    return out.astype(data.dtype)
+
+
+def _num(x: np.ndarray) -> int:
+    if x.ndim != 0:
+        raise InvalidArgumentError(f"num_segments should be a scalar, got {list(x.shape)}")
+    return int(x)
+
+
+def _sparse_segment_kernels(how: str) -> None:
+    def plain(ctx, data, indices, ids):
+        return _sparse_segment(ctx, data, indices, ids, None, how.lower())
+
+    def with_num(ctx, data, indices, ids, num):
+        return _sparse_segment(ctx, data, indices, ids, _num(num), how.lower())
+
+    kernel(f"SparseSegment{how}")(plain)
+    kernel(f"SparseSegment{how}WithNumSegments")(with_num)
+
+
+for _how in ("Sum", "Mean", "SqrtN"):
+    _sparse_segment_kernels(_how)
