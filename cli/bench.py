@@ -6,6 +6,7 @@ import click
 
 from .feeds import feed_option, parse_feeds
 from .options import console, emit_json, fetch_option, graph_argument, json_option, load
+from .progress import new_tracer, progress, trace_option
 
 
 @click.command()
@@ -25,13 +26,16 @@ from .options import console, emit_json, fetch_option, graph_argument, json_opti
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="Executor threads (default: one per core).")
 @json_option
+@trace_option
 def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: tuple[str, ...],
           inits: tuple[str, ...], warmup: int, iters: int | None, seconds: float,
-          threads: int | None, as_json: bool) -> None:
+          threads: int | None, as_json: bool, trace_path: str | None) -> None:
     """Run GRAPH's step repeatedly in one process and print seconds per step.
 
     \b
     JSON keys (stable): graph, fetches, threads, iters, min_s, median_s, mean_s, max_s.
+
+    --trace FILE records the timed steps (tracing slows them: time without it).
 
     \b
     Example:
@@ -44,6 +48,7 @@ def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets:
 
     feed_dict = parse_feeds(feeds)
     g = load(graph)
+    tracer = new_tracer(trace_path)
     with Session(g, threads=threads) as sess:
         if inits:
             sess.run([], targets=list(inits))
@@ -52,11 +57,15 @@ def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets:
             sess.run(*step)
         times: list[float] = []
         t_end = time.perf_counter() + seconds
-        while (len(times) < iters) if iters else (time.perf_counter() < t_end or not times):
-            t0 = time.perf_counter()
-            sess.run(*step)
-            times.append(time.perf_counter() - t0)
+        with progress("steps", iters, enabled=not as_json) as advance:
+            while (len(times) < iters) if iters else (time.perf_counter() < t_end or not times):
+                t0 = time.perf_counter()
+                sess.run(*step, trace=tracer)
+                times.append(time.perf_counter() - t0)
+                advance()
         used = sess.threads
+    if tracer is not None:
+        tracer.write(trace_path)
     res = {"graph": graph, "fetches": list(fetches), "threads": used, "iters": len(times),
            "min_s": min(times), "median_s": statistics.median(times),
            "mean_s": statistics.fmean(times), "max_s": max(times)}

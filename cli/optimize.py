@@ -72,6 +72,8 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
 
     \b
     Passes (in the order they run; * = not run unless named in --passes):
+      lower_functional  inline function calls, lower If/Case/While to v1 control flow; for
+                        a TF2 graph kept only if the result is no larger than without it
       prune             drop every node the fetches and targets do not need
       debug_strip *     remove Assert/CheckNumerics/Print (a failing Assert stops failing)
       constant_folding  evaluate nodes whose inputs are constants, with dfg's own kernels
@@ -141,7 +143,10 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
     if do_verify:
         from dfg.graphdef.passes.verify import verify
 
-        verdict = verify(g, result.graph_def, fetch_list, target_list, seed=seed)
+        from .progress import progress
+
+        with progress("verify", None, enabled=not as_json):
+            verdict = verify(g, result.graph_def, fetch_list, target_list, seed=seed)
     if report:
         _print_report(result, verdict)
     if as_json:

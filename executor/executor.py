@@ -52,8 +52,9 @@ class WorkerPool:
         for t in self._threads:
             t.start()
 
-    def submit(self, done: queue.SimpleQueue, tagged: tuple, args: list, ctx: Any) -> None:
-        self._tasks.put((done, tagged, args, ctx))
+    def submit(self, done: queue.SimpleQueue, tagged: tuple, args: list, ctx: Any,
+               tracer: Any = None) -> None:
+        self._tasks.put((done, tagged, args, ctx, tracer))
 
     def _work(self) -> None:
         with np.errstate(all="ignore"):
@@ -61,9 +62,12 @@ class WorkerPool:
                 task = self._tasks.get()
                 if task is None:
                     return
-                done, tagged, args, ctx = task
+                done, tagged, args, ctx, tracer = task
                 try:
-                    outputs, secs = run_kernel(tagged[0], args, ctx)
+                    if tracer is None:
+                        outputs, secs = run_kernel(tagged[0], args, ctx)
+                    else:
+                        outputs, secs = tracer.run_kernel(tagged, args, ctx)
                     done.put((tagged, outputs, None, secs))
                 except BaseException as e:  # noqa: BLE001 - handed to the scheduling thread
                     done.put((tagged, None, e, 0.0))
@@ -146,15 +150,19 @@ class Step:
     """One ``Session.run`` call: its propagator, contexts, results and first error."""
 
     def __init__(self, plan: Plan, resources: Any, pool: WorkerPool | None,
-                 timeout: float | None, programs: str = "auto") -> None:
+                 timeout: float | None, programs: str = "auto", tracer: Any = None) -> None:
         self.plan = plan
+        self.tracer = tracer   # executor/trace.py's Tracer, or None: tracing off
         self.resources = resources
         self.pool = pool
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self.programs = programs
         self.prop = FramePropagator(plan, programs) \
             if plan.has_control_flow else SimplePropagator(plan)
-        self.step_state: dict[str, Any] = {}       # per-run resources (TensorArrays, stacks)
+        self.step_state: dict[Any, Any] = {}       # per-run resources (TensorArrays, stacks)
+        if tracer is not None:
+            from .trace import TRACE_KEY
+            self.step_state[TRACE_KEY] = tracer    # loop programs find it here
         self.ctxs: list[KernelContext | None] = [None] * plan.num_ids
         self.values: list[Any] = [None] * len(plan.fetches)
         self.got: list[bool] = [False] * len(plan.fetches)
@@ -184,11 +192,21 @@ class Step:
             self.got[i] = True
 
     def run(self, feed_values: dict) -> list[Any]:
+        if self.tracer is None:
+            return self._run(feed_values)
+        self.tracer.begin_step()
+        try:
+            return self._run(feed_values)
+        finally:
+            self.tracer.end_step()
+
+    def _run(self, feed_values: dict) -> list[Any]:
         prog = self.plan.program
         if prog is not None and self.programs != "never" and (
                 self.programs == "always" or prog.qualifies()):
             with np.errstate(all="ignore"):
-                return prog.run(feed_values, self.resources, self.step_state, self.deadline)
+                return prog.run(feed_values, self.resources, self.step_state, self.deadline,
+                                self.tracer)
         with np.errstate(all="ignore"):
             self._loop(feed_values)
         if self.error is not None:
@@ -203,6 +221,7 @@ class Step:
         inflight = 0
         count = 0
         deadline = self.deadline
+        tracer = self.tracer
         while True:
             while inline:
                 tagged = inline.popleft()
@@ -232,11 +251,14 @@ class Step:
                         outputs = _merge(args)
                 else:
                     if pool is not None and (inline or inflight) and _expensive(item, args):
-                        pool.submit(done, tagged, args, self.ctx(item))
+                        pool.submit(done, tagged, args, self.ctx(item), tracer)
                         inflight += 1
                         continue
                     try:
-                        outputs, secs = run_kernel(item, args, self.ctx(item))
+                        if tracer is None:
+                            outputs, secs = run_kernel(item, args, self.ctx(item))
+                        else:
+                            outputs, secs = tracer.run_kernel(tagged, args, self.ctx(item))
                     except BaseException as e:  # noqa: BLE001
                         self.error = e
                         continue

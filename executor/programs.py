@@ -45,6 +45,7 @@ from dfg.graphdef.errors import DeadlineExceededError, DfgError
 from .executor import EXPENSIVE_US, MERGE_INDEX, checked_outputs, kernel_error, run_kernel
 from .kernels.registry import KernelContext
 from .plan import CF_PROGRAM, CONST, FORWARD, FrameLayout, NodeItem
+from .trace import TRACE_KEY
 
 # class of a node in a simple frame
 _COND, _BODY, _SWITCH, _EXIT, _NEXT = range(5)
@@ -128,6 +129,7 @@ class LoopProgram(_Program):
         merge_slots, merge_index = self.merge_slots, self.merge_index
         first = True
         deadline = ctx.deadline
+        tracer = ctx.step.get(TRACE_KEY) if ctx.step else None
         steps = bind_steps(self.cond_steps, ctx.resources, ctx.step, deadline)
         body = bind_steps(self.body_steps, ctx.resources, ctx.step, deadline)
         limit = EXPENSIVE_US
@@ -137,11 +139,13 @@ class LoopProgram(_Program):
             for j, (vs, ix) in enumerate(merge_slots):
                 vals[vs] = cur[j]
                 vals[ix] = merge_index[j][0 if first else 1]
-            if run_steps(steps, vals, limit):
+            if (run_steps(steps, vals, limit) if tracer is None
+                    else run_steps_traced(steps, vals, limit, tracer, n)):
                 self.qualified = False
             if not vals[pred]:
                 break
-            if run_steps(body, vals, limit):
+            if (run_steps(body, vals, limit) if tracer is None
+                    else run_steps_traced(body, vals, limit, tracer, n)):
                 self.qualified = False
             cur = [vals[s] for s in next_slots]
             first = False
@@ -180,6 +184,23 @@ def run_steps(steps: list[tuple], vals: list[Any], expensive_us: float) -> bool:
     return slow
 
 
+def run_steps_traced(steps: list[tuple], vals: list[Any], expensive_us: float, tracer: Any,
+                     iteration: int) -> bool:
+    """``run_steps`` with every kernel call recorded by ``tracer`` (executor/trace.py); kept
+    apart so that the untraced loop stays as it is."""
+    now, origin = time.perf_counter_ns, tracer._origin
+    slow = False
+    for step in steps:
+        item, out = step[0], step[2]
+        ins = [vals[a] for a in step[1]]    # before the step clears the slots it last reads
+        t0 = now() - origin
+        slow |= run_steps([step], vals, expensive_us)
+        t1 = now() - origin
+        tracer.program_kernel(item, iteration, t0, t1, ins, vals[out:out + item.num_outputs])
+        del ins
+    return slow
+
+
 def bind_steps(steps: list[tuple], resources: Any, step_state: Any,
                deadline: float | None) -> list[tuple]:
     """Steps with their kernel contexts: the shared one of a stateless kernel, a per-run one
@@ -208,18 +229,23 @@ class StraightLineProgram(_Program):
         self.steps: list[tuple] = []               # (item, args, first out, stateful?, frees)
 
     def run(self, feed_values: dict, resources: Any, step_state: Any,
-            deadline: float | None) -> list[Any]:
+            deadline: float | None, tracer: Any = None) -> list[Any]:
         vals = self.template[:]
         for key, slot in self.feed_slots.items():
             vals[slot] = feed_values[key]
         steps = bind_steps(self.steps, resources, step_state, deadline)
         slow = False
+        t0 = 0 if tracer is None else tracer._now()
         for i in range(0, len(steps), self.CHUNK):
-            slow |= run_steps(steps[i:i + self.CHUNK], vals, EXPENSIVE_US)
+            chunk = steps[i:i + self.CHUNK]
+            slow |= run_steps(chunk, vals, EXPENSIVE_US) if tracer is None else \
+                run_steps_traced(chunk, vals, EXPENSIVE_US, tracer, 0)
             if deadline is not None and time.monotonic() > deadline:
                 raise DeadlineExceededError("step timed out")
         if slow:
             self.qualified = False
+        if tracer is not None:
+            tracer.program("straight-line program", t0, tracer._now())
         out = [None if s is None else vals[s] for s in self.fetch_slots]
         # a fetched ref (a variable, Assign's output) is fetched as its value
         return [v.read() if hasattr(v, "read") else v for v in out]

@@ -76,76 +76,25 @@ def _random(rng: np.random.Generator, dtype: int, shape: tuple[int, ...]) -> np.
     return rng.standard_normal(shape).astype(np_dtype)
 
 
-def _run(graph: Any, fetches: list[str], targets: list[str], feeds: dict[str, np.ndarray],
-         threads: int) -> tuple[list[Any] | None, Any]:
-    from dfg.executor import Session
-
-    from ..errors import DfgError
-
-    sess = Session(graph, threads=threads)
-    try:
-        return sess.run(list(fetches), feed_dict=feeds, targets=list(targets)), None
-    except DfgError as e:
-        return None, e
-    finally:
-        sess.close()
-
-
 def verify(original: Any, optimized: Any, fetches: list[str], targets: list[str] = (),
            seed: int = 0, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL,
            threads: int = 1) -> VerifyResult:
-    """Compare one step of ``original`` and ``optimized`` (Graphs, GraphDefs or paths)."""
-    from ..io import load_graph
+    """Compare one step of ``original`` and ``optimized`` (Graphs, GraphDefs or paths), with
+    ``dfg.executor.compare.compare_graphs`` (which feeds them ``random_feeds``)."""
+    from dfg.executor.compare import compare_graphs
 
-    g0, g1 = load_graph(original), load_graph(optimized)
-    feeds = random_feeds(g0, list(fetches), list(targets), seed)
-    fed = {k: list(v.shape) for k, v in feeds.items()}
-    # a Placeholder the optimizer found unneeded is not in the optimized graph: do not feed it
-    feeds1 = {k: v for k, v in feeds.items() if k.rpartition(":")[0] in g1}
-    out0, err0 = _run(g0, fetches, targets, feeds, threads)
-    out1, err1 = _run(g1, fetches, targets, feeds1, threads)
-    first = fetches[0] if fetches else (targets[0] if targets else None)
-    if err0 is not None or err1 is not None:
-        name0 = getattr(err0, "tf_name", type(err0).__name__) if err0 else None
-        name1 = getattr(err1, "tf_name", type(err1).__name__) if err1 else None
-        if err0 is not None and err1 is not None and name0 == name1:
-            return VerifyResult(True, f"both graphs fail the same way ({name0})", None, fed)
-        if err1 is None:
-            msg = f"the original fails ({err0}) but the optimized graph does not"
-        elif err0 is None:
-            msg = f"the optimized graph fails ({err1}) but the original does not"
-        else:
-            msg = f"the original fails with {name0}, the optimized graph with {name1}"
-        return VerifyResult(False, msg, first, fed)
-    compared = []
-    for name, a, b in zip(fetches, out0, out1):
-        problem = compare(np.asarray(a), np.asarray(b), rtol, atol)
-        compared.append(name)
-        if problem is not None:
-            return VerifyResult(False, f"fetch '{name}' differs: {problem}", name, fed, compared)
-    return VerifyResult(True, f"{len(compared)} fetch(es) agree", None, fed, compared)
+    res = compare_graphs(original, optimized, list(fetches), None, list(targets), rtol, atol,
+                         threads, threads, seed=seed)
+    message = res.message.replace("A fails", "the original fails").replace(
+        "B fails", "the optimized graph fails").replace(", B with", ", the optimized graph with")
+    first = res.first_difference
+    if not res.ok and first is None:   # one of them failed: name what was asked for
+        first = fetches[0] if fetches else (targets[0] if targets else None)
+    return VerifyResult(res.ok, message, first, res.fed, [f.name for f in res.fetches])
 
 
 def compare(expected: np.ndarray, actual: np.ndarray, rtol: float, atol: float) -> str | None:
     """Why ``actual`` does not match ``expected``, or None."""
-    if expected.dtype != actual.dtype:
-        return f"dtype {actual.dtype} instead of {expected.dtype}"
-    if expected.shape != actual.shape:
-        return f"shape {list(actual.shape)} instead of {list(expected.shape)}"
-    if expected.dtype.kind in "fc":
-        e = expected.astype(np.complex128 if expected.dtype.kind == "c" else np.float64)
-        a = actual.astype(e.dtype)
-        if not np.array_equal(np.isnan(e), np.isnan(a)):
-            return "NaN in different places"
-        inf = np.isinf(e) | np.isinf(a)
-        if not np.array_equal(e[inf], a[inf]):
-            return "infinities differ"
-        fin = ~np.isnan(e) & ~inf
-        diff = np.abs(a[fin] - e[fin])
-        bad = diff > atol + rtol * np.abs(e[fin])
-        if bad.any():
-            return f"max abs difference {float(diff.max()):.3g} (rtol {rtol}, atol {atol})"
-        return None
-    if not np.array_equal(expected, actual):
-        return "values differ"
-    return None
+    from dfg.executor.compare import diff_tensors
+
+    return diff_tensors("", expected, actual, rtol, atol).problem
