@@ -10,14 +10,18 @@ import click
 
 from .feeds import feed_option, parse_feeds
 from .options import console, fetch_option, graph_argument, load
+from .progress import new_tracer, trace_option
 
 OUTPUTS = ("table", "json", "npz")
 
 
 @click.command()
 @graph_argument
-@fetch_option(required=True)
+@fetch_option(help="Tensor to fetch (repeatable); with --signature, an output key.")
 @feed_option()
+@click.option("--signature", default=None, metavar="KEY",
+              help="GRAPH is a SavedModel dir: run this signature (default serving_default); "
+                   "--feed/--fetch name its input/output keys.")
 @click.option("--target", "targets", multiple=True, metavar="N",
               help="Node to run for its effect (repeatable).")
 @click.option("--init", "inits", multiple=True, metavar="N",
@@ -31,9 +35,10 @@ OUTPUTS = ("table", "json", "npz")
 @click.option("-o", "out", default="-", metavar="OUT", show_default=True,
               help="Write the output here ('-' is standard output).")
 @click.option("--timeout", type=float, default=None, help="Seconds before a step is aborted.")
+@trace_option
 def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: tuple[str, ...],
         inits: tuple[str, ...], steps: int, threads: int | None, fmt: str | None, out: str,
-        timeout: float | None) -> None:
+        timeout: float | None, trace_path: str | None, signature: str | None = None) -> None:
     """Run GRAPH and print the fetched tensors.
 
     \b
@@ -46,25 +51,48 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
       dfg run examples/while_counter.pbtxt --fetch counter/Exit --feed n=5
       dfg run model.pb --fetch logits --feed images=@batch.npy --output json | jq .
       dfg run train.pbtxt --init init --target train_op --steps 100 --fetch loss
+      dfg run saved_model_dir --signature serving_default --feed x=@x.npy
+      dfg run examples/while_nested.pbtxt --fetch outer/Exit --feed n=4 --feed scale=0.5 \
+          --trace trace.json     # open in https://ui.perfetto.dev
     """
     from dfg.executor import Session
     from dfg.graphdef.errors import MissingFeedError
 
+    from .progress import progress
+
     feed_dict = parse_feeds(feeds)
+    from dfg.graphdef.savedmodel import is_saved_model
+
+    if signature is not None or is_saved_model(graph):
+        from .options import stdout_is_tty
+        from .savedmodel_view import run_signature
+
+        keys, values = run_signature(graph, signature, fetches, feed_dict, threads, timeout,
+                                     steps)
+        fmt = fmt or ("table" if out == "-" and stdout_is_tty() else "json")
+        _emit(fmt, keys, values, steps, out)
+        return
+    if not fetches:
+        raise click.UsageError("Missing option '--fetch'.")
     g = load(graph)
+    tracer = new_tracer(trace_path)
     with Session(g, threads=threads) as sess:
         try:
             if inits:
                 sess.run([], targets=list(inits), timeout=timeout)
             values = None
-            for _ in range(steps):
-                values = sess.run(list(fetches), feed_dict=feed_dict, targets=list(targets),
-                                  timeout=timeout)
+            with progress("steps", steps, enabled=steps > 1 and fmt != "json") as advance:
+                for _ in range(steps):
+                    values = sess.run(list(fetches), feed_dict=feed_dict,
+                                      targets=list(targets), timeout=timeout, trace=tracer)
+                    advance()
         except MissingFeedError as e:
             e.args = (f"{e}: --feed {e.placeholder}=...",)
             raise
     from .options import stdout_is_tty
 
+    if tracer is not None:
+        tracer.write(trace_path)
     fmt = fmt or ("table" if out == "-" and stdout_is_tty() else "json")
     _emit(fmt, list(fetches), values, steps, out)
 

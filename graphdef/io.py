@@ -109,6 +109,10 @@ def load_graphdef(source: Any, fmt: str | None = None) -> Any:
         return parse_graphdef(data, fmt or detect_format(data), "<bytes>")
     if not isinstance(source, (str, os.PathLike)):
         raise UsageError(f"cannot load a graph from {type(source).__name__}")
+    from .savedmodel import saved_model_hint
+
+    if (hint := saved_model_hint(source)) is not None:
+        raise GraphLoadError(hint, source=str(source))
     data, name = read_source(source)
     if fmt is None:
         fmt = detect_format(data, format_from_path(source))

@@ -30,7 +30,10 @@ def generate(out_dir: Path) -> list[Path]:
         protos = sorted(HERE.glob("*.proto"))
         for proto in protos:
             shutil.copy(proto, pkg / proto.name)
-        args = ["protoc", f"-I{root}", f"--python_out={root}"]
+        # grpc_tools ships google/protobuf/*.proto (any, wrappers) that the SavedModel
+        # schemas import; the generated code imports them from the protobuf runtime
+        wkt = Path(protoc.__file__).resolve().parent / "_proto"
+        args = ["protoc", f"-I{root}", f"-I{wkt}", f"--python_out={root}"]
         args += [f"dfg/schemas/{p.name}" for p in protos]
         if protoc.main(args) != 0:
             raise SystemExit("protoc failed")

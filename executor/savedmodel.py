@@ -1,0 +1,232 @@
+"""Load a SavedModel into a :class:`Session` and run its signatures, as TensorFlow's loader does.
+
+    from dfg.executor.savedmodel import load
+    model = load("model_dir")                       # tags default to 'serve'
+    out = model.run("serving_default", {"x": x})    # {output key: array}
+
+Loading builds one Session on the MetaGraphDef's GraphDef (calls are inlined by the Session),
+then runs the SaverDef's restore op with its filename tensor fed the ``variables/variables``
+prefix (the restore function's RestoreV2 reads the bundle, its AssignVariableOps fill the
+variables), then the ``__saved_model_init_op`` if there is one. A signature is then one
+``Session.run`` fetching its outputs' tensors and feeding its inputs' tensors, by key.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from dfg.graphdef.errors import InvalidArgumentError, NotFoundError
+from dfg.graphdef.savedmodel import SavedModelDir, Signature
+
+from .session import Session
+
+
+class LoadedModel:
+    """A restored SavedModel: ``session`` (variables restored), ``signatures`` by key."""
+
+    def __init__(self, saved_model: SavedModelDir, session: Session) -> None:
+        self.saved_model = saved_model
+        self.session = session
+        self.signatures: dict[str, Signature] = saved_model.signatures
+
+    def signature(self, key: str | None = None) -> Signature:
+        return self.saved_model.signature(key)
+
+    def run(self, signature: str | None = None, inputs: dict[str, Any] | None = None,
+            outputs: list[str] | None = None, timeout: float | None = None
+            ) -> dict[str, np.ndarray]:
+        """Run a signature: ``inputs`` by input key; returns ``{output key: array}`` for
+        ``outputs`` (default: every output of the signature, in key order)."""
+        sig = self.signature(signature)
+        inputs = dict(inputs or {})
+        unknown = sorted(set(inputs) - set(sig.inputs))
+        if unknown:
+            raise InvalidArgumentError(
+                f"signature '{sig.key}' has no input {', '.join(repr(k) for k in unknown)} "
+                f"(inputs: {', '.join(sig.inputs) or 'none'})")
+        missing = sorted(set(sig.inputs) - set(inputs))
+        if missing:
+            raise InvalidArgumentError(
+                f"signature '{sig.key}' needs input {', '.join(repr(k) for k in missing)} "
+                "(feed it by key)")
+        keys = list(sig.outputs) if outputs is None else list(outputs)
+        for k in keys:
+            if k not in sig.outputs:
+                raise NotFoundError(f"signature '{sig.key}' has no output '{k}' (outputs: "
+                                    f"{', '.join(sig.outputs)})")
+        feed = {sig.inputs[k].name: v for k, v in inputs.items()}
+        values = self.session.run([sig.outputs[k].name for k in keys], feed_dict=feed,
+                                  timeout=timeout)
+        return dict(zip(keys, values))
+
+    def close(self) -> None:
+        self.session.close()
+
+    def __enter__(self) -> LoadedModel:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def restore(session: Session, saved_model: SavedModelDir) -> None:
+    """Run the SaverDef's restore op fed the variables' prefix, then the init op."""
+    saver = saved_model.saver_def
+    prefix = saved_model.variables_prefix
+    if saver is not None and saver.restore_op_name and prefix is not None:
+        session.run([], feed_dict={saver.filename_tensor_name: np.array(prefix.encode(),
+                                                                         dtype=object)},
+                    targets=[saver.restore_op_name.split(":")[0]])
+    init = saved_model.init_op
+    if init is not None:
+        session.run([], targets=[init])
+
+
+def load(path: str | os.PathLike[str], tags: Any = None, threads: int | None = None,
+         **session_kw: Any) -> LoadedModel:
+    """Load the SavedModel at ``path`` (directory or its saved_model.pb), restore its
+    variables, and return the :class:`LoadedModel`."""
+    sm = SavedModelDir(str(path), tags)
+    session = Session(sm.graph_def, threads=threads, **session_kw)
+    try:
+        restore(session, sm)
+    except BaseException:
+        session.close()
+        raise
+    return LoadedModel(sm, session)
+
+
+# --- freezing -------------------------------------------------------------------------------
+
+# Ops that pass a resource handle through unchanged: input slot -> output slots. After a
+# variable becomes a Const they pass its value instead, so only their type attr changes.
+_PASS_THROUGH = {"Identity", "Enter", "Exit", "NextIteration", "Switch", "Merge", "IdentityN"}
+
+
+def _outputs_of(op: str, in_slot: int) -> list[int]:
+    if op == "Switch":
+        return [0, 1] if in_slot == 0 else []
+    if op == "Merge":
+        return [0]
+    if op == "IdentityN":
+        return [in_slot]
+    return [0] if in_slot == 0 else []
+
+
+def inline_variables(graph_def: Any, values: dict[str, np.ndarray]) -> Any:
+    """A copy of ``graph_def`` where each ``VarHandleOp`` named in ``values`` is a ``Const`` of
+    its value, the handle-passing nodes downstream (Identity, Enter, Switch, Merge, ...) carry
+    the value's dtype instead of ``resource``, and each ``ReadVariableOp`` of it is an
+    ``Identity`` (TensorFlow's convert_variables_to_constants_v2 does the same rewrite).
+    Any other use of such a handle (an assignment, a gather) is an UnimplementedError."""
+    from dfg.graphdef import dtypes as D
+    from dfg.graphdef.errors import UnimplementedError
+    from dfg.graphdef.graph import CONTROL_SLOT, parse_input
+    from dfg.graphdef.tensors import from_numpy
+    from dfg.schemas import graph_pb2
+
+    out = graph_pb2.GraphDef()
+    out.CopyFrom(graph_def)
+    nodes = {nd.name: nd for nd in out.node}
+    consumers: dict[tuple[str, int], list[tuple[Any, int]]] = {}
+    for nd in out.node:
+        for i, s in enumerate(nd.input):
+            src, slot = parse_input(s)
+            if slot != CONTROL_SLOT:
+                consumers.setdefault((src, slot), []).append((nd, i))
+    # tensor -> DataType of the variable value it now carries
+    carried: dict[tuple[str, int], int] = {}
+    work = []
+    for name, value in values.items():
+        nd = nodes[name]
+        dt = D.from_numpy(np.asarray(value).dtype)
+        nd.op = "Const"
+        for a in list(nd.attr):
+            del nd.attr[a]
+        nd.attr["dtype"].type = dt
+        from_numpy(np.asarray(value), dt, nd.attr["value"].tensor)
+        carried[(name, 0)] = dt
+        work.append((name, 0))
+    retyped: set[tuple[str, int]] = set()
+    while work:
+        key = work.pop()
+        dt = carried[key]
+        for nd, i in consumers.get(key, []):
+            if (nd.name, i) in retyped:
+                continue
+            retyped.add((nd.name, i))
+            if nd.op == "ReadVariableOp":
+                want = nd.attr["dtype"].type
+                if want != dt:
+                    raise UnimplementedError(f"reads {D.name(want)} from a variable holding "
+                                             f"{D.name(dt)}", node=nd.name, op=nd.op)
+                nd.op = "Identity"
+                del nd.attr["dtype"]
+                nd.attr["T"].type = dt
+                continue
+            if nd.op not in _PASS_THROUGH:
+                raise UnimplementedError(
+                    "uses a variable in a way freezing cannot turn into a constant (only "
+                    "ReadVariableOp and Identity-like ops can)", node=nd.name, op=nd.op)
+            if nd.op == "IdentityN":
+                nd.attr["T"].list.type[i] = dt
+            else:
+                nd.attr["T"].type = dt
+            for o in _outputs_of(nd.op, i):
+                if (nd.name, o) not in carried:
+                    carried[(nd.name, o)] = dt
+                    work.append((nd.name, o))
+    return out
+
+
+def freeze(model: LoadedModel, signature: str | None = None) -> tuple[Any, dict[str, Any]]:
+    """A self-contained GraphDef computing ``signature``: calls inlined and functional control
+    flow lowered (as the Session runs it), pruned to the signature's outputs, variables turned
+    into Consts of their restored values, no function library. Inputs stay the signature's
+    Placeholders (same names); each output gets an ``Identity`` named after its key (or
+    ``<key>_<k>`` if that name is taken). Returns the GraphDef and
+    ``{"signature", "inputs": {key: {name, dtype, shape}}, "outputs": {key: {name, ...}}}``
+    with the tensor names to feed and fetch in the frozen graph."""
+    from dfg.graphdef.errors import FailedPreconditionError
+    from dfg.graphdef.prune import prune
+
+    sig = model.signature(signature)
+    lowered = model.session.graph          # calls inlined, If/While lowered
+    pruned = prune(lowered, [s.name for s in sig.outputs.values()],
+                   [s.name for s in sig.inputs.values()])
+    values: dict[str, np.ndarray] = {}
+    for nd in pruned.node:
+        if nd.op != "VarHandleOp":
+            continue
+        key = (nd.attr["container"].s.decode(), nd.attr["shared_name"].s.decode() or nd.name)
+        var = model.session.resources.lookup(key)
+        if var is None or getattr(var, "value", None) is None:
+            raise FailedPreconditionError("variable has no value after restoring the "
+                                          "checkpoint", node=nd.name, op=nd.op)
+        values[nd.name] = var.value
+    frozen = inline_variables(pruned, values)
+    frozen.ClearField("library")
+    taken = {nd.name for nd in frozen.node}
+    outputs = {}
+    for key, spec in sig.outputs.items():
+        name, k = key, 0
+        while name in taken:
+            k += 1
+            name = f"{key}_{k}"
+        taken.add(name)
+        nd = frozen.node.add()
+        nd.name, nd.op = name, "Identity"
+        nd.input.append(spec.name[:-2] if spec.name.endswith(":0") else spec.name)
+        nd.attr["T"].type = spec.dtype
+        outputs[key] = {**spec.as_dict(), "name": f"{name}:0", "source": spec.name}
+    info = {"signature": sig.key,
+            "inputs": {k: s.as_dict() for k, s in sig.inputs.items()},
+            "outputs": outputs,
+            "variables": len(values),
+            "constant_bytes": int(sum(np.asarray(v).nbytes for v in values.values()
+                                      if np.asarray(v).dtype != object)),
+            "nodes": len(frozen.node)}
+    return frozen, info

@@ -1,0 +1,324 @@
+"""Read TensorFlow SavedModel directories: MetaGraphDefs, signatures, saver, variables.
+
+A SavedModel directory holds ``saved_model.pb`` (a ``tensorflow.SavedModel``: one
+``MetaGraphDef`` per tag set), ``variables/variables.index`` + ``.data-*`` (a checkpoint
+bundle, read by :mod:`dfg.graphdef.bundle`) and ``assets/``. A MetaGraphDef carries the
+GraphDef with its function library, the SignatureDefs (named entry points: input and output
+*keys* mapped to tensor names in the graph), the SaverDef (which op restores the variables from
+a checkpoint prefix fed to which tensor) and the object graph (which objects are variables, and
+so which checkpoint key holds each variable's value)::
+
+    from dfg.graphdef.savedmodel import SavedModelDir
+    sm = SavedModelDir("model_dir")                  # or "model_dir/saved_model.pb"
+    sig = sm.signatures["serving_default"]
+    sig.inputs["x"].name                             # 'serving_default_x:0'
+
+Nothing here imports TensorFlow.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import dtypes as D
+from .errors import GraphLoadError, NotFoundError
+from .tensors import format_shape, shape_from_proto
+
+SAVED_MODEL_PB = "saved_model.pb"
+SAVED_MODEL_PBTXT = "saved_model.pbtxt"
+INIT_OP_SIGNATURE_KEY = "__saved_model_init_op"
+DEFAULT_TAGS = ("serve",)
+DEFAULT_SIGNATURE = "serving_default"
+
+
+def saved_model_file(path: str | os.PathLike[str]) -> Path | None:
+    """The saved_model.pb(txt) that ``path`` names (the directory or the file), else None."""
+    if str(path) == "-":
+        return None
+    p = Path(path)
+    if p.is_dir():
+        for name in (SAVED_MODEL_PB, SAVED_MODEL_PBTXT):
+            if (p / name).is_file():
+                return p / name
+        return None
+    if p.name in (SAVED_MODEL_PB, SAVED_MODEL_PBTXT) and p.is_file():
+        return p
+    return None
+
+
+def is_saved_model(path: Any) -> bool:
+    return isinstance(path, (str, os.PathLike)) and saved_model_file(path) is not None
+
+
+def saved_model_hint(path: Any) -> str | None:
+    """The message for a command that wanted a GraphDef but was given a SavedModel."""
+    if not is_saved_model(path):
+        return None
+    folder = saved_model_file(path).parent
+    return (f"this is a SavedModel, not a GraphDef: use the directory with "
+            f"`dfg info {folder}`, `dfg run {folder} --signature ...` or "
+            f"`dfg freeze {folder} -o frozen.pb` (then use frozen.pb here)")
+
+
+def load_saved_model_proto(path: str | os.PathLike[str]) -> Any:
+    """The ``tensorflow.SavedModel`` proto of a directory or its saved_model.pb(txt)."""
+    from google.protobuf import message, text_format
+
+    from dfg.schemas import saved_model_pb2
+
+    f = saved_model_file(path)
+    if f is None:
+        raise GraphLoadError("not a SavedModel: no saved_model.pb here", source=str(path))
+    try:
+        data = f.read_bytes()
+    except OSError as e:
+        raise GraphLoadError(f"cannot read: {e.strerror}", source=str(f)) from None
+    sm = saved_model_pb2.SavedModel()
+    try:
+        if f.name == SAVED_MODEL_PBTXT:
+            text_format.Parse(data.decode("utf-8"), sm)
+        else:
+            sm.ParseFromString(data)
+    except (message.DecodeError, text_format.ParseError, UnicodeDecodeError) as e:
+        raise GraphLoadError(f"not a valid SavedModel ({e})", source=str(f)) from None
+    if not sm.meta_graphs:
+        raise GraphLoadError("the SavedModel holds no MetaGraphDef", source=str(f))
+    return sm
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A signature input or output: the graph tensor it is, its dtype and static shape."""
+
+    name: str                          # "serving_default_x:0"
+    dtype: int                         # DataType number
+    shape: tuple[int | None, ...] | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "dtype": D.name(self.dtype),
+                "shape": None if self.shape is None else list(self.shape)}
+
+
+@dataclass(frozen=True)
+class Signature:
+    key: str
+    inputs: dict[str, TensorSpec]
+    outputs: dict[str, TensorSpec]
+    method_name: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "method_name": self.method_name,
+                "inputs": {k: v.as_dict() for k, v in self.inputs.items()},
+                "outputs": {k: v.as_dict() for k, v in self.outputs.items()}}
+
+
+def _tensor_spec(key: str, info: Any, sig: str) -> TensorSpec:
+    kind = info.WhichOneof("encoding")
+    if kind != "name":
+        from .errors import UnimplementedError
+
+        raise UnimplementedError(f"signature '{sig}' key '{key}' is a {kind} tensor; only "
+                                 "dense tensors are supported")
+    return TensorSpec(info.name, int(info.dtype), shape_from_proto(info.tensor_shape))
+
+
+def signatures_of(meta_graph: Any) -> dict[str, Signature]:
+    """The user signatures of a MetaGraphDef (the init-op pseudo signature left out), by key,
+    in sorted order; inputs and outputs sorted by key as well."""
+    out: dict[str, Signature] = {}
+    for key in sorted(meta_graph.signature_def):
+        if key == INIT_OP_SIGNATURE_KEY:
+            continue
+        sd = meta_graph.signature_def[key]
+        out[key] = Signature(
+            key,
+            {k: _tensor_spec(k, sd.inputs[k], key) for k in sorted(sd.inputs)},
+            {k: _tensor_spec(k, sd.outputs[k], key) for k in sorted(sd.outputs)},
+            sd.method_name)
+    return out
+
+
+def select_meta_graph(saved_model: Any, tags: Any = None, source: str = "") -> Any:
+    """The MetaGraphDef whose tag set equals ``tags`` (default: 'serve', or the only one)."""
+    graphs = list(saved_model.meta_graphs)
+    available = [sorted(m.meta_info_def.tags) for m in graphs]
+    if tags is None:
+        if len(graphs) == 1:
+            return graphs[0]
+        tags = DEFAULT_TAGS
+    want = sorted({tags} if isinstance(tags, str) else set(tags))
+    for m, t in zip(graphs, available):
+        if t == want:
+            return m
+    raise NotFoundError(f"{source + ': ' if source else ''}no MetaGraphDef with tags "
+                        f"{','.join(want)} (available: "
+                        f"{'; '.join(','.join(t) or '<none>' for t in available)})")
+
+
+@dataclass
+class SavedVariable:
+    """A variable of the object graph and where its value lives in the checkpoint."""
+
+    node_id: int
+    name: str
+    dtype: int
+    shape: tuple[int | None, ...] | None
+    trainable: bool
+    checkpoint_key: str | None = None
+    nbytes: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "dtype": D.name(self.dtype),
+                "shape": None if self.shape is None else list(self.shape),
+                "trainable": self.trainable, "checkpoint_key": self.checkpoint_key,
+                "bytes": self.nbytes}
+
+
+@dataclass
+class SavedModelDir:
+    """A SavedModel directory with one MetaGraphDef selected by ``tags``."""
+
+    path: str
+    tags: Any = None
+    saved_model: Any = field(init=False, repr=False)
+    meta_graph: Any = field(init=False, repr=False)
+    directory: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.saved_model = load_saved_model_proto(self.path)
+        self.directory = saved_model_file(self.path).parent
+        self.meta_graph = select_meta_graph(self.saved_model, self.tags, str(self.directory))
+        self._bundle = None
+
+    # --- what the MetaGraphDef holds ------------------------------------------------------
+    @property
+    def graph_def(self) -> Any:
+        return self.meta_graph.graph_def
+
+    @property
+    def tag_sets(self) -> list[list[str]]:
+        return [sorted(m.meta_info_def.tags) for m in self.saved_model.meta_graphs]
+
+    @property
+    def signatures(self) -> dict[str, Signature]:
+        return signatures_of(self.meta_graph)
+
+    def signature(self, key: str | None = None) -> Signature:
+        sigs = self.signatures
+        if key is None:
+            if DEFAULT_SIGNATURE in sigs:
+                return sigs[DEFAULT_SIGNATURE]
+            if len(sigs) == 1:
+                return next(iter(sigs.values()))
+            key = DEFAULT_SIGNATURE
+        if key not in sigs:
+            raise NotFoundError(f"{self.directory}: no signature '{key}' (available: "
+                                f"{', '.join(sigs) or 'none'})")
+        return sigs[key]
+
+    @property
+    def saver_def(self) -> Any | None:
+        return self.meta_graph.saver_def if self.meta_graph.HasField("saver_def") else None
+
+    @property
+    def init_op(self) -> str | None:
+        """The node the loader runs after restoring (``__saved_model_init_op``), if any."""
+        sd = self.meta_graph.signature_def.get(INIT_OP_SIGNATURE_KEY)
+        if sd is None or INIT_OP_SIGNATURE_KEY not in sd.outputs:
+            return None
+        return sd.outputs[INIT_OP_SIGNATURE_KEY].name.split(":")[0] or None
+
+    # --- variables ------------------------------------------------------------------------
+    @property
+    def variables_prefix(self) -> str | None:
+        """The checkpoint prefix of the variables (None when the model has none)."""
+        prefix = self.directory / "variables" / "variables"
+        return str(prefix) if Path(str(prefix) + ".index").is_file() else None
+
+    def bundle(self) -> Any:
+        from .bundle import BundleReader
+
+        if self._bundle is None and self.variables_prefix is not None:
+            self._bundle = BundleReader(self.variables_prefix)
+        return self._bundle
+
+    def variables(self) -> list[SavedVariable]:
+        """The object graph's variables, with their checkpoint keys (the checkpoint's own
+        object graph lists the same objects in the same order)."""
+        import numpy as np
+
+        if not self.meta_graph.HasField("object_graph_def"):
+            return []
+        bundle = self.bundle()
+        ckpt_graph = bundle.object_graph() if bundle is not None else None
+        out = []
+        for i, obj in enumerate(self.meta_graph.object_graph_def.nodes):
+            if obj.WhichOneof("kind") != "variable":
+                continue
+            v = obj.variable
+            var = SavedVariable(i, v.name, int(v.dtype), shape_from_proto(v.shape), v.trainable)
+            if ckpt_graph is not None and i < len(ckpt_graph.nodes):
+                for attr in ckpt_graph.nodes[i].attributes:
+                    if attr.name == "VARIABLE_VALUE":
+                        var.checkpoint_key = attr.checkpoint_key
+            if var.checkpoint_key and var.checkpoint_key in bundle:
+                var.nbytes = int(bundle.entry(var.checkpoint_key).size)
+            elif var.shape is not None and None not in var.shape and D.is_numpy_compatible(
+                    var.dtype) and D.base(var.dtype) != D.DT_STRING:
+                var.nbytes = int(np.prod(var.shape, dtype=np.int64)) * D.to_numpy(
+                    var.dtype).itemsize
+            out.append(var)
+        return out
+
+
+def describe(path: str | os.PathLike[str], tags: Any = None) -> dict[str, Any]:
+    """What ``dfg info DIR --json`` prints: a stable, JSON-ready summary of a SavedModel.
+
+    Keys: path, kind ("saved_model"), tag_sets, tags (of the MetaGraphDef described),
+    tensorflow_version, signatures{key: {key, method_name, inputs{key: {name, dtype, shape}},
+    outputs{...}}}, variables{count, bytes, items[{name, dtype, shape, trainable,
+    checkpoint_key, bytes}]}, checkpoint{prefix, keys, shards, bytes} (null without
+    variables), graph{nodes, functions, function_nodes, op_types{op: count}} (top-level graph
+    and library), saver{filename_tensor, restore_op, save_tensor} (null without a SaverDef),
+    init_op, assets[filename].
+    """
+    from collections import Counter
+
+    sm = SavedModelDir(str(path), tags)
+    mg = sm.meta_graph
+    gd = mg.graph_def
+    ops = Counter(n.op for n in gd.node)
+    for fn in gd.library.function:
+        ops.update(n.op for n in fn.node_def)
+    variables = sm.variables()
+    bundle = sm.bundle()
+    saver = sm.saver_def
+    return {
+        "path": str(sm.directory),
+        "kind": "saved_model",
+        "tag_sets": sm.tag_sets,
+        "tags": sorted(mg.meta_info_def.tags),
+        "tensorflow_version": mg.meta_info_def.tensorflow_version or None,
+        "signatures": {k: s.as_dict() for k, s in sm.signatures.items()},
+        "variables": {"count": len(variables),
+                      "bytes": sum(v.nbytes or 0 for v in variables),
+                      "items": [v.as_dict() for v in variables]},
+        "checkpoint": None if bundle is None else {
+            "prefix": bundle.prefix, "keys": len(bundle.keys()),
+            "shards": int(bundle.header.num_shards), "bytes": bundle.num_bytes()},
+        "graph": {"nodes": len(gd.node), "functions": len(gd.library.function),
+                  "function_nodes": sum(len(f.node_def) for f in gd.library.function),
+                  "op_types": dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0])))},
+        "saver": None if saver is None else {
+            "filename_tensor": saver.filename_tensor_name,
+            "restore_op": saver.restore_op_name, "save_tensor": saver.save_tensor_name},
+        "init_op": sm.init_op,
+        "assets": sorted(a.filename for a in mg.asset_file_def),
+    }
+
+
+def format_spec(spec: TensorSpec) -> str:
+    return f"{D.name(spec.dtype)} {format_shape(spec.shape)}"
