@@ -26,6 +26,10 @@ COMMANDS = {
     "ops": "ops:ops",
     "viz": "viz:viz",
     "optimize": "optimize:optimize",
+    "unroll": "unroll:unroll",
+    "freeze": "freeze:freeze",
+    "profile": "profile:profile",
+    "compare": "compare:compare",
 }
 
 

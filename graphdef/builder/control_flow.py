@@ -1,0 +1,323 @@
+"""Control flow v1 as TensorFlow 1.x builds it: ``cond`` (Switch/Merge with ``switch_t``,
+``switch_f`` and ``pred_id``) and ``while_loop`` (Enter/Merge/Switch/LoopCond/Identity/
+NextIteration/Exit in a frame), nested freely.
+
+Contexts work as TensorFlow's CondContext and WhileContext do: each keeps the names of the
+tensors built inside it; an op built in a context whose input comes from outside gets that
+input through a Switch (cond) or a constant Enter (while), made once per context and
+reused; an op with no inputs gets a control edge from the context's pivot so that it runs
+only when the branch or iteration does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import InvalidArgumentError
+from .core import Operation, Tensor, get_default_graph
+from .ops import apply_op, convert_to_tensor, identity
+
+
+def switch(data: Any, pred: Any, name: str | None = None) -> tuple[Tensor, Tensor]:
+    """``Switch``: (output_false, output_true)."""
+    op = apply_op("Switch", [data, pred], name=name, default_name="Switch")
+    return op.outputs[0], op.outputs[1]
+
+
+def _switch_colocated(data: Tensor, pred: Tensor) -> tuple[Tensor, Tensor]:
+    g = get_default_graph()
+    with g.colocate_with(data.op, ignore_existing=True):
+        return switch(data, pred)
+
+
+def merge(inputs: list[Any], name: str | None = None) -> tuple[Tensor, Tensor]:
+    """``Merge``: (output, value_index)."""
+    op = apply_op("Merge", [list(inputs)], name=name, default_name="Merge")
+    return op.outputs[0], op.outputs[1]
+
+
+class _Context:
+    def __init__(self) -> None:
+        g = get_default_graph()
+        self.graph = g
+        self.outer = g._ctxt
+        self.values: set[str] = set()
+        self.external: dict[str, Tensor] = {}
+
+    def enter(self) -> None:
+        self._saved = self.graph._ctxt
+        self.graph._ctxt = self
+
+    def exit(self) -> None:
+        self.graph._ctxt = self._saved
+
+    def add_inner_op(self, op: Operation) -> None:
+        for t in op.outputs:
+            self.values.add(t.name)
+        if self.outer is not None:
+            self.outer.add_inner_op(op)
+
+    def control_pivot(self) -> Tensor | None:
+        return None
+
+
+class CondContext(_Context):
+    def __init__(self, pred: Tensor, pivot: Tensor, branch: int) -> None:
+        super().__init__()
+        self.pred, self.pivot, self.branch = pred, pivot, branch
+        self.values.update({pred.name, pivot.name})
+        self.external[pred.name] = pred
+        pivot.op.ctxt = self
+
+    def control_pivot(self) -> Tensor:
+        return self.pivot
+
+    def add_value(self, val: Tensor) -> Tensor:
+        if val.name in self.values:
+            return self.external.get(val.name, val)
+        self.values.add(val.name)
+        result = val
+        if self.outer is not None:
+            result = self.outer.add_value(val)
+            self.values.add(result.name)
+            self.external[result.name] = result
+        g = self.graph
+        saved, g._ctxt = g._ctxt, None   # the Switch itself lives outside the branch
+        try:
+            with g.control_dependencies(None):
+                result = _switch_colocated(result, self.pred)[self.branch]
+        finally:
+            g._ctxt = saved
+        result.op.ctxt = self
+        if self.outer is not None:
+            self.outer.add_inner_op(result.op)
+        self.values.add(result.name)
+        self.external[val.name] = result
+        return result
+
+    def add_op(self, op: Operation) -> None:
+        if not op.inputs:
+            if not op.control_inputs or not any(c.ctxt is self for c in op.control_inputs):
+                op._add_control_input(self.pivot.op)
+        else:
+            for i, x in enumerate(op.inputs):
+                real = self.add_value(x)
+                if real is not x:
+                    op.inputs[i] = real
+        for t in op.outputs:
+            self.values.add(t.name)
+        if self.outer is not None:
+            self.outer.add_inner_op(op)
+
+    def build_branch(self, fn: Callable[[], Any]) -> Any:
+        res = fn()
+        if res is None:
+            raise InvalidArgumentError("a cond branch must return tensors")
+        flat, pack = _flatten(res)
+        out = []
+        for v in flat:
+            if isinstance(v, Operation):
+                from .ops import with_dependencies
+                out.append(with_dependencies([v], self.pivot))
+                continue
+            v = convert_to_tensor(v)
+            out.append(self._process_output(v))
+        return out, pack
+
+    def _process_output(self, v: Tensor) -> Tensor:
+        if v.name not in self.values:
+            self.values.add(v.name)
+            real = v
+            if self.outer is not None:
+                real = self.outer.add_value(v)
+            g = self.graph
+            saved, g._ctxt = g._ctxt, None
+            try:
+                real = _switch_colocated(real, self.pred)[self.branch]
+            finally:
+                g._ctxt = saved
+            self.external[v.name] = real
+            return real
+        return self.external.get(v.name, v)
+
+
+def _flatten(x: Any) -> tuple[list[Any], Any]:
+    if isinstance(x, (list, tuple)):
+        return list(x), type(x)
+    return [x], None
+
+
+def _pack(flat: list[Any], pack: Any) -> Any:
+    if pack is None:
+        return flat[0]
+    return pack(flat)
+
+
+def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
+         name: str | None = None) -> Any:
+    """``tf.compat.v1.cond`` (control flow v1): both branches are built; Merge picks the
+    value of the branch that ran."""
+    g = get_default_graph()
+    with g.name_scope(name, "cond") as scope:
+        pred = convert_to_tensor(pred)
+        p_2, p_1 = switch(pred, pred)
+        pivot_1 = identity(p_1, name="switch_t")
+        pivot_2 = identity(p_2, name="switch_f")
+        pred_id = identity(pred, name="pred_id")
+        ctx_t = CondContext(pred_id, pivot_1, 1)
+        ctx_t.enter()
+        try:
+            res_t, pack_t = ctx_t.build_branch(true_fn)
+        finally:
+            ctx_t.exit()
+        ctx_f = CondContext(pred_id, pivot_2, 0)
+        ctx_f.enter()
+        try:
+            res_f, pack_f = ctx_f.build_branch(false_fn)
+        finally:
+            ctx_f.exit()
+        if len(res_t) != len(res_f):
+            raise InvalidArgumentError(
+                f"cond branches return different structures: {len(res_t)} vs {len(res_f)}",
+                node=scope[:-1], op="Merge")
+        merges = [merge([f, t])[0] for f, t in zip(res_f, res_t)]
+        return _pack(merges, pack_t)
+
+
+class WhileContext(_Context):
+    def __init__(self, name: str, parallel_iterations: int) -> None:
+        super().__init__()
+        self.name = name
+        self.parallel_iterations = parallel_iterations
+        self.pivot: Tensor | None = None
+        self.pivot_for_pred: Tensor | None = None
+        self.pivot_for_body: Tensor | None = None
+        self.enters: list[Tensor] = []
+        self.exits: list[Tensor] = []
+
+    def control_pivot(self) -> Tensor | None:
+        return self.pivot_for_body if self.pivot_for_body is not None else self.pivot_for_pred
+
+    def _enter(self, x: Tensor, is_constant: bool) -> Tensor:
+        return apply_op("Enter", [x], {"frame_name": self.name, "is_constant": is_constant,
+                                      "parallel_iterations": self.parallel_iterations},
+                        default_name="Enter").outputs[0]
+
+    def add_value(self, val: Tensor) -> Tensor:
+        if val.name in self.values:
+            return self.external.get(val.name, val)
+        self.values.add(val.name)
+        result = val
+        if self.outer is not None:
+            result = self.outer.add_value(val)
+        g = self.graph
+        saved, g._ctxt = g._ctxt, None
+        try:
+            with g.control_dependencies(None):
+                enter = self._enter(result, True)
+        finally:
+            g._ctxt = saved
+        enter.op.ctxt = self
+        if self.outer is not None:
+            self.outer.add_inner_op(enter.op)
+        self.values.add(enter.name)
+        self.external[val.name] = enter
+        return enter
+
+    def add_op(self, op: Operation) -> None:
+        if not op.inputs:
+            if not op.control_inputs:
+                op._add_control_input(self.control_pivot().op)
+        else:
+            for i, x in enumerate(op.inputs):
+                real = self.add_value(x)
+                if real is not x:
+                    op.inputs[i] = real
+            # an op whose inputs are all loop constants would run once, outside the
+            # iterations: tie it to the pivot (TensorFlow's _MaybeAddControlDependency)
+            free = not op.control_inputs and all(
+                t.op.type == "Enter" and t.op.get_attr("is_constant") for t in op.inputs)
+            if free:
+                op._add_control_input(self.control_pivot().op)
+        for t in op.outputs:
+            self.values.add(t.name)
+        if self.outer is not None:
+            self.outer.add_inner_op(op)
+
+    def build_loop(self, cond_fn: Callable, body: Callable, loop_vars: list[Tensor]) -> list:
+        g = self.graph
+        self.values = {x.name for x in loop_vars}
+        real_vars = loop_vars
+        if self.outer is not None:
+            real_vars = [self.outer.add_value(x) for x in loop_vars]
+        with g.control_dependencies(None):
+            saved, g._ctxt = g._ctxt, None
+            try:
+                enters = [self._enter(x, False) for x in real_vars]
+            finally:
+                g._ctxt = saved
+        for e in enters:
+            e.op.ctxt = self
+            if self.outer is not None:
+                self.outer.add_inner_op(e.op)
+        # Enters of loop constants inside an outer loop or branch run with its pivot
+        outer, pivot = self.outer, None
+        while outer is not None and pivot is None:
+            pivot = outer.control_pivot()
+            outer = outer.outer
+        if pivot is not None:
+            for e in enters:
+                src = e.op.inputs[0].op
+                if src.type == "Enter" and src.get_attr("is_constant"):
+                    e.op._add_control_input(pivot.op)
+        self.values = {x.name for x in enters}
+        self.enters = enters
+        merges = [merge([x, x])[0] for x in enters]
+        self.pivot_for_pred = merges[0]
+        c = convert_to_tensor(cond_fn(*merges))
+        self.pivot = apply_op("LoopCond", [c], name="LoopCond").outputs[0]
+        switches = []
+        for m in merges:
+            with g.colocate_with(m.op, ignore_existing=True):
+                switches.append(switch(m, self.pivot))
+        body_vars = [identity(s[1]) for s in switches]
+        self.pivot_for_body = body_vars[0]
+        res = body(*body_vars)
+        flat, _ = _flatten(res)
+        if len(flat) != len(merges):
+            raise InvalidArgumentError(
+                f"while_loop body returns {len(flat)} values for {len(merges)} loop variables",
+                node=self.name)
+        for m, v in zip(merges, flat):
+            v = convert_to_tensor(v)
+            nxt = apply_op("NextIteration", [v], default_name="NextIteration").outputs[0]
+            m.op.inputs[1] = nxt
+        exits = [apply_op("Exit", [s[0]], default_name="Exit").outputs[0] for s in switches]
+        self.exits = exits
+        if self.outer is not None:
+            for e in exits:
+                self.outer.values.add(e.name)
+        return exits
+
+
+def while_loop(cond: Callable, body: Callable, loop_vars: Any, parallel_iterations: int = 10,
+               name: str | None = None) -> Any:
+    """``tf.compat.v1.while_loop`` (control flow v1). ``loop_vars`` is a list or tuple (a
+    one-element list gives a single tensor back, as TensorFlow does) or one tensor."""
+    g = get_default_graph()
+    single = not isinstance(loop_vars, (list, tuple))
+    flat = [loop_vars] if single else list(loop_vars)
+    if not flat:
+        raise InvalidArgumentError("while_loop needs at least one loop variable")
+    with g.name_scope(name, "while") as scope:
+        flat = [convert_to_tensor(v) for v in flat]
+        ctx = WhileContext(scope + "while_context", parallel_iterations)
+        ctx.enter()
+        try:
+            exits = ctx.build_loop(cond, body, flat)
+        finally:
+            ctx.exit()
+    if single or len(exits) == 1:
+        return exits[0]
+    return type(loop_vars)(exits) if isinstance(loop_vars, tuple) else exits
