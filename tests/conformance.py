@@ -15,8 +15,8 @@ import numpy as np
 DATA = Path(__file__).resolve().parent / "data" / "conformance"
 
 
-def case_dirs() -> list[Path]:
-    return sorted(p.parent for p in DATA.glob("*/case.json"))
+def case_dirs(root: Path = DATA) -> list[Path]:
+    return sorted(p.parent for p in root.glob("*/case.json"))
 
 
 def load_case(d: Path) -> dict[str, Any]:
