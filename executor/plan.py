@@ -20,7 +20,6 @@ from dfg.graphdef import dtypes as D
 from dfg.graphdef.attrs import to_python
 from dfg.graphdef.errors import (
     InvalidArgumentError,
-    MissingFeedError,
     UnimplementedError,
 )
 from dfg.graphdef.frames import (
@@ -272,11 +271,8 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
                 raise UnimplementedError(
                     f"feeding '{key[0]}:{key[1]}' into while-loop frame '{dst.frame}'",
                     node=dst.name, op=dst.op)
-    for item in items:
-        if item.op in PLACEHOLDER_OPS:
-            fed = any((item.name, 0) == k for k in feed_keys)
-            if not fed:
-                raise _missing_feed(graph.node(item.name))
+    # An unfed Placeholder is no error until it runs (TensorFlow's rule: one inside an
+    # untaken cond branch never does); its kernel raises MissingFeedError then.
 
     from .programs import compile_frame, compile_straight_line
 
@@ -294,16 +290,6 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
     if not has_cf:
         plan.program = compile_straight_line(plan)
     return plan
-
-
-def _missing_feed(node: Any) -> MissingFeedError:
-    from dfg.graphdef.tensors import format_shape
-
-    dtype = D.name(node.attr["dtype"].type) if "dtype" in node.attr else "?"
-    shape = format_shape(to_python(node.attr["shape"])) if "shape" in node.attr else "<unknown>"
-    return MissingFeedError(
-        f"placeholder '{node.name}' ({dtype}, shape {shape}) must be fed",
-        placeholder=node.name, dtype=dtype, shape=shape, node=node.name, op=node.op)
 
 
 def _num_outputs(reg, graph: Graph, node: str) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from dfg.graphdef import dtypes as D
-from dfg.graphdef.errors import InvalidArgumentError, InvalidGraphError, UsageError
+from dfg.graphdef.errors import DfgError, InvalidArgumentError, InvalidGraphError, UsageError
 from dfg.graphdef.graph import Graph, parse_tensor_name
 from dfg.graphdef.tensors import format_shape
 
@@ -53,6 +53,13 @@ class Session:
         self.graph: Graph = load_graph(graph)
         if validate:
             _reject_invalid(self.graph)
+        # TF2 graphs: calls inlined and If/Case/While lowered to v1 frames, once, so the
+        # executor runs one dataflow model (graphdef/lowering.py says why)
+        self.source_graph = self.graph
+        from dfg.graphdef.lowering import lower_functional, needs_lowering
+
+        if needs_lowering(self.graph.graph_def):
+            self.graph = Graph(lower_functional(self.graph.graph_def))
         self.threads = max(1, threads if threads is not None else (os.cpu_count() or 1))
         self.device = device
         if programs not in ("auto", "always", "never"):
@@ -93,10 +100,11 @@ class Session:
 
     # --- running --------------------------------------------------------------------------
     def run(self, fetches: Any, feed_dict: dict | None = None, targets: Any = None,
-            timeout: float | None = None) -> Any:
+            timeout: float | None = None, trace: Any = None) -> Any:
         """Run one step. ``fetches``: a tensor name or a list of them (``"y"`` means
         ``y:0``); returns one array or a list in fetch order. ``feed_dict`` maps tensor names to
-        values (any tensor may be fed); ``targets`` are node names run for their effects."""
+        values (any tensor may be fed); ``targets`` are node names run for their effects.
+        ``trace``: a ``dfg.executor.trace.Tracer`` that records this step's kernel runs."""
         single = isinstance(fetches, str)
         fetch_list = [fetches] if single else list(fetches or [])
         if isinstance(targets, str):
@@ -110,11 +118,24 @@ class Session:
             raise UsageError("the same tensor is fed twice")
         plan = self._plan(fetch_names, feed_names, targets)
         values = {key: self._convert_feed(plan, key, v) for key, v in feed_items}
-        step = Step(plan, self.resources, self._pool, timeout, self.programs)
-        out = step.run(values)
+        step = Step(plan, self.resources, self._pool, timeout, self.programs, trace)
+        try:
+            out = step.run(values)
+        except DfgError as e:
+            self._name_function(e)
+            raise
         for i, key in plan.fetched_feeds.items():
             out[i] = values[key]
         return out[0] if single else list(out)
+
+    def _name_function(self, e: DfgError) -> None:
+        """An error in a node inlined from a function names the function and its node."""
+        from dfg.graphdef.lowering import FUNCTION_ATTR, NODE_ATTR
+
+        node = self.graph.get(e.node) if e.node and e.function is None else None
+        if node is not None and FUNCTION_ATTR in node.attr:
+            e.in_function(node.attr[FUNCTION_ATTR].s.decode(errors="replace"),
+                          node.attr[NODE_ATTR].s.decode(errors="replace"))
 
     @staticmethod
     def _convert_feed(plan: Plan, key: tuple[str, int], value: Any) -> np.ndarray:
@@ -162,3 +183,22 @@ class Session:
             self.close()
         except Exception:
             pass
+
+
+def missing_kernels(graph: Any, device: str = "CPU") -> dict[str, list[str]]:
+    """Op -> names of the nodes a Session could not run for lack of a kernel (on ``device``
+    or, by soft placement, the CPU). Function bodies count, as the Session inlines them;
+    functional ops themselves (If, While, calls ...) need no kernel."""
+    from dfg.graphdef.io import load_graph
+    from dfg.graphdef.lowering import lower_functional, needs_lowering
+
+    from .kernels.registry import lookup
+
+    gd = load_graph(graph).graph_def
+    if needs_lowering(gd):
+        gd = lower_functional(gd)
+    out: dict[str, list[str]] = {}
+    for nd in gd.node:
+        if lookup(nd.op, device) is None and lookup(nd.op) is None:
+            out.setdefault(nd.op, []).append(nd.name)
+    return dict(sorted(out.items()))

@@ -18,12 +18,20 @@ class DfgError(Exception):
     exit_code = 1
 
     def __init__(self, message: str, *, node: str | None = None, op: str | None = None,
-                 source: str | None = None) -> None:
+                 source: str | None = None, function: str | None = None) -> None:
         self.message = message
         self.node = node
         self.op = op
         self.source = source
+        self.function = function  # the library function the node comes from, if inlined
         super().__init__(self._render())
+
+    def in_function(self, function: str, original: str) -> None:
+        """Say that the node was inlined from ``function``, where it is named ``original``
+        (the executor runs TF2 graphs lowered; see graphdef/lowering.py)."""
+        self.function = function
+        self.message = f"{self.message} [in function '{function}', node '{original}']"
+        self.args = (self._render(),)
 
     def _render(self) -> str:
         where = []

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from dfg.graphdef.errors import InvalidArgumentError
+from dfg.graphdef.errors import InvalidArgumentError, MissingFeedError
 
 from .registry import kernel
 
@@ -25,9 +25,10 @@ def placeholder(ctx):
     dt = ctx.attrs.get("dtype")
     shape = ctx.attrs.get("shape")
     dts = name(from_numpy(dt)) if isinstance(dt, np.dtype) else str(dt)
-    raise InvalidArgumentError(
-        f"You must feed a value for placeholder tensor '{ctx.node}' with dtype {dts}"
-        + (f" and shape {format_shape(shape)}" if shape is not None else ""))
+    shape_s = format_shape(shape) if shape is not None else "<unknown>"
+    raise MissingFeedError(
+        f"placeholder '{ctx.node}' ({dts}, shape {shape_s}) must be fed",
+        placeholder=ctx.node, dtype=dts, shape=shape_s)
 
 
 @kernel("PlaceholderWithDefault", "Identity", "StopGradient", "PreventGradient", "Snapshot",

@@ -19,6 +19,7 @@ from . import (
     fold_batch_norm,
     identity_removal,
     loop_invariant,
+    lower_functional,
     prune,
 )
 from .common import DEFAULT_MAX_CONST_BYTES, PassFn, PassOptions
@@ -32,11 +33,14 @@ class PassInfo:
     reason: str        # one line: why the pass exists
 
 
-# The one ordered table. Order matters: pruning first shrinks the work of every later pass;
+# The one ordered table. Order matters: lowering first opens function bodies to every
+# other pass; pruning shrinks the work of every later pass;
 # debug_strip runs before folding so stripped checks stop pinning values; folding makes
 # predicates and operands constant for dead_branches and arithmetic; cse and identity_removal
 # last clean up what the others leave. The pipeline repeats the list until nothing changes.
 PASSES: dict[str, PassInfo] = {p.name: p for p in [
+    PassInfo("lower_functional", lower_functional.run, True,
+             "inline calls and lower If/Case/While so the other passes see through them"),
     PassInfo("prune", prune.run, True,
              "drop every node the fetches and targets do not need"),
     PassInfo("debug_strip", debug_strip.run, False,

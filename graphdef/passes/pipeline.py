@@ -59,6 +59,7 @@ class PipelineResult:
     passes: list[str]
     records: list[PassRecord] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)   # choices made, not problems
     rounds: int = 0
     converged: bool = False
     nodes_before: int = 0
@@ -76,6 +77,7 @@ class PipelineResult:
             "edges": {"before": self.edges_before, "after": self.edges_after},
             "records": [r.to_dict() for r in self.records],
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
         }
 
 
@@ -134,9 +136,40 @@ def select_passes(passes: list[str] | None = None, skip: list[str] | None = None
     return [n for n in table if n in wanted]
 
 
+def total_nodes(graph_def: Any) -> int:
+    """Nodes of the graph and of its function library."""
+    return len(graph_def.node) + sum(len(f.node_def) for f in graph_def.library.function)
+
+
 def optimize(graph: Any, options: PassOptions, passes: list[str] | None = None, *,
              skip: list[str] | None = None, table: dict[str, Any] | None = None,
              max_rounds: int = DEFAULT_MAX_ROUNDS) -> PipelineResult:
+    """Optimize ``graph``; see :func:`run_passes`. A TF2 graph (functional ops) given the
+    default pass list is optimized both with and without ``lower_functional``, and the result
+    with fewer nodes (function bodies counted) wins, the lowered one on a tie: lowering opens
+    bodies to every pass, but costs a few nodes per call and loop variable."""
+    from ..io import load_graph
+    from ..lowering import needs_lowering
+
+    g = load_graph(graph)
+    auto = (passes is None and table is None and "lower_functional" not in (skip or ())
+            and needs_lowering(g.graph_def))
+    lowered = run_passes(g, options, passes, skip=skip, table=table, max_rounds=max_rounds)
+    if not auto:
+        return lowered
+    kept = run_passes(g, options, passes, skip=[*(skip or []), "lower_functional"],
+                      table=table, max_rounds=max_rounds)
+    n_low, n_kept = total_nodes(lowered.graph_def), total_nodes(kept.graph_def)
+    if n_low <= n_kept:
+        return lowered
+    kept.notes.append(f"kept the function calls: lowering them gave {n_low} nodes, "
+                         f"not lowering {n_kept} (pass lower_functional to force it)")
+    return kept
+
+
+def run_passes(graph: Any, options: PassOptions, passes: list[str] | None = None, *,
+               skip: list[str] | None = None, table: dict[str, Any] | None = None,
+               max_rounds: int = DEFAULT_MAX_ROUNDS) -> PipelineResult:
     """Optimize ``graph`` (a Graph, GraphDef or path) for ``options``; see the module doc.
 
     ``passes`` selects pass names (default: the table's default list), ``skip`` removes

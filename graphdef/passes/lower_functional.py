@@ -1,0 +1,21 @@
+"""Pass ``lower_functional``: inline function calls and lower If/Case/While to v1 dataflow.
+
+The rewrite itself lives in ``graphdef/lowering.py`` (the Session applies the same one before
+running a TF2 graph). As a pass it lets the others see through function boundaries: constants
+fold across calls, dead branches of a lowered If with a constant predicate go, loop-invariant
+code moves out of a lowered While. The pipeline keeps its result only when the optimized graph
+is no larger (nodes in function bodies counted) than optimizing without it (see
+``pipeline.optimize``), unless the pass is asked for by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..graph import Graph
+from ..lowering import lower_functional
+from .common import PassOptions
+
+
+def run(graph: Graph, options: PassOptions) -> Any:
+    return lower_functional(graph.graph_def)
