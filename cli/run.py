@@ -134,6 +134,8 @@ def describe(name: str, v) -> dict:
 
     from dfg.graphdef import dtypes as D
 
+    if hasattr(v, "__dfg_resource__"):  # a variant or resource value (a TensorList ...)
+        return {"name": name, "dtype": "variant", "shape": [], "value": repr(v)}
     arr = np.asarray(v)
     return {"name": name, "dtype": D.name(D.from_numpy(arr.dtype)), "shape": list(arr.shape),
             "value": _jsonable(arr)}
@@ -167,5 +169,7 @@ def _map(x, fn):
 def summarize(v) -> str:
     import numpy as np
 
+    if hasattr(v, "__dfg_resource__"):
+        return repr(v)
     arr = np.asarray(v)
     return np.array2string(arr, threshold=20, edgeitems=3, precision=6, max_line_width=70)

@@ -236,3 +236,26 @@ def test_missing_kernels_sees_through_functions() -> None:
     assert missing_kernels(graph(WHILE)) == {}
     g = graph(POLY.replace('op: "Mul"', 'op: "NoSuchKernelOp"').replace("m:z:0", "m:0"))
     assert list(missing_kernels(g)) == ["NoSuchKernelOp"]
+
+
+def test_cli_runs_a_tf2_graph_and_shows_a_tensor_list() -> None:
+    """`dfg run` (a real process) on TensorFlow's map_fn graph: the fetch equals TensorFlow's
+    value, and a fetched TensorList is reported as a variant."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    case = Path(__file__).parent / "data" / "tf2" / "tf2_map_fn"
+    step = json.loads((case / "case.json").read_text())["steps"][0]
+    fetch = step["fetch"][0]
+    feeds = [a for k, v in step["feed"].items() for a in ("--feed", f"{k}=@{case / v}")]
+    r = subprocess.run([sys.executable, "-m", "dfg.cli.main", "run", str(case / "graph.pbtxt"),
+                        "--fetch", fetch, "--fetch", "map/TensorArrayV2", *feeds,
+                        "--output", "json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)["fetches"]
+    expected = np.load(case / step["expect"][fetch])
+    np.testing.assert_allclose(np.array(got[0]["value"], dtype=expected.dtype), expected,
+                               rtol=1e-5, atol=1e-6)
+    assert got[1]["dtype"] == "variant" and got[1]["value"].startswith("TensorList(")
