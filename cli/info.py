@@ -10,23 +10,46 @@ from .options import console, emit_json, graph_argument, json_option, load
 @click.command()
 @graph_argument
 @json_option
-def info(graph: str, as_json: bool) -> None:
-    """Summarize GRAPH: likely inputs and outputs, op histogram, constants, variables, loops.
+@click.option("--nodes", "node_outputs", is_flag=True,
+              help="Also list every node's outputs with static dtype and shape.")
+def info(graph: str, as_json: bool, node_outputs: bool) -> None:
+    """Summarize GRAPH: likely inputs and outputs, op histogram, constants, variables, loops,
+    library functions.
+
+    Dtypes and shapes are static: from _output_shapes, attrs (Placeholder shape, Const
+    value, While/If output_shapes, function signatures) and simple shape rules; "?" (null
+    in JSON) where they cannot be told without running the graph.
 
     \b
-    JSON keys (stable): file, nodes, inputs[{name,op,dtype,shape}], outputs[{name,op}],
-    op_types{op:count}, constants{count,parameters,bytes}, variables[{name,op,dtype,shape}],
-    control_edges, frames[{name,parent,depth,parallel_iterations,nodes}], devices,
-    versions{producer,min_consumer}, library_functions.
+    JSON keys (stable): file, nodes, inputs[{name,op,dtype,shape}],
+    outputs[{name,op,dtype,shape}], op_types{op:count},
+    constants{count,parameters,bytes}, variables[{name,op,dtype,shape}], control_edges,
+    frames[{name,parent,depth,parallel_iterations,nodes}], devices,
+    versions{producer,min_consumer}, library_functions,
+    functions[{name,inputs[{name,dtype}],outputs[{name,dtype}],nodes,callers,depth}]
+    (callers: top-level nodes running it, directly or through other functions; depth: 1
+    when a top-level node calls it, 2 when only depth-1 functions do ..., null when
+    nothing does), and with --nodes tensors[{name,op,dtype,shape}] (every node output).
 
     \b
     Example:
       dfg info examples/while_counter.pbtxt
       dfg info model.pb --json | jq '.inputs'
+      dfg info saved_model_dir     # a SavedModel: tags, signatures, variables
+
+    A SavedModel directory (or its saved_model.pb) is described by
+    dfg.graphdef.savedmodel.describe (its docstring lists the JSON keys).
     """
+    from dfg.graphdef.savedmodel import is_saved_model
     from dfg.graphdef.summary import summarize
 
-    s = {"file": graph, **summarize(load(graph))}
+    if is_saved_model(graph):
+        from .savedmodel_view import show_saved_model
+
+        show_saved_model(graph, as_json)
+        return
+
+    s = {"file": graph, **summarize(load(graph), node_outputs=node_outputs)}
     if as_json:
         emit_json(s)
         return
@@ -45,7 +68,7 @@ def _print_table(s: dict) -> None:
     for i in s["inputs"]:
         io.add_row("input", i["name"], i["op"], i["dtype"] or "?", i["shape"] or "?")
     for o in s["outputs"]:
-        io.add_row("output", o["name"], o["op"], "", "")
+        io.add_row("output", o["name"], o["op"], o["dtype"] or "?", o["shape"] or "?")
     con.print(io)
     c = s["constants"]
     con.print(f"Constants: {c['count']} nodes, {c['parameters']:,} parameters, "
@@ -64,6 +87,37 @@ def _print_table(s: dict) -> None:
         con.print(fr)
     if s["devices"]:
         con.print("Devices: " + ", ".join(s["devices"]))
+    if s["functions"]:
+        fn = Table(title="Library functions", title_justify="left")
+        for col in ("function", "inputs -> outputs", "nodes", "called by", "depth"):
+            fn.add_column(col, overflow="fold")
+
+        def args(items: list[dict]) -> str:
+            # dtypes only, runs counted (int32 x3): --json has the argument names
+            runs: list[list] = []
+            for a in items:
+                t = a["dtype"] or "?"
+                if runs and runs[-1][0] == t:
+                    runs[-1][1] += 1
+                else:
+                    runs.append([t, 1])
+            return ", ".join(t if k == 1 else f"{t} x{k}" for t, k in runs)
+
+        for f in s["functions"]:
+            callers = f["callers"]
+            shown = ", ".join(callers[:3]) + (f" +{len(callers) - 3}" if len(callers) > 3
+                                              else "")
+            fn.add_row(f["name"], f"({args(f['inputs'])}) -> ({args(f['outputs'])})",
+                       str(f["nodes"]), shown or "-",
+                       str(f["depth"]) if f["depth"] is not None else "unused")
+        con.print(fn)
+    if "tensors" in s:
+        ts = Table(title="Node outputs", title_justify="left")
+        for col in ("tensor", "op", "dtype", "shape"):
+            ts.add_column(col)
+        for t in s["tensors"]:
+            ts.add_row(t["name"], t["op"], t["dtype"] or "?", t["shape"] or "?")
+        con.print(ts)
     ops = Table(title="Op types", title_justify="left")
     ops.add_column("op")
     ops.add_column("count", justify="right")

@@ -29,8 +29,12 @@ def prune(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
     """Write the part of GRAPH that the fetches and targets need.
 
     Keeps exactly the nodes reachable backwards from the fetches and targets through data
-    and control inputs (loop back edges included: loops stay whole), as TensorFlow's
-    extract_sub_graph does; node order, versions and the function library are kept.
+    and control inputs (loop back edges included: loops stay whole) and colocation hints
+    (_class "loc:@w" keeps w), as TensorFlow's extract_sub_graph does; node order and
+    versions are kept. Of the function library, exactly the functions the kept nodes run
+    stay (While/If/Case/PartitionedCall function attrs, ops naming a function, and what
+    those bodies call, plus their gradient functions); the rest, and the gradients
+    entries of dropped functions, go.
 
     \b
     A fed tensor cuts the graph, as TensorFlow's strip_unused does:

@@ -18,8 +18,14 @@ def validate(graphs: tuple[str, ...], as_json: bool, strict: bool) -> None:
 
     Checks names, inputs, ops and attrs against TensorFlow's OpDefs, edge dtypes, cycles
     (a legal loop closes through NextIteration -> Merge), while-loop frames, colocation
-    hints and devices. Exit status: 0 no errors (warnings allowed unless --strict), 1 some
-    graph has errors, 2 some file cannot be read (readable files are still reported).
+    hints and devices; then the function library: every function body gets the same
+    checks (its diagnostics name the function), calls are checked against the called
+    function's signature (PartitionedCall Tin/Tout, If/Case branches, While cond/body),
+    and recursion and duplicate names are errors. A polymorphic function (attrs like $T)
+    is checked once per binding its callers give, or leniently (its unbound types not
+    compared) when no caller binds it. Exit status: 0 no errors (warnings allowed unless
+    --strict), 1 some graph has errors, 2 some file cannot be read (readable files are
+    still reported).
 
     \b
     Codes (severity):
@@ -47,19 +53,28 @@ def validate(graphs: tuple[str, ...], as_json: bool, strict: bool) -> None:
       loop-cond-without-switch (error)        LoopCond that is no Switch's predicate
       colocation-missing (warning)            _class 'loc:@x' names no node
       invalid-device (error)                  device string TensorFlow cannot parse
+      unknown-function (error)                a func attr names no library function
+      call-signature (error)                  call's Tin/Tout/T differ from the function's types
+      recursion (error)                       a function calls itself (directly or not)
+      duplicate-function (error)              two library functions share a name
+      missing-return (error)                  a function result without a 'ret' entry
 
     \b
     --json prints a list, one object per readable GRAPH, in argument order:
       [{"file": str, "valid": bool, "nodes": int, "errors": int, "warnings": int,
         "diagnostics": [{"code": str, "severity": "error"|"warning",
-                         "node": str|null, "op": str|null, "message": str, ...}]}]
-    "valid" is false when there are errors (or, with --strict, warnings). Some codes add
+                         "node": str|null, "op": str|null, "message": str,
+                         "function": str|null, ...}]}]
+    "valid" is false when there are errors (or, with --strict, warnings). "function" is the
+    library function the problem is in (null: the top-level graph). Some codes add
     fields after "message": cycle: path [names], size; missing-input: input, suggestion;
     unknown-op: suggestion; output-out-of-range: input; input-count: expected, found;
     attr-*: attr (attr-type also expected, found); dtype-mismatch, ref-mismatch: input,
     expected, found; enter-frame-mismatch: frames [found, loop's] (enter at a Merge);
     parallel-iterations-mismatch: frame; duplicate-name: count; colocation-missing:
-    target; invalid-device: device.
+    target; invalid-device: device; unknown-function: attr, callee, suggestion;
+    call-signature: attr, callee, expected, found; recursion: path [functions];
+    duplicate-function: count.
 
     \b
     Examples:
@@ -117,4 +132,7 @@ def _print_result(r: dict[str, Any]) -> None:
         sev = click.style(f"{d['severity']:<7}", fg="red" if d["severity"] == "error"
                           else "yellow")
         where = f"'{d['node']}' ({d['op']})" if d["node"] is not None else "graph"
+        if d.get("function") is not None:
+            where = f"function '{d['function']}'" + (f" {where}" if d["node"] is not None
+                                                     else "")
         click.echo(f"  {sev} {d['code']:<28} {where}: {d['message']}")

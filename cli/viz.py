@@ -63,8 +63,9 @@ def output_format(output: str, fmt: str | None) -> str:
                    "auto: the deepest depth that keeps the picture within --max-boxes "
                    "boxes, grouping numbered siblings (add_1, add_2 ...) if scopes are "
                    "not enough.")
-@click.option("--expand", "expand", multiple=True, metavar="SCOPE",
-              help="Open this collapsed name scope (repeatable).")
+@click.option("--expand", "expand", multiple=True, metavar="NAME",
+              help="Open this collapsed name scope, functional node (While, If, Case, "
+                   "call) or library function (repeatable).")
 @click.option("--rankdir", type=click.Choice(["TB", "LR"], case_sensitive=False),
               default="TB", show_default=True, metavar="[TB|LR]",
               help="Top to bottom or left to right.")
@@ -83,6 +84,13 @@ def viz(graph: str, output: str, fmt: str | None, fetches: tuple[str, ...],
     graphs stay readable; --expand opens chosen scopes. Constants appear as small
     annotations on their consumers. The DOT text is deterministic.
 
+    Function libraries (TensorFlow 2): a node that runs functions (While/If/Case cond,
+    body and branches, PartitionedCall's f, an op naming a function) is a double-bordered
+    box naming them; a While shows its loop-carried dtypes on a bold self-loop.
+    --expand NODE draws it as a cluster holding each function's body (_Arg/_Retval ovals;
+    arguments in, results out, a While body's results feeding its arguments as bold
+    "next" edges); --expand FUNCTION opens every call of that function, nested ones too.
+
     Without -o (or with -o -) DOT text goes to standard output. Other formats are rendered
     by Graphviz's 'dot' (apt-get install graphviz); without it only DOT works (exit 2).
 
@@ -90,6 +98,7 @@ def viz(graph: str, output: str, fmt: str | None, fetches: tuple[str, ...],
     Examples:
       dfg viz model.pbtxt -o model.svg
       dfg viz model.pb --collapse 2 --expand encoder/layer_0 -o g.pdf
+      dfg viz tf2_model.pbtxt --expand while -o loop.svg
       dfg prune model.pb --fetch y | dfg viz - -o y.svg
       dfg viz model.pb --fetch logits --rankdir LR | dot -Tpng > g.png
     """

@@ -257,7 +257,7 @@ class BodyInputs:
         Raises NotFoundError naming the function for an input naming nothing there."""
         if s.startswith("^"):
             name = s[1:]
-            if name not in self.nodes:
+            if name not in self.nodes and name not in self.args:  # TF allows ^arg
                 raise NotFoundError(f"control input '{s}' of '{where}' names no node of "
                                     f"function '{self.fname}'", node=where)
             return name, -1
@@ -413,10 +413,20 @@ def instantiate_checked(fdef: Any, attrs: dict[str, Any] | None = None,
         nodes.setdefault(nd.name, nd)
     res = BodyInputs(fdef, library, nodes)
 
+    from .opdefs.registry import registry
+
+    reg = registry()
+
     def resolve(s: str, where: str) -> str:
         try:
             return _spell(*res.resolve(s, where))
         except NotFoundError as e:
+            parts = s.lstrip("^").split(":")
+            nd = nodes.get(parts[0])
+            if nd is not None and nd.op not in reg and not is_function_call(nd.op, library):
+                # output names of an unknown op are unknowable: its one problem is the op
+                idx = parts[2] if len(parts) > 2 and parts[2].isdigit() else "0"
+                return _spell(parts[0], int(idx))
             problems.append(BodyProblem("missing-input", where, s, e.message))
         except InvalidArgumentError as e:
             problems.append(BodyProblem("output-out-of-range", where, s, e.message))

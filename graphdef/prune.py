@@ -22,6 +22,16 @@ Feeding, precisely (documented in ``dfg prune --help`` too):
 - Tensors inside a while loop cannot be fed (TensorFlow forbids it too): the cut would break
   the loop.
 
+Colocation: a kept node's ``_class: "loc:@w"`` hints keep ``w`` in ``prune``'s result (and
+what ``w`` needs), as ``extract_sub_graph`` does to "prevent colocated nodes from being lost".
+``dependencies`` leaves them out: it answers what must *run*, and a hint is not a dependency.
+
+Functions: ``prune`` keeps exactly the library functions the kept nodes call (func-valued
+attrs such as ``f``, ``then_branch``, ``branches``, ``cond``, ``body``, and ops naming a
+function), transitively through function bodies, plus the gradient functions the library's
+gradients table gives for them, as TensorFlow's ``FunctionLibraryDefinition::
+ReachableDefinitions`` does; the gradients entries of dropped functions go too.
+
 Loops stay whole: because the walk follows NextIteration back edges, anything it keeps of a
 loop brings the loop's Merge/Switch/LoopCond/NextIteration skeleton with it; in addition, a
 node kept inside a frame (say a fetched in-loop tensor) pulls in its frame's LoopConds, so the
@@ -108,7 +118,7 @@ class _Closure:
 
 
 def _walk(graph: Graph, roots: Iterable[str], feeds: set[tuple[str, int]],
-          c: _Closure) -> None:
+          c: _Closure, colocation: bool = False) -> None:
     fed_nodes = {name for name, _ in feeds}
     stack = [r for r in roots if r not in c.kept]
     kept = c.kept
@@ -133,6 +143,22 @@ def _walk(graph: Graph, roots: Iterable[str], feeds: set[tuple[str, int]],
                 continue
             if src not in kept:
                 stack.append(src)
+        if colocation and "_class" in node.attr:
+            for t in _colocated(node):
+                if (t, 0) in feeds:
+                    c.cut.add((t, 0))   # the feed's Placeholder keeps the name: enough
+                elif t not in kept:
+                    stack.append(t)
+
+
+def _colocated(node: Node) -> list[str]:
+    """Node names of ``_class: "loc:@name"`` colocation hints."""
+    out = []
+    for s in node.attr["_class"].list.s:
+        text = s.decode("utf-8", "replace")
+        if text.startswith("loc:@"):
+            out.append(text[5:])
+    return out
 
 
 def _frame_name(node: Node) -> str:
@@ -153,7 +179,7 @@ def _tensor_frame(fa: FrameAnalysis, graph: Graph, name: str) -> str:
 
 
 def _closure(graph: Graph, fetch_keys: list[tuple[str, int]], feed_set: set[tuple[str, int]],
-             targets: list[str]) -> _Closure:
+             targets: list[str], colocation: bool = False) -> _Closure:
     c = _Closure()
     fa: FrameAnalysis | None = None
     if feed_set and any(n.op in ENTER_OPS for n in graph.nodes):
@@ -167,16 +193,16 @@ def _closure(graph: Graph, fetch_keys: list[tuple[str, int]], feed_set: set[tupl
                     node=name, op=graph.get(name).op)
     # a fetched tensor that is also fed needs nothing: its value is the feed
     roots = [name for name, slot in fetch_keys if (name, slot) not in feed_set]
-    _walk(graph, [*roots, *targets], feed_set, c)
+    _walk(graph, [*roots, *targets], feed_set, c, colocation)
     if any(graph.get(n).op in ENTER_OPS for n in c.kept):
         if fa is None:
             fa = analyze_frames(graph)
-        _complete_loops(graph, fa, feed_set, c)
+        _complete_loops(graph, fa, feed_set, c, colocation)
     return c
 
 
 def _complete_loops(graph: Graph, fa: FrameAnalysis, feeds: set[tuple[str, int]],
-                    c: _Closure) -> None:
+                    c: _Closure, colocation: bool = False) -> None:
     """Pull in the LoopConds of every frame with a kept node, until nothing changes.
 
     A root-frame fetch reaches a loop only through an Exit, which already brings the LoopCond
@@ -192,7 +218,7 @@ def _complete_loops(graph: Graph, fa: FrameAnalysis, feeds: set[tuple[str, int]]
             return
         for name in sorted(frames):
             done.add(name)
-            _walk(graph, fa.frames[name].loop_conds, feeds, c)
+            _walk(graph, fa.frames[name].loop_conds, feeds, c, colocation)
 
 
 def dependencies(graph: Graph, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef] = (),
@@ -215,7 +241,8 @@ def dependencies(graph: Graph, fetches: Iterable[TensorRef], feeds: Iterable[Ten
 def prune(graph: Graph, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef] = (),
           targets: Iterable[str] = ()) -> GraphDef:
     """A new GraphDef with only what ``fetches`` and ``targets`` need, fed tensors replaced by
-    Placeholders (see the module docstring); versions and library are kept, node order too.
+    Placeholders (see the module docstring); versions and node order are kept, colocated
+    nodes too, and of the library exactly the functions the kept nodes run.
     """
     from dfg.schemas import graph_pb2
 
@@ -246,7 +273,7 @@ def prune(graph: Graph, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef]
                 f"{len(types)} output{'s' if len(types) != 1 else ''}",
                 node=name, op=graph.get(name).op)
     feed_set = set(feed_keys)
-    c = _closure(graph, fetch_keys, feed_set, target_names)
+    c = _closure(graph, fetch_keys, feed_set, target_names, colocation=True)
 
     bad = [(n, s) for n, s in graph.missing_inputs if n.name in c.kept]
     if bad:
@@ -315,8 +342,6 @@ def prune(graph: Graph, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef]
 
     out = graph_pb2.GraphDef()
     out.versions.CopyFrom(graph.graph_def.versions)
-    if graph.graph_def.HasField("library"):
-        out.library.CopyFrom(graph.graph_def.library)
     for n in graph.nodes:
         if graph.get(n.name) is not n:
             continue  # a duplicate name: the first node wins, as everywhere in dfg
@@ -333,6 +358,41 @@ def prune(graph: Graph, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef]
                 key = (src, slot)
                 nd.input.append(input_string(ph_name[key], 0)
                                 if slot != CONTROL_SLOT and key in ph_name else s)
+    if graph.graph_def.HasField("library"):
+        lib = kept_library(graph.graph_def.library, out.node)
+        if lib.ByteSize() or not graph.graph_def.library.ByteSize():
+            out.library.CopyFrom(lib)
+    return out
+
+
+def kept_library(library: Any, nodes: Iterable[Any]) -> Any:
+    """The part of ``library`` (a FunctionDefLibrary) that ``nodes`` (NodeDefs) call:
+    reachable functions, their gradient functions, and the gradients entries of the kept
+    functions; library order is kept."""
+    from .functions import Library, called_functions
+
+    lib = Library(library)
+    stack = [fn for nd in nodes for _, fn in called_functions(nd, lib)]
+    keep: set[str] = set()
+    while stack:
+        name = stack.pop()
+        if name in keep or name not in lib:
+            continue
+        keep.add(name)
+        stack.extend(fn for nd in lib.function(name).node_def
+                     for _, fn in called_functions(nd, lib))
+        grad = lib.gradients.get(name)
+        if grad:
+            stack.append(grad)
+    out = type(library)()
+    for f in library.function:
+        if f.signature.name in keep:
+            out.function.add().CopyFrom(f)
+    for g in library.gradient:
+        if g.function_name in keep:
+            out.gradient.add().CopyFrom(g)
+    for r in getattr(library, "registered_gradients", ()):
+        out.registered_gradients.add().CopyFrom(r)
     return out
 
 

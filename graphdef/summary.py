@@ -27,11 +27,35 @@ def _attr_shape(node: Any, key: str) -> str | None:
     return format_shape(shape_from_proto(node.attr[key].shape)) if key in node.attr else None
 
 
-def summarize(graph: Graph) -> dict[str, Any]:
-    """A JSON-ready summary; key order is part of the stable ``--json`` format."""
+def summarize(graph: Graph, node_outputs: bool = False) -> dict[str, Any]:
+    """A JSON-ready summary; key order is part of the stable ``--json`` format.
+
+    Dtypes and shapes of outputs are static (``_output_shapes``, attrs, and the shape rules
+    of :class:`dfg.graphdef.viz.TensorFacts`); None where they cannot be told. With
+    ``node_outputs`` a last key ``tensors`` lists every output of every node."""
+    from .functions import Library, signature
     from .opdefs.registry import SignatureError, registry
+    from .viz import TensorFacts
 
     reg = registry()
+    lib = Library(graph.library)
+    facts = TensorFacts(graph)
+
+    def num_outputs(n: Any) -> int:
+        if n.op in lib:
+            return len(signature(lib.function(n.op)).outputs)
+        try:
+            return reg.num_outputs(n.proto) if n.op in reg else 1
+        except SignatureError:
+            return 1
+
+    def tensor(n: Any, slot: int) -> dict[str, Any]:
+        dt = facts.dtype(n.name, slot)
+        shape = facts.shape(n.name, slot)
+        return {"name": f"{n.name}:{slot}", "op": n.op,
+                "dtype": D.name(dt) if dt else None,
+                "shape": format_shape(shape) if shape is not None else None}
+
     ops = Counter(n.op for n in graph.nodes)
     inputs = []
     for n in graph.nodes:
@@ -43,12 +67,8 @@ def summarize(graph: Graph) -> dict[str, Any]:
     for n in graph.nodes:
         if n.out_edges or n.op in NOT_OUTPUT_OPS:
             continue
-        try:
-            count = reg.num_outputs(n.proto) if n.op in reg else 1
-        except SignatureError:
-            count = 1
-        for slot in range(count):
-            outputs.append({"name": f"{n.name}:{slot}", "op": n.op})
+        for slot in range(num_outputs(n)):
+            outputs.append(tensor(n, slot))
     params = nbytes = consts = 0
     for n in graph.nodes:
         if n.op == "Const" and "value" in n.attr:
@@ -72,7 +92,7 @@ def summarize(graph: Graph) -> dict[str, Any]:
               for f in fa.loop_frames()]
     devices = sorted({n.device for n in graph.nodes if n.device})
     v = graph.graph_def.versions
-    return {
+    out = {
         "nodes": len(graph.nodes),
         "inputs": inputs,
         "outputs": outputs,
@@ -84,4 +104,44 @@ def summarize(graph: Graph) -> dict[str, Any]:
         "devices": devices,
         "versions": {"producer": v.producer, "min_consumer": v.min_consumer},
         "library_functions": len(graph.graph_def.library.function),
+        "functions": functions(graph),
     }
+    if node_outputs:
+        out["tensors"] = [tensor(n, k) for n in graph.nodes for k in range(num_outputs(n))]
+    return out
+
+
+def functions(graph: Graph) -> list[dict[str, Any]]:
+    """One entry per library function, in library order: name, inputs and outputs
+    ([{name, dtype}], dtype None where a caller's attr decides it), nodes (body size),
+    callers (top-level nodes that run it, directly or through other functions) and depth
+    (1: a top-level node calls it; 2: only functions of depth 1 do ...; None: unreachable)."""
+    from .functions import Library, call_depths, called_functions, reachable, signature
+
+    lib = Library(graph.library)
+    if not len(lib):
+        return []
+    depths = call_depths(graph.graph_def)
+    callers: dict[str, list[str]] = {}
+    for n in graph.nodes:
+        if called_functions(n.proto, lib):
+            for fname in sorted(reachable(graph.graph_def, [n.proto])):
+                callers.setdefault(fname, []).append(n.name)
+    out = []
+    seen: set[str] = set()
+    for f in graph.graph_def.library.function:
+        name = f.signature.name
+        if name in seen:
+            continue  # a duplicate name: the library keeps one (validate reports it)
+        seen.add(name)
+        sig = signature(lib.function(name))
+        out.append({
+            "name": name,
+            "inputs": [{"name": a, "dtype": D.name(t) if t else None} for a, t in sig.inputs],
+            "outputs": [{"name": a, "dtype": D.name(t) if t else None}
+                        for a, t in sig.outputs],
+            "nodes": len(lib.function(name).node_def),
+            "callers": callers.get(name, []),
+            "depth": depths.get(name),
+        })
+    return out

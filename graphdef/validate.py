@@ -28,6 +28,19 @@ from .frames import (
     SWITCH_OPS,
     analyze_frames,
 )
+from .functions import (
+    CALL_OPS,
+    CASE_OPS,
+    IF_OPS,
+    RETVAL_OP,
+    RETVAL_SUFFIX,
+    WHILE_OPS,
+    Library,
+    call_sites,
+    find_recursion,
+    instantiate_checked,
+    signature,
+)
 from .graph import CONTROL_SLOT, Graph, Node, parse_input
 
 ERROR = "error"
@@ -60,6 +73,11 @@ CODES: dict[str, tuple[str, str]] = {
     "loop-cond-without-switch": (ERROR, "a LoopCond that is not the predicate of any Switch"),
     "colocation-missing": (WARNING, "a _class 'loc:@x' colocation hint names no node"),
     "invalid-device": (ERROR, "a device string TensorFlow cannot parse"),
+    "unknown-function": (ERROR, "a node calls a function the graph's library lacks"),
+    "call-signature": (ERROR, "a call's argument or result types differ from the function's"),
+    "recursion": (ERROR, "a function calls itself, directly or through others"),
+    "duplicate-function": (ERROR, "two or more library functions share a name"),
+    "missing-return": (ERROR, "a function result without a 'ret' entry, or a stray one"),
 }
 
 # TensorFlow's node-name rule (graph/node_builder and importer use the same pattern)
@@ -88,15 +106,17 @@ class Diagnostic:
     op: str | None
     message: str
     extra: dict[str, Any] = field(default_factory=dict)
+    function: str | None = None   # the library function the node is in; None: top level
 
     @property
     def is_error(self) -> bool:
         return self.severity == ERROR
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: code, severity, node, op, message, then the extra fields."""
+        """JSON-ready: code, severity, node, op, message, function, then the extra fields."""
         d: dict[str, Any] = {"code": self.code, "severity": self.severity, "node": self.node,
-                             "op": self.op, "message": self.message}
+                             "op": self.op, "message": self.message,
+                             "function": self.function}
         d.update(self.extra)
         return d
 
@@ -113,15 +133,25 @@ def _diag(code: str, node: Node | None, message: str, **extra: Any) -> Diagnosti
 
 
 def validate(graph: Graph) -> list[Diagnostic]:
-    """Every diagnostic for ``graph``, ordered by the node they concern (file order)."""
-    return _Validator(graph).run()
+    """Every diagnostic for ``graph``: the top level first, ordered by the node they concern
+    (file order), then the function library (duplicate names, recursion, then each function's
+    body in library order, see :func:`_check_library`)."""
+    lib = Library(graph.library)
+    out = _Validator(graph, lib).run()
+    if len(lib) or lib.duplicates:
+        out.extend(_check_library(graph, lib))
+    return out
 
 
 class _Validator:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, library: Library | None = None,
+                 function: str | None = None, outer: Graph | None = None) -> None:
         from .opdefs.registry import registry
 
         self.g = graph
+        self.lib = library
+        self.function = function   # the function whose body ``graph`` is, if any
+        self.outer = outer         # the top-level graph around that function
         self.reg = registry()
         self.out: list[Diagnostic] = []
         self.names = NameSuggester(graph.names)
@@ -136,6 +166,7 @@ class _Validator:
         for n in self.g.nodes:
             self.check_inputs(n)
             self.check_op(n)
+            self.check_calls(n)
             self.check_hints(n)
         self.check_cycles()
         self.check_frames()
@@ -157,7 +188,11 @@ class _Validator:
 
         n = self.g.get(name)
         types = None
-        if n is not None and n.op in self.reg:
+        if n is not None and self.lib is not None and n.op in self.lib:
+            # a call by op name: the function's signature is its OpDef (DT_INVALID: unbound)
+            sig = signature(self.lib.function(n.op), dict(n.attr))
+            types = [t for _, t in sig.outputs]
+        elif n is not None and n.op in self.reg:
             try:
                 types = self.reg.output_types(n.proto)
             except SignatureError:
@@ -238,10 +273,15 @@ class _Validator:
         if not n.op:
             self.out.append(_diag("unknown-op", n, "node has no op type"))
             return
+        if self.lib is not None and n.op in self.lib:
+            self.check_call_by_name(n)
+            return
         opdef = reg.get(n.op)
         if opdef is None:
             close = self.ops.suggest(n.op, cutoff=0.8)
             msg = f"op type '{n.op}' is not registered (not one of the {len(reg)} known ops)"
+            if self.lib is not None and len(self.lib):
+                msg = msg[:-1] + f", nor one of the {len(self.lib)} library functions)"
             extra = {}
             if close:
                 msg += f"; did you mean '{close}'?"
@@ -251,6 +291,8 @@ class _Validator:
         attrs_ok = self.check_attrs(n, opdef)
         if not attrs_ok:
             return  # the signature depends on attrs already reported
+        if any(av.WhichOneof("value") == "placeholder" for av in n.attr.values()):
+            return  # a polymorphic body checked without its caller's types: no signature
         try:
             in_types = reg.input_types(n.proto, opdef)
         except SignatureError as e:
@@ -268,6 +310,11 @@ class _Validator:
                 f" ({sig or 'none'}) given its attrs, found {len(n.inputs)}",
                 expected=len(in_types), found=len(n.inputs)))
             return
+        self.check_edge_types(n, in_types)
+
+    def check_edge_types(self, n: Node, in_types: list[int]) -> None:
+        """Each data edge's dtype against what input k of ``n`` takes (DT_INVALID: unknown,
+        a type a polymorphic function leaves to its caller)."""
         for e in n.in_edges:
             if e.dst_input == CONTROL_SLOT:
                 continue
@@ -275,6 +322,8 @@ class _Validator:
             if types is None or e.src_output >= len(types):
                 continue
             want, have = in_types[e.dst_input], types[e.src_output]
+            if want == D.DT_INVALID or have == D.DT_INVALID:
+                continue
             src_desc = f"'{e.src}:{e.src_output}'" if e.src_output else f"'{e.src}'"
             if D.base(want) != D.base(have):
                 self.out.append(_diag(
@@ -313,6 +362,8 @@ class _Validator:
                     f"({_short(av)})", attr=name, expected=ad.type, found=kind))
                 ok = False
                 continue
+            if kind == "placeholder":
+                continue  # its value comes from the caller: nothing more to check here
             if ad.type in ("type", "list(type)"):
                 refs = [t for t in (av.list.type if ad.type == "list(type)" else [av.type])
                         if D.is_ref(t)]
@@ -358,6 +409,99 @@ class _Validator:
                     attr=name))
         return ok
 
+    # --- calls into the function library -------------------------------------------------------
+    def check_call_by_name(self, n: Node) -> None:
+        """A node whose op is a library function: its signature stands in for the OpDef."""
+        assert self.lib is not None
+        fdef = self.lib.function(n.op)
+        for ad in fdef.signature.attr:
+            if ad.name not in n.attr and not ad.HasField("default_value"):
+                self.out.append(_diag(
+                    "missing-attr", n,
+                    f"function '{n.op}' needs attr '{ad.name}' ({ad.type}) from its caller",
+                    attr=ad.name, expected=ad.type))
+                return
+        sig = signature(fdef, dict(n.attr))
+        want = [t for _, t in sig.inputs]
+        if len(n.inputs) != len(want):
+            args = ", ".join(f"{a}:{D.name(t) if t else '?'}" for a, t in sig.inputs)
+            self.out.append(_diag(
+                "input-count", n,
+                f"function '{n.op}' takes {len(want)} argument{'s' if len(want) != 1 else ''}"
+                f" ({args or 'none'}), found {len(n.inputs)} data inputs",
+                expected=len(want), found=len(n.inputs)))
+            return
+        self.check_edge_types(n, want)
+
+    def check_calls(self, n: Node) -> None:
+        """Func-valued attrs: the function exists and its signature matches the call's types
+        (PartitionedCall Tin/Tout, If/Case Tin/Tout against each branch, While T against
+        cond's arguments and body's arguments and results)."""
+        sites = call_sites(n.proto)   # func attrs only: calls by op name are check_op's
+        if not sites:
+            return
+        lib = self.lib
+        for attr, fname, fattrs in sites:
+            if lib is None or fname not in lib:
+                known = lib.names() if lib is not None else []
+                close = difflib.get_close_matches(fname, known, n=1, cutoff=0.8)
+                msg = (f"attr '{attr}' calls function '{fname}', which the graph's library "
+                       f"does not define ({len(known)} function{'s' if len(known) != 1 else ''}"
+                       " there)")
+                extra: dict[str, Any] = {"attr": attr, "callee": fname}
+                if close:
+                    msg += f"; did you mean '{close[0]}'?"
+                    extra["suggestion"] = close[0]
+                self.out.append(_diag("unknown-function", n, msg, **extra))
+                continue
+            op = n.op
+            if op in CALL_OPS:
+                self._expect(n, attr, fname, fattrs, "Tin", "Tout")
+            elif op in IF_OPS or op in CASE_OPS:
+                self._expect(n, attr, fname, fattrs, "Tin", "Tout")
+            elif op in WHILE_OPS:
+                self._expect(n, attr, fname, fattrs, "T", "T" if attr == "body" else None)
+
+    def _types_attr(self, n: Node, key: str) -> list[int] | None:
+        if key not in n.attr or n.attr[key].WhichOneof("value") not in ("list", None):
+            return None   # missing or mistyped: check_attrs reports it
+        return list(n.attr[key].list.type)
+
+    def _expect(self, n: Node, attr: str, fname: str, fattrs: dict[str, Any],
+                in_key: str, out_key: str | None) -> None:
+        assert self.lib is not None
+        sig = signature(self.lib.function(fname), fattrs)
+        sides = [("argument", in_key, sig.inputs)]
+        if out_key is not None:
+            sides.append(("result", out_key, sig.outputs))
+        for what, key, args in sides:
+            call = self._types_attr(n, key)
+            if call is None:
+                continue
+            have = [t for _, t in args]
+            if len(call) != len(have):
+                self.out.append(_diag(
+                    "call-signature", n,
+                    f"attr '{attr}': function '{fname}' has {len(have)} {what}"
+                    f"{'s' if len(have) != 1 else ''} ({_types_text(have)}), but the call's "
+                    f"{key} lists {len(call)} ({_types_text(call)})",
+                    attr=attr, callee=fname, expected=len(call), found=len(have)))
+                continue
+            for k, (want, got) in enumerate(zip(call, have)):
+                if want and got and D.base(want) != D.base(got):
+                    self.out.append(_diag(
+                        "call-signature", n,
+                        f"attr '{attr}': {what} {k} ('{args[k][0]}') of function '{fname}' "
+                        f"is {D.name(got)}, but the call's {key}[{k}] says {D.name(want)}",
+                        attr=attr, callee=fname, expected=D.name(want), found=D.name(got)))
+                    break   # one per side: the rest usually follows from the first
+        if out_key is None and len(sig.outputs) != 1:
+            self.out.append(_diag(
+                "call-signature", n,
+                f"attr '{attr}': the loop condition '{fname}' returns {len(sig.outputs)} "
+                "results, expected 1 (the predicate)", attr=attr, callee=fname,
+                expected=1, found=len(sig.outputs)))
+
     # --- colocation hints and devices ---------------------------------------------------------
     def check_hints(self, n: Node) -> None:
         if "_class" in n.attr:
@@ -365,7 +509,9 @@ class _Validator:
                 text = s.decode("utf-8", "replace")
                 if text.startswith("loc:@"):
                     target = text[5:]
-                    if target not in self.g:
+                    # a body may keep its outer graph's hints (gradient functions do)
+                    if target not in self.g and (self.outer is None
+                                                 or target not in self.outer):
                         self.out.append(_diag(
                             "colocation-missing", n,
                             f"colocation hint '{text}' names node '{target}', which does not "
@@ -523,6 +669,112 @@ class _Validator:
                         "parallel-iterations-mismatch", e1,
                         f"parallel_iterations is {p1}, but Enter '{e0.name}' of the same "
                         f"frame '{frame}' says {p0}", frame=frame))
+
+
+# --- the function library ------------------------------------------------------------------
+
+# Distinct caller bindings validated per polymorphic function; more add little but time.
+_MAX_INSTANTIATIONS = 8
+
+
+def _check_library(graph: Graph, lib: Library) -> list[Diagnostic]:
+    """Duplicate function names, recursion, then every function body in library order.
+
+    A body is checked as a GraphDef (``instantiate_checked``: ``_Arg`` nodes typed by the
+    signature, ``_Retval`` nodes for the results) by the same checks as the top level, each
+    diagnostic naming its function. A polymorphic function (signature attrs such as ``T``)
+    is checked once per distinct binding its callers give (up to _MAX_INSTANTIATIONS); one
+    no caller binds is checked leniently: attrs left as ``$T`` placeholders and whatever
+    types they decide are not compared. Functions with list-valued arguments are not
+    checked inside (only their calls are).
+    """
+    from .errors import UnimplementedError
+
+    out: list[Diagnostic] = []
+    for name in dict.fromkeys(lib.duplicates):
+        count = sum(1 for f in lib.proto.function if f.signature.name == name)
+        out.append(Diagnostic("duplicate-function", ERROR, None, None,
+                              f"function name '{name}' is not unique: the library defines "
+                              f"it {count} times", {"count": count}, function=name))
+    for cycle in find_recursion(graph.graph_def):
+        out.append(Diagnostic("recursion", ERROR, None, None,
+                              f"function '{cycle[0]}' calls itself: {' -> '.join(cycle)} "
+                              "(TensorFlow cannot inline or lower a recursive call)",
+                              {"path": cycle}, function=cycle[0]))
+    bindings = _bindings(graph, lib)
+    for name, fdef in lib.functions.items():
+        seen: set[tuple[str, str | None, str]] = set()
+        for attrs in bindings.get(name) or [None]:
+            try:
+                body, problems = instantiate_checked(fdef, attrs, lib)
+            except UnimplementedError:
+                break
+            for d in _check_body(name, body, problems, lib, graph):
+                key = (d.code, d.node, d.message)
+                if key not in seen:   # instantiations usually share their mistakes
+                    seen.add(key)
+                    out.append(d)
+    return out
+
+
+def _bindings(graph: Graph, lib: Library) -> dict[str, list[dict[str, Any]]]:
+    """Polymorphic function -> the distinct concrete attr bindings its callers give."""
+    from .functions import iter_nodes
+
+    poly = {name: f for name, f in lib.functions.items() if len(f.signature.attr)}
+    out: dict[str, dict[bytes, dict[str, Any]]] = {}
+    if not poly:
+        return {}
+    for _fn, nd in iter_nodes(graph.graph_def):
+        for _attr, fname, fattrs in call_sites(nd, lib):
+            fdef = poly.get(fname)
+            if fdef is None:
+                continue
+            bound: dict[str, Any] = {}
+            for ad in fdef.signature.attr:
+                av = fattrs.get(ad.name)
+                if av is not None and av.WhichOneof("value") != "placeholder":
+                    bound[ad.name] = av
+            if any(ad.name not in bound and not ad.HasField("default_value")
+                   for ad in fdef.signature.attr):
+                continue   # bound by an enclosing function's own placeholders: lenient
+            key = b"".join(k.encode() + b"=" + bound[k].SerializeToString(deterministic=True)
+                           for k in sorted(bound))
+            found = out.setdefault(fname, {})
+            if len(found) < _MAX_INSTANTIATIONS:
+                found.setdefault(key, bound)
+    return {name: list(found.values()) for name, found in out.items()}
+
+
+def _check_body(fname: str, body: Any, problems: list[Any], lib: Library, outer: Graph
+                ) -> list[Diagnostic]:
+    g = Graph(body)
+    diags = [Diagnostic(p.kind, CODES[p.kind][0], p.node,
+                        g.get(p.node).op if p.node and p.node in g else None, p.message,
+                        {"input": p.input} if p.input is not None else {})
+             for p in problems]
+    reported = {(p.node, p.input) for p in problems if p.input is not None}
+    for d in _Validator(g, lib, fname, outer).run():
+        if d.code == "missing-input" and (d.node, d.extra.get("input")) in reported:
+            continue   # already said, in the function's own spelling
+        diags.append(d)
+    order = {n.name: n.index for n in g.nodes}
+    diags.sort(key=lambda d: order.get(d.node, -1) if d.node is not None else -1)
+    for d in diags:
+        d.function = fname
+        if d.op == RETVAL_OP and d.node is not None and d.node.endswith(RETVAL_SUFFIX):
+            # the synthetic _Retval node is the function's result: say so
+            d.message = f"result '{d.node[:-len(RETVAL_SUFFIX)]}': {d.message}"
+            d.node, d.op = None, None
+        # every message says "in function 'F'" once
+        d.message = d.message.replace(f" of function '{fname}'", f" in function '{fname}'")
+        if f"in function '{fname}'" not in d.message:
+            d.message += f" (in function '{fname}')"
+    return diags
+
+
+def _types_text(types: list[int]) -> str:
+    return ", ".join(D.name(t) if t else "?" for t in types) or "none"
 
 
 class NameSuggester:

@@ -35,6 +35,16 @@ from typing import Any, Literal
 from . import dtypes as D
 from .errors import DfgError, UsageError
 from .frames import CONTROL_FLOW_OPS, ROOT, SWITCH_OPS, analyze_frames
+from .functions import (
+    FUNCTIONAL_OPS,
+    RETVAL_OP,
+    WHILE_OPS,
+    Library,
+    call_sites,
+    called_functions,
+    instantiate_checked,
+    signature,
+)
 from .graph import Edge, Graph, Node, is_back_edge
 from .shapes import BROADCAST_OPS, SAME_SHAPE_OPS, Shape, broadcast_shapes
 from .summary import PLACEHOLDER_OPS, VARIABLE_OPS
@@ -152,13 +162,24 @@ class TensorFacts:
     """
 
     def __init__(self, graph: Graph) -> None:
+        from .functions import Library
+
         self.graph = graph
+        self.library = Library(graph.library)
         self._dtypes: dict[str, list[int] | None] = {}
         self._shapes: dict[str, list[Shape | None]] | None = None
 
     def dtype(self, node: str, slot: int) -> int | None:
         if node not in self._dtypes:
-            self._dtypes[node] = self._node_dtypes(self.graph.get(node))
+            n = self.graph.get(node)
+            if n is not None and n.op in self.library:
+                from .functions import signature
+
+                # a call by op name: the function's signature gives the types
+                sig = signature(self.library.function(n.op), dict(n.attr))
+                self._dtypes[node] = [t or None for _, t in sig.outputs]  # type: ignore
+            else:
+                self._dtypes[node] = self._node_dtypes(n)
         types = self._dtypes[node]
         return types[slot] if types is not None and 0 <= slot < len(types) else None
 
@@ -222,6 +243,10 @@ class TensorFacts:
             return [ins[0] if len(known) == 1 else None, ()]
         if op in SAME_SHAPE_OPS:
             return [ins[0] if ins else None]
+        if op in FUNCTIONAL_OPS and "output_shapes" in n.attr:
+            # While/If/Case record their results' shapes (empty list: not recorded)
+            shapes = n.attr["output_shapes"].list.shape
+            return [shape_from_proto(sh) for sh in shapes]
         if op in BROADCAST_OPS and len(ins) == 2:
             return [broadcast_shapes(ins[0], ins[1])]
         if op in ("AddN", "AccumulateNV2"):
@@ -337,6 +362,8 @@ class View:
     auto: bool                               # depth chosen automatically
     frames: Any                              # FrameAnalysis
     cost: int = 0                            # estimate of dot's work, see _layout_cost
+    open_calls: set[str] = field(default_factory=set)      # functional nodes drawn open
+    open_functions: set[str] = field(default_factory=set)  # functions drawn open everywhere
 
     @property
     def size(self) -> int:
@@ -376,11 +403,24 @@ class _Planner:
             for i in range(1, len(parts)):
                 scopes.add("/".join(parts[:i]))
         self.open: set[str] = set()
+        # functional nodes (While/If/Case/calls) and functions whose bodies are drawn
+        self.library = Library(graph.library)
+        self.open_calls: set[str] = set()
+        self.open_functions: set[str] = set()
         for s in expand:
-            s = s.strip("/")
-            if s not in scopes:
-                raise UsageError(f"--expand {s}: no name scope '{s}' in the graph")
-            parts = s.split("/")
+            if s in self.library:
+                self.open_functions.add(s)
+                continue
+            node = graph.get(s)
+            if node is not None and called_functions(node.proto, self.library):
+                self.open_calls.add(s)
+                parts = s.split("/")[:-1]   # its scopes open too, so it is drawn as a box
+            else:
+                s = s.strip("/")
+                if s not in scopes:
+                    raise UsageError(f"--expand {s}: no name scope '{s}' in the graph, nor "
+                                     "a functional node or library function of that name")
+                parts = s.split("/")
             # opening a scope opens its ancestors too, else it would stay hidden inside them
             self.open.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
         # Constants drawn as annotations on their consumers rather than as boxes: data
@@ -439,7 +479,8 @@ class _Planner:
                     if bid is not None:
                         annotations.add((c, bid))
         edges = self._edge_groups(boxes, node_box)
-        view = View(boxes, node_box, sorted(annotations), edges, depth, series, False, self.fa)
+        view = View(boxes, node_box, sorted(annotations), edges, depth, series, False, self.fa,
+                    open_calls=self.open_calls, open_functions=self.open_functions)
         view.cost = _layout_cost(self.graph, view)
         return view
 
@@ -603,7 +644,9 @@ _STYLE_BY_KIND = {
     "control": {"shape": "octagon", "fillcolor": '"#fce7f3"'},
     "scope": {"shape": "box3d", "fillcolor": '"#dcfce7"'},
     "series": {"shape": "folder", "fillcolor": '"#e0f2fe"'},
+    "arg": {"shape": "oval", "fillcolor": '"#ccfbf1"'},   # a function's _Arg/_Retval
 }
+_LOOP_COLOR = '"#7c3aed"'   # loop-carried values of a functional While
 _SWITCH_MARK = {0: ("F", '"#dc2626"'), 1: ("T", '"#16a34a"')}  # output_false, output_true
 _GREY = '"#c0c0c0"'
 _GREY_TEXT = '"#a0a0a0"'
@@ -665,6 +708,7 @@ class _DotWriter:
         self.rankdir = rankdir
         self.needed, self.fetch_nodes = _fetch_closure(graph, fetches)
         self.facts = TensorFacts(graph)
+        self.library = self.facts.library
         # costly pictures get cheaper layout settings (see FAST_LAYOUT_COST)
         self.speed = (2 if view.cost > FASTEST_LAYOUT_COST
                       else 1 if view.cost > FAST_LAYOUT_COST else 0)
@@ -680,6 +724,13 @@ class _DotWriter:
             a["label"] = _label(n.name, n.op)
             a.update(_STYLE_BY_KIND[node_kind(n.op)])
             tip = [f"{n.name} ({n.op})"]
+            note = self._call_note(n)
+            if note is not None:
+                # runs library functions: drawn closed unless --expand opens it
+                a["label"] = _label(n.name, n.op, note)
+                a["peripheries"] = "2"
+                if not self._is_open(n, True):
+                    tip.append(f"--expand {n.name} draws its functions")
             if n.device:
                 tip.append(f"device: {n.device}")
             a["tooltip"] = _label(*tip)
@@ -756,13 +807,151 @@ class _DotWriter:
         line = f"{quote_id(src_box)} -> {quote_id(dst_box)}"
         return f"{line} {_attrs(a)};" if a else f"{line};"
 
+    # --- function bodies ------------------------------------------------------------------
+    def _calls(self, node: Node) -> list[tuple[str, str, dict[str, Any]]]:
+        return call_sites(node.proto, self.library) if len(self.library) else []
+
+    def _is_open(self, node: Node, top_level: bool) -> bool:
+        return ((top_level and node.name in self.view.open_calls)
+                or any(fn in self.view.open_functions for _a, fn, _b in self._calls(node)))
+
+    def _call_note(self, node: Node) -> str | None:
+        """``body: while_body, cond: while_cond`` for a node that runs functions."""
+        calls = self._calls(node)
+        if not calls:
+            return None
+        by_attr: dict[str, list[str]] = {}
+        for a, fn, _ in calls:
+            by_attr.setdefault(a or "function", []).append(fn)
+        return ", ".join(f"{a}: {' | '.join(fns)}" for a, fns in by_attr.items())
+
+    def _loop_edge(self, node: Node, nid: str) -> str | None:
+        """A collapsed While's loop-carried values: a self-loop labelled with their dtypes
+        (from the body's signature)."""
+        if node.op not in WHILE_OPS:
+            return None
+        body = next((fn for a, fn, _ in self._calls(node) if a == "body"), None)
+        fdef = self.library.get(body) if body else None
+        if fdef is None:
+            return None
+        attrs = next(b for a, _fn, b in self._calls(node) if a == "body")
+        types = [D.name(t) if t else "?" for _, t in signature(fdef, attrs).inputs]
+        runs: list[list[Any]] = []   # int32, int32, float32 -> int32 x2, float32
+        for t in types:
+            if runs and runs[-1][0] == t:
+                runs[-1][1] += 1
+            else:
+                runs.append([t, 1])
+        text = ", ".join(t if k == 1 else f"{t} \u00d7{k}" for t, k in runs)
+        a = {"label": quote("loop: " + text), "color": _LOOP_COLOR,
+             "fontcolor": _LOOP_COLOR, "style": "bold", "constraint": "false"}
+        return f"{quote_id(nid)} -> {quote_id(nid)} {_attrs(a)};"
+
+    def _call_cluster(self, node: Node, nid: str, box_line: str, prefix: str,
+                      stack: tuple[str, ...], edges: list[str], pad: str) -> str:
+        """A functional node drawn open: a cluster holding its box and one sub-cluster per
+        function it runs, with the body's nodes and edges. The caller's tensors flow into
+        each function's arguments, results flow back (into the caller, or for a While body
+        into the next iteration's arguments: the loop-carried values, bold, with dtypes)."""
+        lines = [f"subgraph {quote_id('cluster_call:' + prefix + node.name)} {{",
+                 f"  label={_label(f'{node.op} {node.name}')};",
+                 '  style="rounded,dashed"; color="#0d9488"; fontcolor="#0f766e"; labeljust=l;',
+                 f"  {box_line}"]
+        is_while = node.op in WHILE_OPS
+        for attr, fname, fattrs in self._calls(node):
+            fdef = self.library.get(fname)
+            where = f"{prefix}{node.name}>{attr}:{fname}>"
+            title = f"{attr or 'call'}: {fname}"
+            if fdef is None or fname in stack:
+                continue  # a missing function or recursion: validate reports it
+            try:
+                body, _problems = instantiate_checked(fdef, fattrs, self.library)
+            except DfgError:
+                continue  # list-valued arguments: drawn closed
+            bg = Graph(body)
+            facts = TensorFacts(bg)
+            sig = signature(fdef, fattrs)
+            inner = [f"  subgraph {quote_id('cluster_fn:' + where)} {{",
+                     f"    label={_label(title)};",
+                     '    style="rounded,filled"; color="#14b8a6"; fillcolor="#f0fdfa"; '
+                     'fontcolor="#0f766e"; labeljust=l;']
+            for n in bg.nodes:
+                if bg.get(n.name) is not n:
+                    continue
+                bid = "f:" + where + n.name
+                a = {"label": _label(n.name, n.op), "tooltip": _label(f"{n.name} ({n.op})")}
+                a.update(_STYLE_BY_KIND["arg" if n.op in ("_Arg", RETVAL_OP)
+                                        else node_kind(n.op)])
+                note = self._call_note(n)
+                if note is not None:
+                    a["label"] = _label(n.name, n.op, note)
+                    a["peripheries"] = "2"
+                line = f"{quote_id(bid)} {_attrs(a)};"
+                if note is not None and self._is_open(n, False):
+                    sub = self._call_cluster(n, bid, line, where, stack + (fname,), edges,
+                                             pad + "    ")
+                    inner.append("    " + sub)
+                else:
+                    inner.append(f"    {line}")
+                for e in n.in_edges:
+                    ea: dict[str, str] = {}
+                    if e.is_control:
+                        ea.update(style="dashed", color='"#6b7280"')
+                    else:
+                        text = facts.edge_label(e)
+                        if e.src_output > 0:
+                            text = f":{e.src_output} {text}".strip()
+                        if text:
+                            ea["label"] = quote(text)
+                    src = quote_id("f:" + where + e.src)
+                    edges.append(f"{src} -> {quote_id(bid)}" + (f" {_attrs(ea)};" if ea else ";"))
+            inner.append("  }")
+            lines.extend(inner)
+            # the caller's side: arguments in, results out
+            first_arg = 1 if node.op in ("If", "StatelessIf", "Case", "StatelessCase") else 0
+            for k, (arg, t) in enumerate(sig.inputs):
+                a = {"label": quote(D.name(t) if t else "?"), "color": '"#0d9488"'}
+                if k + first_arg < len(node.inputs) or attr == "":
+                    edges.append(f"{quote_id(nid)} -> {quote_id('f:' + where + arg)} "
+                                 f"{_attrs(a)};")
+            for arg, t in sig.outputs:
+                ret = quote_id("f:" + where + arg + "_RetVal")
+                dt = D.name(t) if t else "?"
+                if is_while and attr == "body":
+                    # loop-carried: result j becomes argument j of the next iteration
+                    k = [o for o, _ in sig.outputs].index(arg)
+                    if k < len(sig.inputs):
+                        a = {"label": quote(f"next: {dt}"), "color": _LOOP_COLOR,
+                             "fontcolor": _LOOP_COLOR, "style": "bold",
+                             "constraint": "false"}
+                        target = quote_id("f:" + where + sig.inputs[k][0])
+                        edges.append(f"{ret} -> {target} {_attrs(a)};")
+                else:
+                    a = {"label": quote(dt), "color": '"#0d9488"'}
+                    if is_while:
+                        a["constraint"] = "false"   # cond's predicate goes back up
+                    edges.append(f"{ret} -> {quote_id(nid)} {_attrs(a)};")
+        lines.append("}")
+        return ("\n" + pad).join(lines)
+
     # --- whole graph ----------------------------------------------------------------------
     def write(self) -> str:
         view, graph = self.view, self.graph
         by_frame: dict[str, list[str]] = defaultdict(list)
-        for bid in sorted(view.boxes):
-            by_frame[view.boxes[bid].frame].append(self._box_line(view.boxes[bid]))
         edge_lines: list[str] = []
+        for bid in sorted(view.boxes):
+            box = view.boxes[bid]
+            line = self._box_line(box)
+            node = self.graph.node(box.path) if box.kind == "node" else None
+            if node is not None and self._calls(node):
+                if self._is_open(node, True):
+                    pad = "  " * (1 + self.view.frames.frames[box.frame].depth)
+                    line = self._call_cluster(node, bid, line, "", (), edge_lines, pad)
+                else:
+                    loop = self._loop_edge(node, bid)
+                    if loop is not None:
+                        edge_lines.append(loop)
+            by_frame[box.frame].append(line)
         for const, bid in view.annotations:
             node_line, edge_line = self._annotation_lines(const, bid)
             by_frame[view.boxes[bid].frame].append(node_line)

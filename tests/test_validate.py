@@ -247,7 +247,8 @@ def test_shape_and_func_attr_types():
             'attr { key: "Tout" value { list { } } } attr { key: "f" value { s: "fn" } } }')
     diags = validate(make(bad_shape + call))
     assert [(d.node, d.extra["expected"]) for d in diags] == [("p", "shape"), ("f", "func")]
-    good_call = call.replace('s: "fn"', 'func { name: "fn" }')
+    good_call = (call.replace('s: "fn"', 'func { name: "fn" }')
+                 + 'library { function { signature { name: "fn" } } }')
     assert validate(make(good_call)) == []  # empty lists fit list(type)
 
 
