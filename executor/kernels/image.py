@@ -1,4 +1,5 @@
-"""Image kernels: non-max suppression, CropAndResize, bicubic and area resizing.
+"""Image kernels: non-max suppression, CropAndResize, bicubic and area resizing,
+ScaleAndTranslate.
 
 TensorFlow's CPU semantics:
 
@@ -15,6 +16,9 @@ TensorFlow's CPU semantics:
   for half_pixel_centers. Rows are interpolated first, then columns, in float32.
 * ResizeArea averages each output cell's footprint, weighting partly covered input pixels by
   the covered fraction; sums run in TF's order (x, then y) in float32, one pass per tap.
+* ScaleAndTranslate (tf.image.resize's lanczos3/5, gaussian, mitchellcubic, ...) builds
+  TF's per-axis spans of normalised kernel weights as dense [out, in] matrices and applies
+  them rows first, then columns.
 
 Outputs are float32 as the OpDefs say (selected indices int32).
 """
@@ -434,3 +438,110 @@ def resize_area(ctx: KernelContext, images: np.ndarray, size: np.ndarray) -> np.
         total = np.where(live, total + rows[:, np.clip(i, 0, h - 1)] * wy, total)
     inv = np.float32(1.0 / float(sy * sx))  # 1.0 / (float * float) in double, then float
     return (total * inv).astype(_F32)
+
+
+# ----------------------------------------------------------------------------------------------
+# ScaleAndTranslate (tf.image.resize with lanczos3/5, gaussian, mitchellcubic, ...)
+
+def _lanczos(radius: float):
+    def f(x: np.ndarray) -> np.ndarray:
+        px = np.float32(np.pi) * x
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = np.float32(radius) * np.sin(px) * np.sin(px / np.float32(radius)) / (px * px)
+        # sin(x)/x tends to 1 at 0: TF returns 1 within 1e-3 of the centre.
+        return np.where(x > radius, np.float32(0), np.where(x <= 1e-3, np.float32(1), v))
+    return f, radius
+
+
+def _gaussian(x: np.ndarray) -> np.ndarray:
+    sigma = 1.5 / 3.0  # radius 1.5 = three standard deviations
+    return np.where(x >= 1.5, 0.0, np.exp(-x * x / (2.0 * sigma * sigma)))
+
+
+def _keys_cubic(x: np.ndarray) -> np.ndarray:
+    return np.where(x >= 2, 0.0, np.where(x >= 1, ((-0.5 * x + 2.5) * x - 4.0) * x + 2.0,
+                                          ((1.5 * x - 2.5) * x) * x + 1.0))
+
+
+def _mitchell_cubic(x: np.ndarray) -> np.ndarray:
+    return np.where(x >= 2, 0.0, np.where(
+        x >= 1, (((-7.0 / 18.0) * x + 2.0) * x - 10.0 / 3.0) * x + 16.0 / 9.0,
+        (((7.0 / 6.0) * x - 2.0) * x) * x + 8.0 / 9.0))
+
+
+# kernel_type -> (function of |distance|, radius); names as TF's SamplingKernelTypeFromString.
+_SAMPLING_KERNELS: dict[str, tuple[Any, float]] = {
+    "lanczos1": _lanczos(1.0), "lanczos3": _lanczos(3.0), "lanczos5": _lanczos(5.0),
+    "gaussian": (_gaussian, 1.5),
+    "box": (lambda x: np.where(x < 0.5, 1.0, np.where(x == 0.5, 0.5, 0.0)), 1.0),
+    "triangle": (lambda x: np.where(x < 1.0, 1.0 - x, 0.0), 1.0),
+    "keyscubic": (_keys_cubic, 2.0), "mitchellcubic": (_mitchell_cubic, 2.0),
+}
+
+
+def _span_weights(kern: Any, radius: float, out_size: int, in_size: int, scale: float,
+                  translate: float, antialias: bool) -> np.ndarray:
+    """Dense [out_size, in_size] float32 weights: per output pixel, the normalised kernel
+    taps over the input pixels its span covers (all zero when the sample point lies outside
+    the input), as TF's ComputeSpansCore builds them."""
+    inv_scale = np.float32(1.0 / scale)
+    inv_translate = -inv_scale * np.float32(translate)
+    kscale = max(inv_scale, np.float32(1)) if antialias else np.float32(1)
+    reach = np.float32(radius) * kscale
+    sample = (np.arange(out_size, dtype=_F32) + np.float32(0.5)) * inv_scale + inv_translate
+    start = np.clip(np.ceil(sample - reach - np.float32(0.5)), 0, in_size - 1).astype(np.int64)
+    end = np.clip(np.floor(sample + reach - np.float32(0.5)), 0, in_size - 1).astype(
+        np.int64) + 1
+    src = np.arange(in_size)
+    inside = (src[None, :] >= start[:, None]) & (src[None, :] < end[:, None])
+    pos = (src.astype(_F32)[None, :] + np.float32(0.5) - sample[:, None]) / kscale
+    w = np.where(inside, kern(np.abs(pos).astype(_F32)), 0).astype(_F32)
+    total = w.sum(axis=1, dtype=_F32)
+    ok = (np.abs(total) >= 1000 * np.finfo(_F32).tiny) & (sample >= 0) & (sample <= in_size)
+    w = np.where(ok[:, None], w * (np.float32(1) / np.where(ok, total, 1))[:, None], 0)
+    return w.astype(_F32)
+
+
+def _two_floats(v: np.ndarray, name: str) -> tuple[float, float]:
+    v = np.asarray(v)
+    if v.ndim != 1 or v.size != 2:
+        raise InvalidArgumentError(f"{name} must be a vector of 2 floats, found shape "
+                                   f"{_fmt(v.shape)}")
+    return float(v[0]), float(v[1])
+
+
+@kernel("ScaleAndTranslate")
+def scale_and_translate(ctx: KernelContext, images: np.ndarray, size: np.ndarray,
+                        scale: np.ndarray, translation: np.ndarray) -> np.ndarray:
+    """Resample each image with a separable kernel: output pixel centre ``x + 0.5`` maps to
+    input coordinate ``(x + 0.5 - translation) / scale``; with ``antialias`` the kernel is
+    widened by ``1/scale`` when downsampling. Rows first, then columns, in float32."""
+    kt = ctx.attrs.get("kernel_type", "lanczos3")
+    if kt not in _SAMPLING_KERNELS:
+        raise InvalidArgumentError(f"Unrecognized kernel type: {kt}")
+    if images.ndim != 4:
+        raise InvalidArgumentError(f"input must be 4-dimensional, found shape "
+                                   f"{_fmt(images.shape)}")
+    size = np.asarray(size)
+    if size.ndim != 1 or size.size != 2:
+        raise InvalidArgumentError(f"size must be a vector of 2 int32, found shape "
+                                   f"{_fmt(size.shape)}")
+    oh, ow = int(size[0]), int(size[1])
+    n, h, w, c = images.shape
+    if oh <= 0 or ow <= 0:
+        raise InvalidArgumentError(f"output dimensions must be positive, found [{oh},{ow}]")
+    if c <= 0:
+        raise InvalidArgumentError("image must have at least one channel")
+    if h <= 0 or w <= 0:
+        raise InvalidArgumentError("input image must be of non-zero size")
+    sy, sx = _two_floats(scale, "scale")
+    if not (sy > 0 and sx > 0):
+        raise InvalidArgumentError(f"Scale must be greater than zero, found [{sy},{sx}]")
+    ty, tx = _two_floats(translation, "translation")
+    anti = bool(ctx.attrs.get("antialias", True))
+    kern, radius = _SAMPLING_KERNELS[kt]
+    wy = _span_weights(kern, radius, oh, h, sy, ty, anti)
+    wx = _span_weights(kern, radius, ow, w, sx, tx, anti)
+    img = images.astype(_F32, copy=False)
+    rows = np.einsum("oh,nhwc->nowc", wy, img)
+    return np.einsum("pw,nowc->nopc", wx, rows).astype(_F32)

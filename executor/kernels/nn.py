@@ -911,6 +911,59 @@ def conv3d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
     return out.astype(dt, copy=False)
 
 
+@kernel("Conv3DBackpropInputV2")
+def conv3d_backprop_input_v2(ctx: KernelContext, input_sizes: np.ndarray, f: np.ndarray,
+                             dy: np.ndarray) -> np.ndarray:
+    """Gradient of Conv3D with respect to its input (Keras' Conv3DTranspose).
+
+    Per filter tap, ``dy @ f[tap]^T`` is added to the input positions that tap read in the
+    forward convolution; positions in the padding are dropped (taps clipped with
+    ``_tap_range``, as in the 2-D kernel)."""
+    _ndhwc_only(ctx, "CPU implementation of Conv3DBackpropInputV2 currently only supports "
+                     "the NHWC tensor format.")
+    _check_rank(f, 5, "filter")
+    _check_rank(dy, 5, "out_backprop")
+    sizes = _sizes_vector(input_sizes, "input_sizes")
+    if len(sizes) != 5 or any(s < 0 for s in sizes):
+        raise InvalidArgumentError(
+            f"input_sizes must hold 5 non-negative sizes (NDHWC), found {sizes}")
+    dy, f, dt = _conv_inputs(dy, f)
+    st = _five(ctx.attrs.get("strides"), "strides")
+    dl = _five(ctx.attrs.get("dilations") or [1] * 5, "dilations")
+    if st[0] != 1 or st[4] != 1 or dl[0] != 1 or dl[4] != 1:
+        raise InvalidArgumentError(
+            "Current implementation does not yet support strides or dilations in the batch "
+            "and depth dimensions.")
+    kd, kh, kw, fc, oc = f.shape
+    n, c = sizes[0], sizes[4]
+    if fc != c:
+        raise InvalidArgumentError(
+            f"Number of channels in filter ({fc}) must match last dimension of input_sizes "
+            f"({c})")
+    geo = _windows_3d(tuple(sizes), (kd, kh, kw), st[1:4], dl[1:4], _padding_3d(ctx))
+    want = (n,) + tuple(o for o, _ in geo) + (oc,)
+    if dy.shape != want:
+        raise InvalidArgumentError(
+            f"out_backprop must have shape {list(want)} for input_sizes {sizes}, found "
+            f"{list(dy.shape)}")
+    dx = np.zeros(sizes, dy.dtype)
+    if dy.size == 0 or dx.size == 0:
+        return dx.astype(dt, copy=False)
+    for taps in np.ndindex(kd, kh, kw):
+        out_idx, in_idx = [slice(None)], [slice(None)]
+        for i, t in enumerate(taps):
+            n_out, before = geo[i]
+            s0 = t * dl[1 + i] - before
+            a, b = _tap_range(n_out, s0, st[1 + i], sizes[1 + i])
+            if b <= a:
+                break
+            out_idx.append(slice(a, b))
+            in_idx.append(slice(s0 + a * st[1 + i], s0 + (b - 1) * st[1 + i] + 1, st[1 + i]))
+        else:
+            dx[tuple(in_idx)] += dy[tuple(out_idx)] @ f[taps].T
+    return dx.astype(dt, copy=False)
+
+
 def _pool3d_params(ctx: KernelContext, x: np.ndarray) -> tuple[list[tuple[int, int]],
                                                                 list[int], list[int]]:
     _ndhwc_only(ctx, "Default Pooling3DOp only supports NDHWC on device type CPU")
