@@ -226,3 +226,32 @@ def test_progress_bar_on_a_terminal_only():
     # piped standard error: nothing but the result
     r = dfg(*args)
     assert r.returncode == 0 and r.stderr == ""
+
+
+def test_bisect_finds_a_changed_constant_in_the_middle_of_a_zoo_model(tmp_path):
+    """A weight in the middle of the frozen ResNet50 (TensorFlow-written, width-reduced) is
+    changed: the bisect names exactly that Const; the model compared with itself is equal."""
+    case = Path(__file__).parent / "data" / "models" / "resnet50"
+    fetch = json.loads((case / "case.json").read_text())["steps"][0]["fetch"][-1]  # logits
+    step = json.loads((case / "case.json").read_text())["steps"][0]
+    feeds = {k: np.load(case / v) for k, v in step["feed"].items()}
+    g = load_graph(case / "graph.pb")
+    # the middle convolution's weights
+    convs = [n for n in g.topological_order() if n.op in ("Conv2D", "DepthwiseConv2dNative")]
+    weights = [g.node(n.inputs[1][0]) for n in convs]   # Identity (the frozen variable read)
+    order = [g.node(w.inputs[0][0]) if w.op == "Identity" else w for w in weights]
+    assert all(n.op == "Const" for n in order)
+    target = order[len(order) // 2]
+    gd = type(g.graph_def)()
+    gd.CopyFrom(g.graph_def)
+    nd = next(x for x in gd.node if x.name == target.name)
+    value = T.to_numpy(nd.attr["value"].tensor).copy()
+    value += 0.5 * np.abs(value).max()   # the whole filter shifted
+    nd.attr["value"].tensor.CopyFrom(T.from_numpy(value))
+    changed = tmp_path / "changed.pb"
+    save_graphdef(gd, str(changed))
+    same = compare_graphs(case / "graph.pb", case / "graph.pb", [fetch], feeds)
+    assert same.ok
+    res = compare_graphs(case / "graph.pb", changed, [fetch], feeds, bisect=True, batch=32)
+    assert not res.ok
+    assert res.bisect.first == target.name
