@@ -106,17 +106,7 @@ def called_functions(node_def: Any, library: Library | None = None) -> list[tupl
     """(attr name, function name) for every function ``node_def`` runs: func-valued attrs and
     lists of them (``f``, ``then_branch``, ``branches``, ``body`` ...), and the op itself when
     it is a library function (attr name ``""``)."""
-    out: list[tuple[str, str]] = []
-    if library is not None and node_def.op in library:
-        out.append(("", node_def.op))
-    for key in sorted(node_def.attr):
-        av = node_def.attr[key]
-        kind = av.WhichOneof("value")
-        if kind == "func":
-            out.append((key, av.func.name))
-        elif kind == "list":
-            out.extend((key, f.name) for f in av.list.func)
-    return out
+    return [(key, name) for key, name, _attrs in call_sites(node_def, library)]
 
 
 def call_attrs(node_def: Any, attr_name: str) -> dict[str, Any]:
@@ -143,8 +133,13 @@ def reachable(graph_def: Any, roots: Any = None) -> set[str]:
     """Functions reachable from ``roots`` (NodeDefs; default every top-level node), through
     func attrs and calls by op name, transitively through function bodies."""
     lib = Library(graph_def.library)
-    stack = [fn for nd in (graph_def.node if roots is None else roots)
-             for _, fn in called_functions(nd, lib)]
+    return reachable_in(lib, graph_def.node if roots is None else roots)
+
+
+def reachable_in(lib: Library, roots: Any, gradients: bool = False) -> set[str]:
+    """Names reachable from ``roots`` (NodeDefs) in ``lib`` (names it lacks included, as
+    called); with ``gradients``, each reached function's gradient function too."""
+    stack = [fn for nd in roots for _, fn in called_functions(nd, lib)]
     seen: set[str] = set()
     while stack:
         name = stack.pop()
@@ -154,6 +149,8 @@ def reachable(graph_def: Any, roots: Any = None) -> set[str]:
         f = lib.get(name)
         if f is not None:
             stack.extend(fn for nd in f.node_def for _, fn in called_functions(nd, lib))
+        if gradients and lib.gradients.get(name):
+            stack.append(lib.gradients[name])
     return seen
 
 
@@ -301,45 +298,9 @@ def instantiate(fdef: Any, attrs: dict[str, Any] | None = None,
     """The function's body as a GraphDef: one ``_Arg`` node per argument (named after it),
     the body's nodes with placeholders bound and inputs in ``node:slot`` form, and one
     ``_Retval`` node per result (``<result>_RetVal``) reading what ``ret`` maps it to.
-    Control outputs stay in ``fdef.control_ret``; nothing here runs or prunes."""
-    from dfg.schemas import graph_pb2
-
-    attrs = dict(attrs or {})
-    for ad in fdef.signature.attr:  # defaults of the function's own attrs
-        if ad.name not in attrs and ad.HasField("default_value"):
-            attrs[ad.name] = ad.default_value
-    g = graph_pb2.GraphDef()
-    sig = fdef.signature
-    for i, a in enumerate(sig.input_arg):
-        if a.number_attr or a.type_list_attr:
-            raise UnimplementedError(f"function '{sig.name}': list-valued argument '{a.name}'")
-        nd = g.node.add(name=a.name, op=ARG_OP)
-        nd.attr["T"].type = _arg_type(a, attrs)
-        nd.attr["index"].i = i
-    nodes = {}
-    for src in fdef.node_def:
-        nd = g.node.add()
-        nd.CopyFrom(src)
-        substitute_placeholders(nd, attrs, sig.name)
-        nodes[nd.name] = nd
-    res = BodyInputs(fdef, library, nodes)
-    for nd in g.node[len(sig.input_arg):]:
-        resolved = [res.resolve(s, nd.name) for s in nd.input]
-        del nd.input[:]
-        nd.input.extend(_spell(n, k) for n, k in resolved)
-    for j, a in enumerate(sig.output_arg):
-        if a.name not in fdef.ret:
-            raise InvalidArgumentError(f"function '{sig.name}' has no 'ret' entry for its "
-                                       f"result '{a.name}'")
-        n, k = res.resolve(fdef.ret[a.name], a.name + RETVAL_SUFFIX)
-        nd = g.node.add(name=a.name + RETVAL_SUFFIX, op=RETVAL_OP, input=[_spell(n, k)])
-        nd.attr["T"].type = _arg_type(a, attrs)
-        nd.attr["index"].i = j
-    for cname, target in fdef.control_ret.items():
-        if target not in nodes:
-            raise NotFoundError(f"control output '{cname}' of function '{sig.name}' names "
-                                f"no node ('{target}')")
-    return g
+    Control outputs stay in ``fdef.control_ret``; nothing here runs or prunes. Raises on the
+    first problem (:func:`instantiate_checked` collects them instead)."""
+    return _body(fdef, attrs, library, strict=True)[0]
 
 
 def _spell(node: str, slot: int) -> str:
@@ -387,10 +348,19 @@ def instantiate_checked(fdef: Any, attrs: dict[str, Any] | None = None,
     stay placeholders (``_Arg``/``_Retval`` types they decide are DT_INVALID).
 
     UnimplementedError for list-valued arguments, as :func:`instantiate`."""
+    return _body(fdef, attrs, library, strict=False)
+
+
+def _body(fdef: Any, attrs: dict[str, Any] | None, library: Library | None, strict: bool
+          ) -> tuple[Any, list[BodyProblem]]:
+    """What :func:`instantiate` (``strict``: raise on the first problem, every placeholder
+    bound) and :func:`instantiate_checked` (collect problems) share."""
     from dfg.schemas import graph_pb2
 
+    from .opdefs.registry import registry
+
     attrs = dict(attrs or {})
-    for ad in fdef.signature.attr:
+    for ad in fdef.signature.attr:  # defaults of the function's own attrs
         if ad.name not in attrs and ad.HasField("default_value"):
             attrs[ad.name] = ad.default_value
     g = graph_pb2.GraphDef()
@@ -406,18 +376,20 @@ def instantiate_checked(fdef: Any, attrs: dict[str, Any] | None = None,
     for src in fdef.node_def:
         nd = g.node.add()
         nd.CopyFrom(src)
-        for key in list(nd.attr):
-            av = nd.attr[key]
-            if av.WhichOneof("value") == "placeholder" and av.placeholder in attrs:
-                nd.attr[key].CopyFrom(attrs[av.placeholder])
+        if strict:
+            substitute_placeholders(nd, attrs, sig.name)
+        else:  # placeholders the caller leaves unbound stay, for lenient checking
+            for key in list(nd.attr):
+                av = nd.attr[key]
+                if av.WhichOneof("value") == "placeholder" and av.placeholder in attrs:
+                    nd.attr[key].CopyFrom(attrs[av.placeholder])
         nodes.setdefault(nd.name, nd)
     res = BodyInputs(fdef, library, nodes)
-
-    from .opdefs.registry import registry
-
     reg = registry()
 
     def resolve(s: str, where: str) -> str:
+        if strict:
+            return _spell(*res.resolve(s, where))
         try:
             return _spell(*res.resolve(s, where))
         except NotFoundError as e:
@@ -439,6 +411,9 @@ def instantiate_checked(fdef: Any, attrs: dict[str, Any] | None = None,
     for j, a in enumerate(sig.output_arg):
         rname = a.name + RETVAL_SUFFIX
         if a.name not in fdef.ret:
+            if strict:
+                raise InvalidArgumentError(f"function '{sig.name}' has no 'ret' entry for its "
+                                           f"result '{a.name}'")
             problems.append(BodyProblem("missing-return", None, None,
                                         f"result '{a.name}' has no 'ret' entry"))
             continue
@@ -454,6 +429,9 @@ def instantiate_checked(fdef: Any, attrs: dict[str, Any] | None = None,
     for cname in sorted(fdef.control_ret):
         target = fdef.control_ret[cname]
         if target not in nodes:
+            if strict:
+                raise NotFoundError(f"control output '{cname}' of function '{sig.name}' "
+                                    f"names no node ('{target}')")
             problems.append(BodyProblem("missing-input", None, None,
                                         f"control output '{cname}' names no node "
                                         f"('{target}')"))

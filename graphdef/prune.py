@@ -369,21 +369,9 @@ def kept_library(library: Any, nodes: Iterable[Any]) -> Any:
     """The part of ``library`` (a FunctionDefLibrary) that ``nodes`` (NodeDefs) call:
     reachable functions, their gradient functions, and the gradients entries of the kept
     functions; library order is kept."""
-    from .functions import Library, called_functions
+    from .functions import Library, reachable_in
 
-    lib = Library(library)
-    stack = [fn for nd in nodes for _, fn in called_functions(nd, lib)]
-    keep: set[str] = set()
-    while stack:
-        name = stack.pop()
-        if name in keep or name not in lib:
-            continue
-        keep.add(name)
-        stack.extend(fn for nd in lib.function(name).node_def
-                     for _, fn in called_functions(nd, lib))
-        grad = lib.gradients.get(name)
-        if grad:
-            stack.append(grad)
+    keep = reachable_in(Library(library), nodes, gradients=True)
     out = type(library)()
     for f in library.function:
         if f.signature.name in keep:

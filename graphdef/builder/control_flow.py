@@ -11,7 +11,8 @@ only when the branch or iteration does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import InvalidArgumentError
@@ -61,6 +62,30 @@ class _Context:
     def control_pivot(self) -> Tensor | None:
         return None
 
+    @contextmanager
+    def outside(self, control_deps: bool = False) -> Iterator[None]:
+        """Build ops in no context (a Switch or Enter lives outside what it feeds), without
+        the caller's control dependencies unless ``control_deps``."""
+        g = self.graph
+        saved, g._ctxt = g._ctxt, None
+        try:
+            if control_deps:
+                yield
+            else:
+                with g.control_dependencies(None):
+                    yield
+        finally:
+            g._ctxt = saved
+
+    def adopt_external(self, val: Tensor, made: Tensor) -> Tensor:
+        """``made`` (a Switch or Enter output built outside) stands for ``val`` in here."""
+        made.op.ctxt = self
+        if self.outer is not None:
+            self.outer.add_inner_op(made.op)
+        self.values.add(made.name)
+        self.external[val.name] = made
+        return made
+
 
 class CondContext(_Context):
     def __init__(self, pred: Tensor, pivot: Tensor, branch: int) -> None:
@@ -82,19 +107,9 @@ class CondContext(_Context):
             result = self.outer.add_value(val)
             self.values.add(result.name)
             self.external[result.name] = result
-        g = self.graph
-        saved, g._ctxt = g._ctxt, None   # the Switch itself lives outside the branch
-        try:
-            with g.control_dependencies(None):
-                result = _switch_colocated(result, self.pred)[self.branch]
-        finally:
-            g._ctxt = saved
-        result.op.ctxt = self
-        if self.outer is not None:
-            self.outer.add_inner_op(result.op)
-        self.values.add(result.name)
-        self.external[val.name] = result
-        return result
+        with self.outside():   # the Switch itself lives outside the branch
+            made = _switch_colocated(result, self.pred)[self.branch]
+        return self.adopt_external(val, made)
 
     def add_op(self, op: Operation) -> None:
         if not op.inputs:
@@ -131,12 +146,8 @@ class CondContext(_Context):
             real = v
             if self.outer is not None:
                 real = self.outer.add_value(v)
-            g = self.graph
-            saved, g._ctxt = g._ctxt, None
-            try:
+            with self.outside(control_deps=True):
                 real = _switch_colocated(real, self.pred)[self.branch]
-            finally:
-                g._ctxt = saved
             self.external[v.name] = real
             return real
         return self.external.get(v.name, v)
@@ -211,19 +222,9 @@ class WhileContext(_Context):
         result = val
         if self.outer is not None:
             result = self.outer.add_value(val)
-        g = self.graph
-        saved, g._ctxt = g._ctxt, None
-        try:
-            with g.control_dependencies(None):
-                enter = self._enter(result, True)
-        finally:
-            g._ctxt = saved
-        enter.op.ctxt = self
-        if self.outer is not None:
-            self.outer.add_inner_op(enter.op)
-        self.values.add(enter.name)
-        self.external[val.name] = enter
-        return enter
+        with self.outside():
+            enter = self._enter(result, True)
+        return self.adopt_external(val, enter)
 
     def add_op(self, op: Operation) -> None:
         if not op.inputs:
@@ -251,12 +252,8 @@ class WhileContext(_Context):
         real_vars = loop_vars
         if self.outer is not None:
             real_vars = [self.outer.add_value(x) for x in loop_vars]
-        with g.control_dependencies(None):
-            saved, g._ctxt = g._ctxt, None
-            try:
-                enters = [self._enter(x, False) for x in real_vars]
-            finally:
-                g._ctxt = saved
+        with self.outside():
+            enters = [self._enter(x, False) for x in real_vars]
         for e in enters:
             e.op.ctxt = self
             if self.outer is not None:
