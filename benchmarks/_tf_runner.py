@@ -1,5 +1,6 @@
-"""Times one conformance case's first step with TensorFlow (run by the scripts in benchmarks/
-with the Python of an environment where tensorflow is installed; never imported by dfg).
+"""Times one case's first step (graph.pbtxt, else graph.pb) with TensorFlow (run by the
+scripts in benchmarks/ with the Python of an environment where tensorflow is installed; never
+imported by dfg).
 
     _tf_runner.py CASE_DIR WARMUP ITERS THREADS [FEEDS.npz FETCH,FETCH...]
 
@@ -21,7 +22,10 @@ case_dir, warmup, iters, threads = Path(sys.argv[1]), int(sys.argv[2]), int(sys.
 case = json.loads((case_dir / "case.json").read_text())
 step = case["steps"][0]
 gd = tf.compat.v1.GraphDef()
-text_format.Parse((case_dir / "graph.pbtxt").read_text(), gd)
+if (case_dir / "graph.pbtxt").exists():
+    text_format.Parse((case_dir / "graph.pbtxt").read_text(), gd)
+else:  # the model zoo keeps binary graphs
+    gd.ParseFromString((case_dir / "graph.pb").read_bytes())
 graph = tf.Graph()
 with graph.as_default():
     tf.compat.v1.import_graph_def(gd, name="")

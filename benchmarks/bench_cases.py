@@ -44,14 +44,20 @@ def time_dfg(case_dir: Path, warmup: int, iters: int, threads: int) -> dict:
     step = case["steps"][0]
     feed = {k: np.load(case_dir / v) for k, v in step["feed"].items()}
     with Session(load_graph(case_dir / "graph.pbtxt"), threads=threads) as sess:
-        for _ in range(warmup):
-            sess.run(step["fetch"], feed)
-        times = []
-        for _ in range(iters):
-            t0 = time.perf_counter()
-            sess.run(step["fetch"], feed)
-            times.append(time.perf_counter() - t0)
+        times = time_steps(sess, step["fetch"], feed, warmup, iters)
     return {"median_s": statistics.median(times), "min_s": min(times)}
+
+
+def time_steps(sess, fetch: list[str], feed: dict, warmup: int, iters: int) -> list[float]:
+    """Seconds of each of ``iters`` steps after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        sess.run(fetch, feed)
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        sess.run(fetch, feed)
+        times.append(time.perf_counter() - t0)
+    return times
 
 
 def time_tf(py: str, case_dir: Path, warmup: int, iters: int, threads: int,

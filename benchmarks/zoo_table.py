@@ -17,49 +17,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_cases import find_tf_python  # noqa: E402
+from bench_cases import find_tf_python, time_steps, time_tf  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ZOO = ROOT / "tests" / "data" / "models"
-
-# Run in the TensorFlow environment: time the case's first step on its graph.pb.
-_TF_TIMER = r"""
-import json, statistics, sys, time
-from pathlib import Path
-import numpy as np
-import tensorflow as tf
-d, warmup, iters, threads = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), \
-    int(sys.argv[4])
-step = json.loads((d / "case.json").read_text())["steps"][0]
-gd = tf.compat.v1.GraphDef()
-gd.ParseFromString((d / "graph.pb").read_bytes())
-g = tf.Graph()
-with g.as_default():
-    tf.compat.v1.import_graph_def(gd, name="")
-cfg = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
-                               inter_op_parallelism_threads=threads)
-with tf.compat.v1.Session(graph=g, config=cfg) as s:
-    feed = {k: np.load(d / v) for k, v in step["feed"].items()}
-    for _ in range(warmup):
-        s.run(step["fetch"], feed)
-    ts = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        s.run(step["fetch"], feed)
-        ts.append(time.perf_counter() - t0)
-print(json.dumps({"median_s": statistics.median(ts)}))
-"""
-
 
 def measure_dfg(d: Path, threads: int, warmup: int, iters: int) -> dict:
     from dfg.executor import Session
@@ -76,13 +44,7 @@ def measure_dfg(d: Path, threads: int, warmup: int, iters: int) -> dict:
             exp = np.load(d / step["expect"][name])
             if exp.size:
                 err = max(err, float(np.max(np.abs(np.asarray(value, np.float64) - exp))))
-        for _ in range(warmup):
-            sess.run(step["fetch"], feed)
-        times = []
-        for _ in range(iters):
-            t0 = time.perf_counter()
-            sess.run(step["fetch"], feed)
-            times.append(time.perf_counter() - t0)
+        times = time_steps(sess, step["fetch"], feed, warmup, iters)
     return {"case": d.name, "mb": (d / "graph.pb").stat().st_size / 1e6,
             "nodes": len(graph.nodes), "ops": len({n.op for n in graph.nodes}),
             "params": case.get("params"), "max_abs_err": err, "atol": case["atol"],
@@ -90,12 +52,10 @@ def measure_dfg(d: Path, threads: int, warmup: int, iters: int) -> dict:
 
 
 def measure_tf(py: str, d: Path, threads: int, warmup: int, iters: int) -> float | None:
-    r = subprocess.run([py, "-c", _TF_TIMER, str(d), str(warmup), str(iters), str(threads)],
-                       capture_output=True, text=True,
-                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    if r.returncode != 0:
+    try:
+        return time_tf(py, d, warmup, iters, threads)["median_s"]
+    except RuntimeError:
         return None
-    return json.loads(r.stdout.strip().splitlines()[-1])["median_s"]
 
 
 def main() -> None:
