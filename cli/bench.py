@@ -5,7 +5,16 @@ from __future__ import annotations
 import click
 
 from .feeds import feed_option, parse_feeds
-from .options import console, emit_json, fetch_option, graph_argument, json_option, load
+from .options import (
+    console,
+    emit_json,
+    fetch_option,
+    graph_argument,
+    init_option,
+    json_option,
+    load,
+    target_option,
+)
 from .progress import new_tracer, progress, trace_option
 
 
@@ -13,10 +22,8 @@ from .progress import new_tracer, progress, trace_option
 @graph_argument
 @fetch_option(required=True)
 @feed_option()
-@click.option("--target", "targets", multiple=True, metavar="N",
-              help="Node to run for its effect in every step (repeatable).")
-@click.option("--init", "inits", multiple=True, metavar="N",
-              help="Node to run once before timing (repeatable).")
+@target_option()
+@init_option("Node to run once before timing (repeatable).")
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True,
               help="Untimed steps first (plans are built and costs measured here).")
 @click.option("--iters", type=click.IntRange(min=1), default=None,

@@ -28,6 +28,16 @@ def fetch_option(required: bool = False, help: str = "Tensor to fetch (repeatabl
                         metavar="T", help=help)
 
 
+def target_option(help: str = "Node to run for its effect in every step (repeatable)."
+                  ) -> Callable:
+    return click.option("--target", "targets", multiple=True, metavar="N", help=help)
+
+
+def init_option(help: str = "Node to run once before the steps, e.g. 'init' (repeatable)."
+                ) -> Callable:
+    return click.option("--init", "inits", multiple=True, metavar="N", help=help)
+
+
 def names(values: tuple[str, ...]) -> list[str]:
     """Repeated options that also take comma-separated lists (names never hold commas)."""
     return [part.strip() for v in values for part in v.split(",") if part.strip()]

@@ -5,8 +5,18 @@ from __future__ import annotations
 import click
 
 from .feeds import feed_option, parse_feeds
-from .options import console, emit_json, fetch_option, graph_argument, json_option, load, names
-from .progress import progress
+from .options import (
+    console,
+    emit_json,
+    fetch_option,
+    graph_argument,
+    init_option,
+    json_option,
+    load,
+    names,
+    target_option,
+)
+from .progress import progress, trace_option
 
 SORTS = ("total", "mean", "count", "name")
 
@@ -15,10 +25,8 @@ SORTS = ("total", "mean", "count", "name")
 @graph_argument
 @fetch_option(required=True)
 @feed_option()
-@click.option("--target", "targets", multiple=True, metavar="N",
-              help="Node to run for its effect in every step (repeatable).")
-@click.option("--init", "inits", multiple=True, metavar="N",
-              help="Node to run once before profiling (repeatable).")
+@target_option()
+@init_option("Node to run once before profiling (repeatable).")
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True,
               help="Untraced steps first (plans are built and costs measured here).")
 @click.option("--iters", type=click.IntRange(min=1), default=10, show_default=True,
@@ -30,8 +38,7 @@ SORTS = ("total", "mean", "count", "name")
               help="Order of both tables.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="How many nodes to list.")
-@click.option("--trace", "trace_path", default=None, metavar="FILE",
-              help="Also write the Chrome trace-event JSON of the traced steps.")
+@trace_option
 @json_option
 def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
             targets: tuple[str, ...], inits: tuple[str, ...], warmup: int, iters: int,

@@ -9,7 +9,7 @@ import math
 import click
 
 from .feeds import feed_option, parse_feeds
-from .options import console, fetch_option, graph_argument, load
+from .options import console, fetch_option, graph_argument, init_option, load, target_option
 from .progress import new_tracer, trace_option
 
 OUTPUTS = ("table", "json", "npz")
@@ -22,10 +22,8 @@ OUTPUTS = ("table", "json", "npz")
 @click.option("--signature", default=None, metavar="KEY",
               help="GRAPH is a SavedModel dir: run this signature (default serving_default); "
                    "--feed/--fetch name its input/output keys.")
-@click.option("--target", "targets", multiple=True, metavar="N",
-              help="Node to run for its effect (repeatable).")
-@click.option("--init", "inits", multiple=True, metavar="N",
-              help="Node to run once before the steps, e.g. 'init' (repeatable).")
+@target_option("Node to run for its effect (repeatable).")
+@init_option()
 @click.option("--steps", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run the step K times (state carries over); print the last.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
