@@ -55,7 +55,6 @@ class Session:
             _reject_invalid(self.graph)
         # TF2 graphs: calls inlined and If/Case/While lowered to v1 frames, once, so the
         # executor runs one dataflow model (graphdef/lowering.py says why)
-        self.source_graph = self.graph
         from dfg.graphdef.lowering import lower_functional, needs_lowering
 
         if needs_lowering(self.graph.graph_def):

@@ -42,6 +42,7 @@ from .functions import (
     ARG_OP,
     CALL_OPS,
     CASE_OPS,
+    FUNCTIONAL_OPS,
     IF_OPS,
     RETVAL_OP,
     WHILE_OPS,
@@ -64,10 +65,7 @@ MAX_NODES = 5_000_000
 def needs_lowering(graph_def: Any) -> bool:
     """True when a top-level node is functional (a call, If, Case or While)."""
     names = {f.signature.name for f in graph_def.library.function}
-    return any(nd.op in _FUNCTIONAL or nd.op in names for nd in graph_def.node)
-
-
-_FUNCTIONAL = CALL_OPS | IF_OPS | CASE_OPS | WHILE_OPS
+    return any(nd.op in FUNCTIONAL_OPS or nd.op in names for nd in graph_def.node)
 
 
 def lower_functional(graph_def: Any, keep_library: bool = False) -> Any:
