@@ -4,10 +4,13 @@ The thread that calls ``run`` is the scheduling thread: it owns the run's propag
 locks), runs cheap kernels inline and hands expensive ones to the session's worker pool, whose
 threads only run kernels and post ``(tagged, outputs, error, seconds)`` back on the run's
 completion queue. Whether a kernel is cheap is decided by its registration or, by default, by
-its measured cost (an exponential average kept on the plan's NodeItem), as TensorFlow does: a
-thread hop costs tens of microseconds in Python, so only kernels slower than that go to the
-pool. The first kernel error stops scheduling; kernels already running finish, then the error
-is raised naming the node.
+its measured cost (the plan's ``PlanStats``), as TensorFlow does: a thread hop costs tens of
+microseconds in Python, so only kernels slower than that go to the pool.
+
+Every kernel runs through ``kernel_call.call``. The step's ``StepControl`` (cancel.py) is the
+one cancel flag: the first kernel error, a deadline, ``Session.close()`` or SIGINT set it;
+the scheduler checks it before each node and programs before each kernel; kernels already
+running finish, then the step raises.
 """
 
 from __future__ import annotations
@@ -20,17 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from dfg.graphdef.errors import (
-    DeadlineExceededError,
-    DfgError,
-    InternalError,
-    InvalidArgumentError,
-    OpError,
-    ResourceExhaustedError,
-)
+from dfg.graphdef.errors import InternalError, InvalidArgumentError, OpError
 
+from . import kernel_call
+from .cancel import WATCHDOG, StepControl, deadline_error
+from .kernel_call import call_timed, quiet
 from .kernels.registry import KernelContext
-from .plan import CONST, FORWARD, SWITCH, NodeItem, Plan
+from .plan import CONST, FORWARD, MERGE_INDEX, SWITCH, NodeItem, Plan
+from .programs import CONTROL_KEY
 from .propagator import FramePropagator, SimplePropagator
 
 _NONES = [[None] * n for n in range(64)]
@@ -39,6 +39,8 @@ _NONES = [[None] * n for n in range(64)]
 EXPENSIVE_US = 200.0
 # Unmeasured kernels with an input this large are assumed expensive.
 LARGE_INPUT = 1 << 15
+# A sentinel posted on a step's completion queue to wake its scheduler when cancelled.
+_WAKE = ("wake",)
 
 
 class WorkerPool:
@@ -57,7 +59,7 @@ class WorkerPool:
         self._tasks.put((done, tagged, args, ctx, tracer))
 
     def _work(self) -> None:
-        with np.errstate(all="ignore"):
+        with quiet(all="ignore"):
             while True:
                 task = self._tasks.get()
                 if task is None:
@@ -65,7 +67,7 @@ class WorkerPool:
                 done, tagged, args, ctx, tracer = task
                 try:
                     if tracer is None:
-                        outputs, secs = run_kernel(tagged[0], args, ctx)
+                        outputs, secs = call_timed(tagged[0], args, ctx)
                     else:
                         outputs, secs = tracer.run_kernel(tagged, args, ctx)
                     done.put((tagged, outputs, None, secs))
@@ -77,89 +79,23 @@ class WorkerPool:
             self._tasks.put(None)
 
 
-def _with_node(e: DfgError, item: NodeItem) -> DfgError:
-    if e.node is None:
-        e.node, e.op = item.name, item.op
-        e.args = (e._render(),)
-    return e
-
-
-def run_kernel(item: NodeItem, args: list, ctx: Any) -> tuple[Any, float]:
-    """Run one kernel; return its outputs as a sequence and the seconds it took (-1 for a
-    kernel registered as cheap: its cost decides nothing, so it is not measured)."""
-    timed = item.cheap is None
-    t0 = time.perf_counter() if timed else 0.0
-    try:
-        for k in item.deref:
-            a = args[k]
-            if a is not None:      # a Merge's dead inputs arrive as None: nothing to read
-                args[k] = a.read()
-        res = item.fn(ctx, *args)
-    except Exception as e:
-        raise kernel_error(item, e) from (None if isinstance(e, DfgError) else e)
-    secs = time.perf_counter() - t0 if timed else -1.0
-    return checked_outputs(item, res), secs
-
-
-def kernel_error(item: NodeItem, e: Exception) -> DfgError:
-    """What a kernel raised, as one error of the hierarchy naming the node."""
-    if isinstance(e, DfgError):
-        return _with_node(e, item)
-    if isinstance(e, (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError)):
-        return InvalidArgumentError(f"{type(e).__name__}: {e}", node=item.name, op=item.op)
-    if isinstance(e, MemoryError):
-        return ResourceExhaustedError("out of memory computing the output", node=item.name,
-                                      op=item.op)
-    return InternalError(f"kernel failed: {type(e).__name__}: {e}", node=item.name, op=item.op)
-
-
-def checked_outputs(item: NodeItem, res: Any) -> Any:
-    """A kernel's result as a sequence of outputs, each of the dtype its OpDef promises."""
-    if type(res) is tuple or type(res) is list:
-        outs = res
-    else:
-        outs = (res,)
-    if len(outs) != item.num_outputs:
-        raise InternalError(f"kernel returned {len(outs)} outputs, the OpDef has "
-                            f"{item.num_outputs}", node=item.name, op=item.op)
-    want = item.out_dtypes
-    for k, o in enumerate(outs):
-        w = want[k]
-        if w is None or o is None:
-            continue
-        if type(o) is not np.ndarray or o.dtype is not w:
-            fixed = _check_output(item, k, o, w)
-            if fixed is not o:
-                outs = list(outs)
-                outs[k] = fixed
-    return outs
-
-
-def _check_output(item: NodeItem, k: int, o: Any, want: np.dtype) -> np.ndarray:
-    arr = o if isinstance(o, np.ndarray) else np.asarray(o)
-    if arr.dtype == want:
-        return arr
-    if want.kind == "O" and arr.dtype.kind in "SU":
-        return np.asarray(arr.tolist() if arr.dtype.kind == "S" else
-                          np.char.encode(arr).tolist(), dtype=object).reshape(arr.shape)
-    raise InternalError(f"kernel produced {arr.dtype} for output {k}, the OpDef says {want}",
-                        node=item.name, op=item.op)
-
-
 class Step:
-    """One ``Session.run`` call: its propagator, contexts, results and first error."""
+    """One ``Session.run`` call: its propagator, contexts, cancel flag and results."""
 
     def __init__(self, plan: Plan, resources: Any, pool: WorkerPool | None,
-                 timeout: float | None, programs: str = "auto", tracer: Any = None) -> None:
+                 timeout: float | None, programs: str = "auto", tracer: Any = None,
+                 max_bytes: int | None = None) -> None:
         self.plan = plan
         self.tracer = tracer   # executor/trace.py's Tracer, or None: tracing off
         self.resources = resources
         self.pool = pool
-        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.max_bytes = max_bytes
+        self.control = StepControl(timeout)
         self.programs = programs
         self.prop = FramePropagator(plan, programs) \
             if plan.has_control_flow else SimplePropagator(plan)
-        self.step_state: dict[Any, Any] = {}       # per-run resources (TensorArrays, stacks)
+        # per-run resources (TensorArrays, stacks); loop programs find the cancel flag here
+        self.step_state: dict[Any, Any] = {CONTROL_KEY: self.control}
         if tracer is not None:
             from .trace import TRACE_KEY
             self.step_state[TRACE_KEY] = tracer    # loop programs find it here
@@ -167,16 +103,15 @@ class Step:
         self.values: list[Any] = [None] * len(plan.fetches)
         self.got: list[bool] = [False] * len(plan.fetches)
         self.dead_fetch: dict[int, NodeItem] = {}
-        self.error: BaseException | None = None
 
     def ctx(self, item: NodeItem) -> KernelContext:
         if item.shared_ctx is not None:
             return item.shared_ctx
         c = self.ctxs[item.id]
         if c is None:
-            c = self.ctxs[item.id] = KernelContext(
-                item.name, item.op, item.attrs, item.out_dtypes, item.input_dtypes,
-                self.resources, self.step_state, deadline=self.deadline)
+            c = self.ctxs[item.id] = kernel_call.context(
+                item, self.resources, self.step_state, deadline=self.control.deadline,
+                max_bytes=self.max_bytes)
         return c
 
     def _capture(self, tagged: tuple, outputs: Any) -> None:
@@ -192,35 +127,49 @@ class Step:
             self.got[i] = True
 
     def run(self, feed_values: dict) -> list[Any]:
-        if self.tracer is None:
-            return self._run(feed_values)
-        self.tracer.begin_step()
+        ctl = self.control
+        WATCHDOG.watch(ctl)
+        if self.tracer is not None:
+            self.tracer.begin_step()
         try:
-            return self._run(feed_values)
+            with quiet(all="ignore"):
+                out = self._run(feed_values)
+            # the deadline rule's last check point: the step's end, in every mode
+            if ctl.deadline is not None and time.monotonic() > ctl.deadline:
+                ctl.cancel(deadline_error())
+            ctl.raise_if_cancelled()
+            return out
+        except BaseException as e:
+            ctl.cancel(e)        # a program's error: anything still running stops
+            err = ctl.error
+            if err is e:
+                raise
+            raise err from None
         finally:
-            self.tracer.end_step()
+            ctl.finish()
+            if self.tracer is not None:
+                self.tracer.end_step()
 
     def _run(self, feed_values: dict) -> list[Any]:
         prog = self.plan.program
         if prog is not None and self.programs != "never" and (
-                self.programs == "always" or prog.qualifies()):
-            with np.errstate(all="ignore"):
-                return prog.run(feed_values, self.resources, self.step_state, self.deadline,
-                                self.tracer)
-        with np.errstate(all="ignore"):
-            self._loop(feed_values)
-        if self.error is not None:
-            raise self.error
+                self.programs == "always" or prog.runs()):
+            return prog.run(feed_values, self.resources, self.step_state, self.control,
+                            self.max_bytes, self.tracer)
+        self._loop(feed_values)
+        self.control.raise_if_cancelled()
         return self._results()
 
     def _loop(self, feed_values: dict) -> None:
         prop = self.prop
         pool = self.pool
+        ctl = self.control
+        stats = self.plan.stats
         done: queue.SimpleQueue = queue.SimpleQueue()
+        if pool is not None:
+            ctl.on_cancel(lambda: done.put(_WAKE))
         inline = deque(prop.start(feed_values))
         inflight = 0
-        count = 0
-        deadline = self.deadline
         tracer = self.tracer
         while True:
             while inline:
@@ -235,8 +184,8 @@ class Step:
                     inputs[off:off + n] = _NONES[n] if n < 64 else [None] * n
                 else:
                     args = []
-                if self.error is not None:
-                    continue  # aborting: drop the rest of the step
+                if ctl.error is not None:
+                    return  # cancelled: drop the rest of the step
                 if is_dead:
                     outputs = None
                 elif item.transfer:
@@ -250,47 +199,39 @@ class Step:
                     else:
                         outputs = _merge(args)
                 else:
-                    if pool is not None and (inline or inflight) and _expensive(item, args):
+                    if pool is not None and (inline or inflight) and _expensive(
+                            item, args, stats):
                         pool.submit(done, tagged, args, self.ctx(item), tracer)
                         inflight += 1
                         continue
                     try:
                         if tracer is None:
-                            outputs, secs = run_kernel(item, args, self.ctx(item))
+                            outputs, secs = call_timed(item, args, self.ctx(item))
                         else:
                             outputs, secs = tracer.run_kernel(tagged, args, self.ctx(item))
                     except BaseException as e:  # noqa: BLE001
-                        self.error = e
-                        continue
+                        ctl.cancel(e)
+                        return
                     if secs >= 0:
-                        c = item.cost_us
-                        item.cost_us = secs * 1e6 if c < 0 else 0.8 * c + 0.2e6 * secs
+                        stats.record(item, secs)
                 if item.fetch_slots and _output_in_root(tagged):
                     self._capture(tagged, outputs)
                 prop.propagate(tagged, outputs, inline)
-                count += 1
-                if deadline is not None and not count & 255 and time.monotonic() > deadline:
-                    self.error = DeadlineExceededError("step timed out")
             if not inflight:
-                break
-            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                tagged, outputs, err, secs = done.get(timeout=wait)
-            except queue.Empty:
-                self.error = self.error or DeadlineExceededError("step timed out")
-                # kernels already running cannot be interrupted; their results are discarded
                 return
+            got = done.get()
+            if got is _WAKE:
+                return   # cancelled; kernels still running finish and are discarded
+            tagged, outputs, err, secs = got
             inflight -= 1
             if err is not None:
-                if self.error is None:
-                    self.error = err
-                continue
+                ctl.cancel(err)
+                return
             item = tagged[0]
             if secs >= 0:
-                c = item.cost_us
-                item.cost_us = secs * 1e6 if c < 0 else 0.8 * c + 0.2e6 * secs
-            if self.error is not None:
-                continue
+                stats.record(item, secs)
+            if ctl.error is not None:
+                return
             if item.fetch_slots and _output_in_root(tagged):
                 self._capture(tagged, outputs)
             prop.propagate(tagged, outputs, inline)
@@ -315,7 +256,7 @@ class Step:
         return self.values
 
     def _stuck_error(self, missing: list[int]) -> OpError:
-        waiting = self.prop.waiting()
+        waiting = self.prop.waiting(self.plan)
         names = ", ".join(f"{self.plan.fetches[i][0]}:{self.plan.fetches[i][1]}"
                           for i in missing)
         parts = []
@@ -327,10 +268,6 @@ class Step:
             f"the step cannot make progress before computing {names}: "
             f"{len(waiting)} node(s) are stuck: " + "; ".join(parts) + more
             + " (a cycle without NextIteration, or a missing loop input)")
-
-
-# a Merge's value_index output for its first 64 inputs, made once
-MERGE_INDEX = [np.asarray(i, dtype=np.int32) for i in range(64)]
 
 
 def _merge(args: list) -> tuple:
@@ -349,11 +286,12 @@ def _output_in_root(tagged: tuple) -> bool:
     return tagged[0].is_exit and frame.parent.parent is None
 
 
-def _expensive(item: NodeItem, args: list) -> bool:
+def _expensive(item: NodeItem, args: list, stats: Any) -> bool:
     if item.cheap is not None:
         return not item.cheap
-    if item.cost_us >= 0:
-        return item.cost_us > EXPENSIVE_US
+    c = stats.cost_us[item.id]
+    if c >= 0:
+        return c > EXPENSIVE_US
     for a in args:
         if type(a) is np.ndarray and a.size >= LARGE_INPUT:
             return True
@@ -362,12 +300,9 @@ def _expensive(item: NodeItem, args: list) -> bool:
 
 def _killing_switch(plan: Plan, item: NodeItem) -> str | None:
     """The nearest Switch upstream of ``item`` (breadth-first over its inputs)."""
-    producers: dict[int, list[NodeItem]] = {}
-    for it in plan.items:
-        for dst, _k, _s in it.out_data:
-            producers.setdefault(dst.id, []).append(it)
-        for dst in it.out_control:
-            producers.setdefault(dst.id, []).append(it)
+    def producers(i: int) -> list[NodeItem]:
+        return [x[0] for x in plan.inputs.get(i, ()) if x is not None] + plan.controls.get(i, [])
+
     seen = {item.id}
     frontier = [item]
     while frontier:
@@ -375,7 +310,7 @@ def _killing_switch(plan: Plan, item: NodeItem) -> str | None:
         for it in frontier:
             if it.is_switch:
                 return it.name
-            for p in producers.get(it.id, []):
+            for p in producers(it.id):
                 if p.id not in seen:
                     seen.add(p.id)
                     nxt.append(p)

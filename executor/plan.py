@@ -4,9 +4,8 @@ A ``Plan`` holds the nodes a step needs (pruned from the graph, feeds cutting it
 ``NodeItem`` per node (kernel, bound attrs, arity, out-edges, control-flow flags), the static
 layout of every while-loop frame (``FrameLayout``: which items it holds, their input offsets and
 pending-count template), the initial ready set and where fetched and fed tensors go. Nothing
-here changes while steps run, except ``NodeItem.cost_us`` (a measured cost estimate written
-by the scheduling thread, or by the worker running a loop program that holds the item; a
-stale read only changes a scheduling decision).
+here changes while steps run, except the plan's ``PlanStats`` (measured costs and program
+decisions, with one update policy documented there).
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ from dfg.graphdef.frames import (
 from dfg.graphdef.graph import CONTROL_SLOT, Graph, parse_tensor_name
 from dfg.graphdef.opdefs.registry import SignatureError, registry
 
+from .kernel_call import BoundKernel, bind, bind_attrs, context  # noqa: F401 (bind_attrs)
 from .kernels import registry as kernels
 
 PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2"})
@@ -52,25 +52,120 @@ TRANSFER = {**dict.fromkeys(("Identity", "Enter", "Exit", "NextIteration", "Loop
             "Switch": SWITCH, "RefSwitch": SWITCH, "Merge": MERGE, "RefMerge": MERGE}
 
 
-class NodeItem:
-    """One node of a plan. ``out_data`` edges are (dst item, index of the dst input in its
-    frame's input array, src slot); ``out_control`` holds the control successors."""
+# a Merge's value_index output for its first 64 inputs, made once
+MERGE_INDEX = [np.asarray(i, dtype=np.int32) for i in range(64)]
+
+
+class NodeItem(BoundKernel):
+    """One node of a plan: its bound kernel (``kernel_call.BoundKernel``) and where it sits in
+    the plan. ``out_data`` edges are (dst item, index of the dst input in its frame's input
+    array, src slot); ``out_control`` holds the control successors. Built in one place
+    (``_make_item``; loop programs' pseudo nodes by ``programs._program_item`` through
+    ``NodeItem.pseudo``) and not written once the plan is built: what steps learn (costs,
+    program decisions) lives in the plan's ``PlanStats``."""
 
     __slots__ = (
-        "id", "name", "op", "fn", "attrs", "num_inputs", "num_outputs", "out_dtypes",
-        "deref", "out_data", "out_control", "frame", "local_id", "in_offset",
+        "id", "out_data", "out_control", "frame", "local_id", "in_offset",
         "num_control_inputs", "is_merge", "is_switch", "is_enter", "is_exit",
         "is_next_iteration", "is_constant_enter", "is_control_trigger", "enter_frame",
-        "parallel_iterations", "cheap", "cost_us", "fetch_slots", "input_dtypes", "out_types",
-        "stateful", "shared_ctx", "transfer", "const_out", "cf_kind",
+        "parallel_iterations", "fetch_slots", "shared_ctx", "transfer", "const_out", "cf_kind",
     )
 
-    def __init__(self) -> None:
-        self.cost_us = -1.0  # measured cost (EMA, µs); -1 until first measured
+    def __init__(self, idx: int) -> None:
+        self.id = idx
+        self.out_data: list[tuple[NodeItem, int, int]] = []
+        self.out_control: list[NodeItem] = []
+        self.frame = ROOT
+        self.local_id = -1
+        self.in_offset = 0
+        self.num_control_inputs = 0
+        self.is_merge = self.is_switch = self.is_enter = self.is_exit = False
+        self.is_next_iteration = self.is_constant_enter = self.is_control_trigger = False
+        self.enter_frame: str | None = None
+        self.parallel_iterations = 0
         self.fetch_slots: list[tuple[int, int]] = []  # (fetch index, output slot)
+        self.shared_ctx: Any = None
+        self.transfer = 0
+        self.const_out: tuple | None = None
+        self.cf_kind = CF_NONE
+
+    @classmethod
+    def pseudo(cls, idx: int, name: str, op: str, fn: Any, input_types: list[int],
+               out_types: list[int], frame: str) -> NodeItem:
+        """A node the plan adds itself (a loop program): stateful, unchecked outputs."""
+        item = cls(idx)
+        item.name, item.op, item.fn, item.cheap, item.attrs = name, op, fn, None, {}
+        item.num_inputs, item.num_outputs = len(input_types), len(out_types)
+        item.input_dtypes, item.out_types = list(input_types), list(out_types)
+        item.out_dtypes = [None] * len(out_types)
+        item.deref, item.stateful, item.size_check = (), True, None
+        item.frame = frame
+        return item
 
     def __repr__(self) -> str:
         return f"NodeItem({self.name!r}, {self.op})"
+
+
+class PlanStats:
+    """What steps learn about a plan: measured kernel costs and whether each program runs.
+
+    The one mutable part of a plan. Update policy: a kernel's cost is an exponential average
+    of its measured runs (µs; -1 until measured), written by whichever thread ran it (a lost
+    update only delays a decision). A program's mode changes with hysteresis so a plan does
+    not flap between modes: it runs as a program while every kernel is cheap by its static
+    class or measured at most ``PROGRAM_ENTER_US``; once one is measured above
+    ``PROGRAM_LEAVE_US`` the program is off, and it comes back only when every kernel's
+    average falls to ``PROGRAM_ENTER_US`` again."""
+
+    PROGRAM_ENTER_US = 100.0
+    PROGRAM_LEAVE_US = 400.0
+
+    def __init__(self, num_ids: int) -> None:
+        self.cost_us = [-1.0] * num_ids
+        self.program_on: dict[int, bool] = {}    # program item id -> current decision
+
+    def record(self, item: NodeItem, secs: float) -> None:
+        c = self.cost_us[item.id]
+        self.cost_us[item.id] = secs * 1e6 if c < 0 else 0.8 * c + 0.2e6 * secs
+
+    def slow_in_program(self, item: NodeItem, us: float) -> None:
+        """A kernel ran slowly inside a program: record it; past the leave threshold the
+        program is off from the next step on."""
+        c = self.cost_us[item.id]
+        self.cost_us[item.id] = us if c < 0 else 0.8 * c + 0.2 * us
+
+    def program_runs(self, prog: Any) -> bool:
+        on = self.program_on.get(prog.id)
+        cost = self.cost_us
+        if on:
+            leave = self.PROGRAM_LEAVE_US
+            if any(cost[k.id] > leave for k in prog.kernels if k.cheap is None):
+                on = False
+        else:
+            enter = self.PROGRAM_ENTER_US
+            on = all(k.cheap or (k.cheap is None and (
+                cost[k.id] <= enter if cost[k.id] >= 0 else not statically_heavy(k)))
+                for k in prog.kernels)
+        self.program_on[prog.id] = on
+        return on
+
+
+# Ops whose kernels are presumed expensive until measured: the first step of a plan holding
+# one runs node by node (where they can run in parallel); anything else is presumed cheap.
+HEAVY_OPS = frozenset({
+    "Conv2D", "Conv3D", "DepthwiseConv2dNative", "Conv2DBackpropInput", "Conv2DBackpropFilter",
+    "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MatMul", "BatchMatMul",
+    "BatchMatMulV2", "BatchMatMulV3", "Einsum", "_FusedConv2D", "_FusedMatMul",
+    "_FusedDepthwiseConv2dNative", "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3",
+    "MaxPool", "AvgPool", "MaxPool3D", "AvgPool3D", "Conv2DTranspose", "FFT", "IFFT",
+    "RFFT", "IRFFT", "MatrixInverse", "Svd", "Qr", "SelfAdjointEigV2", "Cholesky",
+    "MatrixSolve", "LSTMBlockCell", "CropAndResize", "ResizeBilinear", "ResizeBicubic",
+    "NonMaxSuppressionV3", "NonMaxSuppressionV4", "NonMaxSuppressionV5",
+})
+
+
+def statically_heavy(item: NodeItem) -> bool:
+    return item.op in HEAVY_OPS
 
 
 @dataclass
@@ -103,6 +198,12 @@ class Plan:
     by_name: dict[str, NodeItem]
     num_ids: int = 0      # items plus loop programs: the size of per-run arrays by item id
     program: Any = None   # without control flow: the StraightLineProgram (programs.py)
+    # per item id: data inputs as (producer, slot) by input index (None: fed or outside the
+    # step) and control inputs; computed once from the out-edges
+    inputs: dict[int, list[Any]] = field(default_factory=dict)
+    controls: dict[int, list[NodeItem]] = field(default_factory=dict)
+    stats: PlanStats = field(default_factory=lambda: PlanStats(0))
+    optimized: Any = None  # the run-time optimizer's report for this plan, if it ran
 
 
 def needed_nodes(graph: Graph, fetches: list[tuple[str, int]], feeds: set[tuple[str, int]],
@@ -115,7 +216,8 @@ def needed_nodes(graph: Graph, fetches: list[tuple[str, int]], feeds: set[tuple[
 
 
 def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
-               feeds: list[str], targets: list[str], device: str = kernels.CPU) -> Plan:
+               feeds: list[str], targets: list[str], device: str = kernels.CPU,
+               max_bytes: int | None = None) -> Plan:
     reg = registry()
     from dfg.graphdef.prune import resolve_target, resolve_tensor
 
@@ -140,7 +242,7 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
     items: list[NodeItem] = []
     by_name: dict[str, NodeItem] = {}
     for node in order:
-        item = _make_item(reg, node, len(items), device)
+        item = _make_item(node, len(items), device, max_bytes)
         item.frame = frames.node_frame.get(node.name, ROOT)
         items.append(item)
         by_name[node.name] = item
@@ -274,22 +376,24 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
     # An unfed Placeholder is no error until it runs (TensorFlow's rule: one inside an
     # untaken cond branch never does); its kernel raises MissingFeedError then.
 
-    from .programs import compile_frame, compile_straight_line
+    inputs, controls = in_edges(items)
+    # programs.add_programs (run by the Session) compiles loop and straight-line programs
+    return Plan(items, layouts, has_cf, initial, fetch_keys, feed_edges, feed_dtypes,
+                feed_shapes, fetched_feeds, list(targets), by_name, len(items), None, inputs,
+                controls, PlanStats(len(items)))
 
-    num_ids = len(items)
-    for lay in layouts.values():
-        if lay.name == ROOT:
-            continue
-        enters = [it for it in items if it.is_enter and it.enter_frame == lay.name]
-        lay.program = compile_frame(lay, enters, items, num_ids)
-        if lay.program is not None:
-            num_ids += 1
 
-    plan = Plan(items, layouts, has_cf, initial, fetch_keys, feed_edges, feed_dtypes,
-                feed_shapes, fetched_feeds, list(targets), by_name, num_ids)
-    if not has_cf:
-        plan.program = compile_straight_line(plan)
-    return plan
+def in_edges(items: list[NodeItem]) -> tuple[dict[int, list[Any]], dict[int, list[NodeItem]]]:
+    """Per item id: its data inputs as (producer, slot) by input index (None where nothing in
+    ``items`` produces it: fed or pruned) and its control inputs; from the out-edges."""
+    inputs: dict[int, list[Any]] = {it.id: [None] * it.num_inputs for it in items}
+    controls: dict[int, list[NodeItem]] = {it.id: [] for it in items}
+    for src in items:
+        for dst, idx, slot in src.out_data:
+            inputs[dst.id][idx - dst.in_offset] = (src, slot)
+        for dst in src.out_control:
+            controls[dst.id].append(src)
+    return inputs, controls
 
 
 def _num_outputs(reg, graph: Graph, node: str) -> int:
@@ -320,46 +424,10 @@ def _check_frames(item: NodeItem, by_name: dict[str, NodeItem], node: Any,
                 node=item.name, op=item.op)
 
 
-def bind_attrs(opdef: Any, node: Any) -> dict[str, Any]:
-    """A node's attrs as its kernel sees them: plain Python values, OpDef defaults filled."""
-    attrs: dict[str, Any] = {}
-    for ad in opdef.attr:
-        if ad.name in node.attr:
-            attrs[ad.name] = to_python(node.attr[ad.name], numpy_types=True)
-        elif ad.HasField("default_value"):
-            attrs[ad.name] = to_python(ad.default_value, numpy_types=True)
-        else:
-            raise InvalidArgumentError(f"missing required attr '{ad.name}'", node=node.name,
-                                       op=node.op)
-    return attrs
-
-
-def _make_item(reg, node: Any, idx: int, device: str = kernels.CPU) -> NodeItem:
-    opdef = reg.get(node.op)
-    if opdef is None:
-        raise UnimplementedError(f"op type '{node.op}' is not registered", node=node.name,
-                                 op=node.op)
-    try:
-        in_types = reg.input_types(node.proto, opdef)
-        out_types = reg.output_types(node.proto, opdef)
-    except SignatureError as e:
-        raise InvalidArgumentError(str(e), node=node.name, op=node.op) from None
-    attrs = bind_attrs(opdef, node)
-    # soft placement: the device's kernel when it has one, else the CPU's
-    kd = kernels.lookup(node.op, device) or kernels.lookup(node.op)
-    item = NodeItem()
-    item.id = idx
-    item.name = node.name
-    item.op = node.op
-    item.fn = kd.fn
-    item.cheap = kd.cheap
-    item.attrs = attrs
-    item.num_inputs = len(in_types)
-    item.num_outputs = len(out_types)
-    item.input_dtypes = in_types
-    item.out_dtypes = [_np_dtype(t) for t in out_types]
-    item.out_data = []
-    item.out_control = []
+def _make_item(node: Any, idx: int, device: str = kernels.CPU,
+               max_bytes: int | None = None) -> NodeItem:
+    item = bind(node, device, into=NodeItem(idx))
+    attrs = item.attrs
     op = node.op
     item.is_merge = op in MERGE_OPS
     item.is_switch = op in SWITCH_OPS
@@ -371,27 +439,15 @@ def _make_item(reg, node: Any, idx: int, device: str = kernels.CPU) -> NodeItem:
     item.enter_frame = attrs.get("frame_name") if item.is_enter else None
     item.parallel_iterations = max(1, int(attrs.get("parallel_iterations", 10) or 10)) \
         if item.is_enter else 0
-    item.out_types = out_types
-    item.deref = ()
+    item.deref = ()   # the plan sets it from the producers' output types
     # transfer ops only move a value; the scheduler does that itself, skipping two calls
     item.transfer = TRANSFER.get(op, 0)
-    item.const_out = None
     value = attrs.get("value")
     if op == "Const" and type(value) is np.ndarray and value.dtype == item.out_dtypes[0]:
         item.transfer = CONST
         item.const_out = (value,)
     # stateless kernels see only their attrs: one context serves every run; stateful ones
     # (variables, TensorArrays, stacks) get a per-run context carrying the step's state
-    item.stateful = bool(opdef.is_stateful)
-    item.shared_ctx = None if item.stateful else kernels.KernelContext(
-        node.name, node.op, attrs, item.out_dtypes, in_types)
+    if not item.stateful:
+        item.shared_ctx = context(item, max_bytes=max_bytes)
     return item
-
-
-def _np_dtype(t: int) -> np.dtype | None:
-    """The dtype an output array must have; None where the value is not a plain array."""
-    if D.is_ref(t) or D.base(t) in (D.DT_RESOURCE, D.DT_VARIANT):
-        return None
-    if not D.is_numpy_compatible(t):
-        return None
-    return D.to_numpy(t)

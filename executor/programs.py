@@ -38,14 +38,22 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import numpy as np
-
-from dfg.graphdef.errors import DeadlineExceededError, DfgError
-
-from .executor import EXPENSIVE_US, MERGE_INDEX, checked_outputs, kernel_error, run_kernel
-from .kernels.registry import KernelContext
-from .plan import CF_PROGRAM, CONST, FORWARD, FrameLayout, NodeItem
+from . import kernel_call
+from .kernel_call import call
+from .plan import (
+    CF_PROGRAM,
+    CONST,
+    FORWARD,
+    MERGE_INDEX,
+    FrameLayout,
+    NodeItem,
+    Plan,
+    PlanStats,
+)
 from .trace import TRACE_KEY
+
+# step_state key of the step's StepControl (cancel.py): programs check it before each kernel
+CONTROL_KEY = "dfg.step_control"
 
 # class of a node in a simple frame
 _COND, _BODY, _SWITCH, _EXIT, _NEXT = range(5)
@@ -55,57 +63,25 @@ class _Reject(Exception):
     """The frame is not of the simple shape: it runs node by node."""
 
 
-def in_edges(items: list[NodeItem]) -> tuple[dict[int, list[Any]], dict[int, list[NodeItem]]]:
-    """Per item id: its data inputs as (producer, slot) by input index (None where nothing in
-    ``items`` produces it: fed or pruned) and its control inputs; from the plan's out-edges."""
-    inputs: dict[int, list[Any]] = {it.id: [None] * it.num_inputs for it in items}
-    controls: dict[int, list[NodeItem]] = {it.id: [] for it in items}
-    for src in items:
-        for dst, idx, slot in src.out_data:
-            inputs[dst.id][idx - dst.in_offset] = (src, slot)
-        for dst in src.out_control:
-            controls[dst.id].append(src)
-    return inputs, controls
-
-
-def _cheap(item: NodeItem, expensive_us: float) -> bool:
-    # registered cheap, or measured at most expensive_us (unmeasured: not known to be cheap)
-    return bool(item.cheap) or (item.cheap is None and 0 <= item.cost_us <= expensive_us)
-
-
 class _Program:
-    """What both kinds share: the kernels they run and whether they qualify to run.
+    """What both kinds share: the kernels they run, and the plan's stats, which decide
+    whether they run (``PlanStats.program_runs``) and learn which kernels are slow."""
 
-    ``qualified`` caches a passed cost check until a run finds a slow kernel; ``blocker`` is
-    the kernel that failed the last check, tried first next time, so a program that does
-    not qualify costs one test per step, not one per kernel. Both are written by whichever
-    thread runs a step; a stale read only changes which path a step takes."""
-
-    def __init__(self) -> None:
+    def __init__(self, prog_id: int) -> None:
+        self.id = prog_id
         self.kernels: list[NodeItem] = []
-        self.qualified = False
-        self.blocker: NodeItem | None = None
+        self.stats: PlanStats | None = None   # set when the plan is assembled
 
-    def qualifies(self, expensive_us: float = EXPENSIVE_US) -> bool:
-        if self.qualified:
-            return True
-        b = self.blocker
-        if b is not None and not _cheap(b, expensive_us):
-            return False
-        for item in self.kernels:
-            if not _cheap(item, expensive_us):
-                self.blocker = item
-                return False
-        self.qualified, self.blocker = True, None
-        return True
+    def runs(self) -> bool:
+        return self.stats.program_runs(self)
 
 
 class LoopProgram(_Program):
     """The compiled form of one frame (immutable after ``compile_frame``, but for the
     qualification cache of ``_Program``)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, prog_id: int) -> None:
+        super().__init__(prog_id)
         self.item: NodeItem                       # the pseudo node the scheduler runs
         self.enters: list[NodeItem] = []          # program input k is Enter k's value
         self.exits: list[NodeItem] = []           # program output k is Exit k's value
@@ -121,97 +97,88 @@ class LoopProgram(_Program):
         self.cond_steps: list[tuple] = []
         self.body_steps: list[tuple] = []
 
-    def __call__(self, ctx: KernelContext, *enter_values: Any) -> list[Any]:
+    def __call__(self, ctx: Any, *enter_values: Any) -> list[Any]:
         vals = self.template[:]
         for k, slot in self.invariant_slots.items():
             vals[slot] = enter_values[k]
         cur = [enter_values[k] for k in self.merge_init]
         merge_slots, merge_index = self.merge_slots, self.merge_index
         first = True
-        deadline = ctx.deadline
-        tracer = ctx.step.get(TRACE_KEY) if ctx.step else None
-        steps = bind_steps(self.cond_steps, ctx.resources, ctx.step, deadline)
-        body = bind_steps(self.body_steps, ctx.resources, ctx.step, deadline)
-        limit = EXPENSIVE_US
+        state = ctx.step
+        tracer = state.get(TRACE_KEY)
+        ctl = state[CONTROL_KEY]
+        steps = bind_steps(self.cond_steps, ctx.resources, state, ctx.max_bytes)
+        body = bind_steps(self.body_steps, ctx.resources, state, ctx.max_bytes)
+        stats = self.stats
         pred, next_slots = self.pred_slot, self.next_slots
         n = 0
         while True:
             for j, (vs, ix) in enumerate(merge_slots):
                 vals[vs] = cur[j]
                 vals[ix] = merge_index[j][0 if first else 1]
-            if (run_steps(steps, vals, limit) if tracer is None
-                    else run_steps_traced(steps, vals, limit, tracer, n)):
-                self.qualified = False
+            if tracer is None:
+                run_steps(steps, vals, stats, ctl)
+            else:
+                run_steps_traced(steps, vals, stats, ctl, tracer, n)
             if not vals[pred]:
                 break
-            if (run_steps(body, vals, limit) if tracer is None
-                    else run_steps_traced(body, vals, limit, tracer, n)):
-                self.qualified = False
+            if tracer is None:
+                run_steps(body, vals, stats, ctl)
+            else:
+                run_steps_traced(body, vals, stats, ctl, tracer, n)
             cur = [vals[s] for s in next_slots]
             first = False
             n += 1
-            if deadline is not None and not n & 255 and time.monotonic() > deadline:
-                raise DeadlineExceededError("step timed out", node=self.exits[0].name
-                                            if self.exits else None)
+            if ctl.error is not None:   # also between iterations without kernels
+                raise ctl.error
         return [vals[s] for s in self.exit_slots]
 
 
-def run_steps(steps: list[tuple], vals: list[Any], expensive_us: float) -> bool:
+def run_steps(steps: list[tuple], vals: list[Any], stats: PlanStats, ctl: Any) -> None:
     """Run ``(item, argument slots, first output slot, context, slots to clear)`` steps over
-    ``vals``: run_kernel's work, inlined (the call, error naming, output checks). A kernel
-    slower than ``expensive_us`` records its cost, so the program stops qualifying; the result
-    says whether there was one."""
+    ``vals`` with ``kernel_call.call``, checking the step's cancel flag before each. A kernel
+    slower than ``PlanStats.PROGRAM_ENTER_US`` is recorded in the plan's stats (which decide
+    whether the program runs next time)."""
     clock = time.perf_counter
-    slow = False
+    slow_us = stats.PROGRAM_ENTER_US
     for item, args, out, ictx, frees in steps:
+        if ctl.error is not None:
+            raise ctl.error
         t0 = clock()
-        try:
-            res = item.fn(ictx, *[vals[a] for a in args]) if not item.deref else \
-                run_kernel(item, [vals[a] for a in args], ictx)[0]
-        except Exception as e:
-            raise kernel_error(item, e) from (None if isinstance(e, DfgError) else e)
+        res = call(item, [vals[a] for a in args], ictx)
         us = (clock() - t0) * 1e6
-        if us > expensive_us:
-            item.cost_us = us
-            slow = True
-        if type(res) is np.ndarray and item.num_outputs == 1 and res.dtype is item.out_dtypes[0]:
-            vals[out] = res
+        if us > slow_us:
+            stats.slow_in_program(item, us)
+        if item.num_outputs == 1:
+            vals[out] = res[0]
         else:
-            outs = checked_outputs(item, res)
-            vals[out:out + len(outs)] = outs
+            vals[out:out + len(res)] = res
         for s in frees:
             vals[s] = None
-    return slow
 
 
-def run_steps_traced(steps: list[tuple], vals: list[Any], expensive_us: float, tracer: Any,
-                     iteration: int) -> bool:
-    """``run_steps`` with every kernel call recorded by ``tracer`` (executor/trace.py); kept
-    apart so that the untraced loop stays as it is."""
+def run_steps_traced(steps: list[tuple], vals: list[Any], stats: PlanStats, ctl: Any,
+                     tracer: Any, iteration: int) -> None:
+    """``run_steps`` with every kernel call recorded by ``tracer`` (executor/trace.py)."""
     now, origin = time.perf_counter_ns, tracer._origin
-    slow = False
     for step in steps:
         item, out = step[0], step[2]
         ins = [vals[a] for a in step[1]]    # before the step clears the slots it last reads
         t0 = now() - origin
-        slow |= run_steps([step], vals, expensive_us)
+        run_steps([step], vals, stats, ctl)
         t1 = now() - origin
         tracer.program_kernel(item, iteration, t0, t1, ins, vals[out:out + item.num_outputs])
         del ins
-    return slow
 
 
 def bind_steps(steps: list[tuple], resources: Any, step_state: Any,
-               deadline: float | None) -> list[tuple]:
+               max_bytes: int | None) -> list[tuple]:
     """Steps with their kernel contexts: the shared one of a stateless kernel, a per-run one
     (the step's resources) for a stateful kernel."""
     out = []
     for item, args, base, stateful, frees in steps:
-        if stateful:
-            ctx = KernelContext(item.name, item.op, item.attrs, item.out_dtypes,
-                                item.input_dtypes, resources, step_state, deadline=deadline)
-        else:
-            ctx = item.shared_ctx
+        ctx = kernel_call.context(item, resources, step_state, max_bytes=max_bytes) \
+            if stateful else item.shared_ctx
         out.append((item, args, base, ctx, frees))
     return out
 
@@ -219,45 +186,60 @@ def bind_steps(steps: list[tuple], resources: Any, step_state: Any,
 class StraightLineProgram(_Program):
     """A step without control flow as one list of kernel calls (see the module docstring)."""
 
-    CHUNK = 256  # steps between deadline checks
-
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, prog_id: int) -> None:
+        super().__init__(prog_id)
         self.template: list[Any] = []
         self.feed_slots: dict[tuple[str, int], int] = {}
         self.fetch_slots: list[int | None] = []   # None: a fed tensor (the session has it)
         self.steps: list[tuple] = []               # (item, args, first out, stateful?, frees)
 
-    def run(self, feed_values: dict, resources: Any, step_state: Any,
-            deadline: float | None, tracer: Any = None) -> list[Any]:
+    def run(self, feed_values: dict, resources: Any, step_state: Any, ctl: Any,
+            max_bytes: int | None, tracer: Any = None) -> list[Any]:
         vals = self.template[:]
         for key, slot in self.feed_slots.items():
             vals[slot] = feed_values[key]
-        steps = bind_steps(self.steps, resources, step_state, deadline)
-        slow = False
-        t0 = 0 if tracer is None else tracer._now()
-        for i in range(0, len(steps), self.CHUNK):
-            chunk = steps[i:i + self.CHUNK]
-            slow |= run_steps(chunk, vals, EXPENSIVE_US) if tracer is None else \
-                run_steps_traced(chunk, vals, EXPENSIVE_US, tracer, 0)
-            if deadline is not None and time.monotonic() > deadline:
-                raise DeadlineExceededError("step timed out")
-        if slow:
-            self.qualified = False
-        if tracer is not None:
+        steps = bind_steps(self.steps, resources, step_state, max_bytes)
+        if tracer is None:
+            run_steps(steps, vals, self.stats, ctl)
+        else:
+            t0 = tracer._now()
+            run_steps_traced(steps, vals, self.stats, ctl, tracer, 0)
             tracer.program("straight-line program", t0, tracer._now())
         out = [None if s is None else vals[s] for s in self.fetch_slots]
         # a fetched ref (a variable, Assign's output) is fetched as its value
         return [v.read() if hasattr(v, "read") else v for v in out]
 
 
-def compile_straight_line(plan: Any) -> StraightLineProgram | None:
+def add_programs(plan: Plan) -> Plan:
+    """Compile ``plan``'s programs: one per while-loop frame of the simple shape, and the
+    straight-line program of a plan without control flow. Each gets an item id after the
+    plan's items; the plan's stats are sized for them."""
+    from dfg.graphdef.frames import ROOT
+
+    for lay in plan.frames.values():
+        if lay.name == ROOT:
+            continue
+        enters = [it for it in plan.items if it.is_enter and it.enter_frame == lay.name]
+        lay.program = compile_frame(lay, enters, plan.inputs, plan.controls, plan.num_ids)
+        if lay.program is not None:
+            plan.num_ids += 1
+    if not plan.has_control_flow:
+        plan.program = compile_straight_line(plan, plan.num_ids)
+        plan.num_ids += 1
+    plan.stats = PlanStats(plan.num_ids)
+    for prog in [lay.program for lay in plan.frames.values()] + [plan.program]:
+        if prog is not None:
+            prog.stats = plan.stats
+    return plan
+
+
+def compile_straight_line(plan: Any, prog_id: int) -> StraightLineProgram | None:
     """The program of a plan without control flow, or None when some node cannot be part of
     one (an input that comes later in the order: a cycle in an unvalidated graph)."""
-    prog = StraightLineProgram()
+    prog = StraightLineProgram(prog_id)
     slots = prog.template
     inputs = {i: [None if x is None else (x[0].id, x[1]) for x in ins]
-              for i, ins in in_edges(plan.items)[0].items()}
+              for i, ins in plan.inputs.items()}
     for key, edges in plan.feed_edges.items():
         slots.append(None)
         prog.feed_slots[key] = len(slots) - 1
@@ -310,21 +292,21 @@ def compile_straight_line(plan: Any) -> StraightLineProgram | None:
     return prog
 
 
-def compile_frame(lay: FrameLayout, enters: list[NodeItem], all_items: list[NodeItem],
-                  item_id: int) -> LoopProgram | None:
+def compile_frame(lay: FrameLayout, enters: list[NodeItem], all_inputs: dict,
+                  all_controls: dict, item_id: int) -> LoopProgram | None:
     """The program of frame ``lay`` (entered by ``enters``), or None when the frame is not of
-    the simple shape. ``item_id`` is the id its pseudo node gets."""
+    the simple shape. ``all_inputs``/``all_controls``: the plan's in-edges by item id;
+    ``item_id`` is the id its pseudo node gets."""
     try:
-        return _compile(lay, enters, all_items, item_id)
+        return _compile(lay, enters, all_inputs, all_controls, item_id)
     except _Reject:
         return None
 
 
-def _compile(lay: FrameLayout, enters: list[NodeItem], all_items: list[NodeItem],
+def _compile(lay: FrameLayout, enters: list[NodeItem], all_inputs: dict, all_controls: dict,
              item_id: int) -> LoopProgram:
     members = {it.id for it in lay.items}
     enter_pos = {e.id: k for k, e in enumerate(enters)}
-    all_inputs, all_controls = in_edges(all_items)
     inputs = {i: all_inputs[i] for i in members}
     controls = {i: all_controls[i] for i in members}
     # nothing enters the frame but through its Enters
@@ -363,7 +345,7 @@ def _compile(lay: FrameLayout, enters: list[NodeItem], all_items: list[NodeItem]
             raise _Reject
         return c
 
-    prog = LoopProgram()
+    prog = LoopProgram(item_id)
     prog.enters = list(enters)
     slots: list[Any] = []
 
@@ -473,33 +455,10 @@ def _compile(lay: FrameLayout, enters: list[NodeItem], all_items: list[NodeItem]
 def _program_item(prog: LoopProgram, lay: FrameLayout, item_id: int) -> NodeItem:
     """The pseudo node: inputs are the Enters' values (slots appended to the frame's input
     array), outputs the Exits' values; per-run context (it runs stateful kernels)."""
-    item = NodeItem()
-    item.id = item_id
-    item.name = f"{lay.name} (loop program)"
-    item.op = "LoopProgram"
-    item.fn = prog
-    item.attrs = {}
-    item.num_inputs = len(prog.enters)
-    item.num_outputs = len(prog.exits)
-    item.input_dtypes = [e.out_types[0] for e in prog.enters]
-    item.out_types = [x.out_types[0] for x in prog.exits]
-    item.out_dtypes = [None] * len(prog.exits)   # the Exits' own runs check nothing either
-    item.deref = ()
-    item.out_data = []
-    item.out_control = []
-    item.frame = lay.name
-    item.local_id = -1
+    item = NodeItem.pseudo(item_id, f"{lay.name} (loop program)", "LoopProgram", prog,
+                           [e.out_types[0] for e in prog.enters],
+                           [x.out_types[0] for x in prog.exits], lay.name)
     item.in_offset = lay.num_inputs
     lay.num_inputs += item.num_inputs
-    item.num_control_inputs = 0
-    item.is_merge = item.is_switch = item.is_enter = item.is_exit = False
-    item.is_next_iteration = item.is_constant_enter = item.is_control_trigger = False
-    item.enter_frame = None
-    item.parallel_iterations = 0
-    item.cheap = None
-    item.stateful = True
-    item.shared_ctx = None
-    item.transfer = 0
-    item.const_out = None
     item.cf_kind = CF_PROGRAM
     return item

@@ -57,25 +57,25 @@ class SimplePropagator:
             if not p:
                 ready.append((dst, None, it, False))
 
-    def waiting(self) -> list[tuple[NodeItem, list[str]]]:
+    def waiting(self, plan: Plan) -> list[tuple[NodeItem, list[str]]]:
         """Items that never became ready, with the inputs each still waits for."""
-        return _waiting(self.plan.frames[ROOT], self.it.pending, self.it.inputs, None)
+        return _waiting(plan, plan.frames[ROOT], self.it.pending, self.it.inputs)
 
 
-def _waiting(lay: FrameLayout, pending: list[int], inputs: list[Any],
-             dead: list[int] | None) -> list[tuple[NodeItem, list[str]]]:
+def _waiting(plan: Plan, lay: FrameLayout, pending: list[int], inputs: list[Any]
+             ) -> list[tuple[NodeItem, list[str]]]:
+    """Items of ``lay`` whose pending count never reached zero, each with its inputs that
+    come from other stuck items and never arrived (linear: the plan's in-edges)."""
     stuck_ids = {it.id for it in lay.items if pending[it.local_id] > 0}
     out = []
     for it in lay.items:
         if it.id not in stuck_ids:
             continue
         waits = []
-        for other in lay.items:
-            for dst, idx, slot in other.out_data:
-                if dst is it and inputs[idx] is None and other.id in stuck_ids:
-                    waits.append(f"{other.name}:{slot}")
-            if it in other.out_control and other.id in stuck_ids:
-                waits.append(f"^{other.name}")
+        for k, src in enumerate(plan.inputs.get(it.id, ())):
+            if src is not None and src[0].id in stuck_ids and inputs[it.in_offset + k] is None:
+                waits.append(f"{src[0].name}:{src[1]}")
+        waits += [f"^{c.name}" for c in plan.controls.get(it.id, ()) if c.id in stuck_ids]
         out.append((it, waits))
     return out
 
@@ -279,7 +279,7 @@ class FramePropagator:
             child.max_parallel = enter.parallel_iterations
             prog = lay.program
             if prog is not None and (self.programs == "always" or (
-                    self.programs == "auto" and prog.qualifies())):
+                    self.programs == "auto" and prog.runs())):
                 child.program_enters = []
             frame.children[key] = child
             it.outstanding_frames += 1
@@ -334,6 +334,6 @@ class FramePropagator:
         if pit.outstanding_ops == 0 and pit.outstanding_frames == 0:
             self._cleanup(parent, pit, ready)
 
-    def waiting(self) -> list[tuple[NodeItem, list[str]]]:
+    def waiting(self, plan: Plan) -> list[tuple[NodeItem, list[str]]]:
         it = self.root.iterations[0]
-        return _waiting(self.plan.frames[ROOT], it.pending, it.inputs, it.dead)
+        return _waiting(plan, plan.frames[ROOT], it.pending, it.inputs)

@@ -15,12 +15,19 @@ from typing import Any
 import numpy as np
 
 from dfg.graphdef import dtypes as D
-from dfg.graphdef.errors import DfgError, InvalidArgumentError, InvalidGraphError, UsageError
+from dfg.graphdef.errors import (
+    CancelledError,
+    DfgError,
+    InvalidArgumentError,
+    InvalidGraphError,
+    UsageError,
+)
 from dfg.graphdef.graph import Graph, parse_tensor_name
 from dfg.graphdef.tensors import format_shape
 
 from .executor import Step, WorkerPool
 from .plan import Plan, build_plan
+from .programs import add_programs
 from .resources import ResourceManager
 
 
@@ -43,11 +50,24 @@ def _tensor_key(name: str) -> tuple[str, int]:
     return parse_tensor_name(name)
 
 
+def default_max_bytes() -> int:
+    """The default per-allocation memory budget: half the machine's physical memory."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
 class Session:
-    """Runs steps of one graph. Thread-safe: ``run`` may be called from several threads."""
+    """Runs steps of one graph. Thread-safe: ``run`` may be called from several threads.
+
+    ``max_bytes``: the memory budget a kernel's output may not exceed (checked before it
+    allocates, for ops whose outputs can outgrow their inputs: executor/limits.py); None
+    means half the physical memory, 0 no limit."""
 
     def __init__(self, graph: Any, threads: int | None = None, device: str = "CPU",
-                 validate: bool = True, programs: str = "auto") -> None:
+                 validate: bool = True, programs: str = "auto",
+                 max_bytes: int | None = None) -> None:
         from dfg.graphdef.io import load_graph
 
         self.graph: Graph = load_graph(graph)
@@ -67,8 +87,11 @@ class Session:
         # kernels are all measured cheap runs as one sequential program (executor/programs.py)
         # instead of node by node
         self.programs = programs
+        self.max_bytes = default_max_bytes() if max_bytes is None else (max_bytes or None)
         self.resources = ResourceManager()   # variables live here across runs
-        self._lock = threading.Lock()        # guards _plans and _frames
+        self._lock = threading.Lock()        # guards _plans, _frames, _active and _closed
+        self._active: set = set()            # StepControls of runs in flight
+        self._closed = False
         self._plans: dict[tuple, Plan] = {}
         self._frames = None
         # the calling thread schedules and runs cheap kernels; the pool the expensive ones
@@ -85,8 +108,9 @@ class Session:
                     if self._frames is None:
                         from dfg.graphdef.frames import analyze_frames
                         self._frames = analyze_frames(self.graph)
-                    plan = build_plan(self.graph, self._frames, fetches, feeds, targets,
-                                      self.device)
+                    plan = add_programs(build_plan(
+                        self.graph, self._frames, fetches, feeds, targets, self.device,
+                        self.max_bytes))
                     self._plans[key] = plan
         return plan
 
@@ -117,12 +141,20 @@ class Session:
             raise UsageError("the same tensor is fed twice")
         plan = self._plan(fetch_names, feed_names, targets)
         values = {key: self._convert_feed(plan, key, v) for key, v in feed_items}
-        step = Step(plan, self.resources, self._pool, timeout, self.programs, trace)
+        step = Step(plan, self.resources, self._pool, timeout, self.programs, trace,
+                    self.max_bytes)
+        with self._lock:
+            if self._closed:
+                raise CancelledError("the session is closed")
+            self._active.add(step.control)
         try:
             out = step.run(values)
         except DfgError as e:
             self._name_function(e)
             raise
+        finally:
+            with self._lock:
+                self._active.discard(step.control)
         for i, key in plan.fetched_feeds.items():
             out[i] = values[key]
         return out[0] if single else list(out)
@@ -166,7 +198,22 @@ class Session:
         return arr
 
     # --- lifetime -------------------------------------------------------------------------
+    def cancel(self, error: BaseException | None = None) -> None:
+        """Cancel every run in flight (they raise ``error``, by default CancelledError);
+        the session stays usable."""
+        with self._lock:
+            active = list(self._active)
+        for ctl in active:
+            ctl.cancel(error or CancelledError("the step was cancelled"))
+
     def close(self) -> None:
+        """Cancel runs in flight (they raise CancelledError) and release the worker threads;
+        later runs raise CancelledError."""
+        with self._lock:
+            self._closed = True
+            active = list(self._active)
+        for ctl in active:
+            ctl.cancel(CancelledError("the session was closed during the step"))
         if self._pool is not None:
             self._pool.close()
             self._pool = None

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from .executor import run_kernel
+from .kernel_call import call_timed
 
 # step_state key under which a step hands its tracer to loop programs (never a string, so it
 # cannot collide with the step resources kernels keep there)
@@ -169,7 +169,7 @@ class Tracer:
 
     # --- kernel runs -------------------------------------------------------------------------
     def run_kernel(self, tagged: tuple, args: list, ctx: Any) -> tuple[Any, float]:
-        """``executor.run_kernel`` of a scheduled node, recorded."""
+        """``kernel_call.call_timed`` of a scheduled node, recorded."""
         item, frame, it = tagged[0], tagged[1], tagged[2]
         name, full = "", True
         if frame is not None and frame.parent is not None:
@@ -188,7 +188,7 @@ class Tracer:
             place.frame, place.outer_ok = name, full
         t0 = self._now()
         try:
-            outputs, secs = run_kernel(item, args, ctx)
+            outputs, secs = call_timed(item, args, ctx)
         finally:
             t1 = self._now()
             if program:

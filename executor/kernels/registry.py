@@ -39,7 +39,7 @@ import numpy as np
 FAMILIES = (
     "basic", "control_flow", "state", "math", "array", "reduction", "nn", "grad",
     "tensor_array", "image", "random", "string", "tensor_list", "io",
-    "losses", "training", "linalg", "lookup", "segment", "sparse", "detection",
+    "losses", "training", "linalg", "lookup", "segment", "sparse", "detection", "fused",
 )
 
 CPU = "CPU"
@@ -112,12 +112,12 @@ class KernelContext:
     """What a kernel may know about its node and run. Built by the executor per node."""
 
     __slots__ = ("node", "op", "attrs", "output_dtypes", "input_dtypes", "resources", "step",
-                 "frame", "deadline")
+                 "frame", "deadline", "max_bytes")
 
     def __init__(self, node: str, op: str, attrs: dict[str, Any],
                  output_dtypes: list[Any] | None = None, input_dtypes: list[Any] | None = None,
                  resources: Any = None, step: Any = None, frame: Any = None,
-                 deadline: float | None = None) -> None:
+                 deadline: float | None = None, max_bytes: int | None = None) -> None:
         self.node = node
         self.op = op
         self.attrs = attrs
@@ -127,6 +127,7 @@ class KernelContext:
         self.step = step            # per-run dict for step resources (TensorArrays, stacks)
         self.frame = frame          # (frame name, iteration) the node runs in, if any
         self.deadline = deadline    # time.monotonic() the step must end by, if any
+        self.max_bytes = max_bytes  # the step's memory budget (executor/limits.py), if any
 
 
 def invoke(op: str, *inputs: Any, attrs: dict[str, Any] | None = None,
@@ -136,14 +137,11 @@ def invoke(op: str, *inputs: Any, attrs: dict[str, Any] | None = None,
     ``attrs`` are given as the kernel sees them (plain Python values); inputs are converted
     with ``np.asarray`` when they are not already arrays or objects the kernel expects.
     """
-    kd = lookup(op, device)
-    if kd is None:
-        raise KeyError(f"no {device} kernel for op {op}")
+    from ..kernel_call import bind_op, context, run_once
+
     args = [x if isinstance(x, np.ndarray) or _is_opaque(x) else np.asarray(x) for x in inputs]
-    ctx = KernelContext(op, op, complete_attrs(op, dict(attrs or {}), args),
-                        resources=resources, step=step if step is not None else {})
-    with np.errstate(all="ignore"):  # as in the executor: inf/nan are results, not warnings
-        return kd.fn(ctx, *args)
+    k = bind_op(op, complete_attrs(op, dict(attrs or {}), args), device)
+    return run_once(k, args, context(k, resources, step if step is not None else {}))
 
 
 def complete_attrs(op: str, attrs: dict[str, Any], args: list[Any]) -> dict[str, Any]:

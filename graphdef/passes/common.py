@@ -520,46 +520,19 @@ class EvalError(Exception):
 
 
 def evaluate(nd: Any, inputs: list[np.ndarray]) -> list[Any]:
-    """Run ``nd``'s kernel on ``inputs`` as the executor does: the kernel from the registry,
-    attrs bound by the executor's own ``bind_attrs`` (OpDef defaults filled), outputs checked
-    against the dtypes the OpDef promises. Outside any graph and session, so only for
-    stateless ops on plain values. Any failure raises EvalError ("do not fold")."""
-    from dfg.executor.kernels.registry import KernelContext, lookup
-    from dfg.executor.plan import bind_attrs
+    """Run ``nd``'s kernel on ``inputs`` as the executor does (``kernel_call``: attrs bound
+    with OpDef defaults, outputs checked against the dtypes the OpDef promises). Outside any
+    graph and session, so only for stateless ops on plain values. Any failure raises
+    EvalError ("do not fold")."""
+    from dfg.executor.kernel_call import bind, context, run_once
 
-    from ..graph import Node
-
-    kd = lookup(nd.op)
-    reg = registry()
-    opdef = reg.get(nd.op)
-    if kd is None or opdef is None:
-        raise EvalError(f"no kernel for {nd.op}")
     try:
-        in_types = reg.input_types(nd, opdef)
-        want = [D.to_numpy(t) for t in reg.output_types(nd, opdef)]
-        ctx = KernelContext(nd.name, nd.op, bind_attrs(opdef, Node(nd, 0)), want, in_types,
-                            None, {})
-        with np.errstate(all="ignore"):
-            res = kd.fn(ctx, *inputs)
+        k = bind(nd)
+        res = run_once(k, list(inputs), context(k, None, {}))
     except Exception as e:  # noqa: BLE001 - any failure means "do not fold"
         raise EvalError(f"{type(e).__name__}: {e}") from e
-    outs = list(res) if isinstance(res, (tuple, list)) else [res]
-    if len(outs) != len(want):
-        raise EvalError(f"kernel returned {len(outs)} outputs, the OpDef has {len(want)}")
-    for k, o in enumerate(outs):
-        if o is None:
-            continue
-        arr = np.asarray(o)
-        if arr.dtype != want[k]:
-            if want[k].kind == "O" and arr.dtype.kind in "SU":
-                arr = np.asarray([x.encode() if isinstance(x, str) else x
-                                  for x in arr.reshape(-1).tolist()],
-                                 dtype=object).reshape(arr.shape)
-            else:
-                raise EvalError(f"kernel produced {arr.dtype} for output {k}, "
-                                f"the OpDef says {want[k]}")
-        outs[k] = arr
-    return outs
+    # outputs were checked against the OpDef by kernel_call (count and dtypes)
+    return [None if o is None else np.asarray(o) for o in res]
 
 
 def value_bytes(v: Any) -> int:

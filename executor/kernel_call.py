@@ -1,0 +1,252 @@
+"""The one way to run a kernel.
+
+Every caller (the scheduler, straight-line and loop programs, the reference interpreter,
+``kernels.invoke`` and the optimizer's constant folding) binds a node once with :func:`bind`
+into a :class:`BoundKernel`, makes its context with :func:`context`, and runs it with
+:func:`call` (or :func:`call_timed`). That one function does, in order:
+
+1. dereference ref inputs the kernel reads as values (``BoundKernel.deref``);
+2. check the output size the inputs and attrs imply against the step's memory budget, for the
+   few ops whose output can be far larger than their inputs (``limits.py``);
+3. call the kernel;
+4. map what it raised to the error hierarchy, naming node, op and input shapes;
+5. check the number and dtypes of the outputs against the OpDef.
+
+NumPy's floating-point error state is the caller's: run calls inside :func:`quiet` (inf and
+nan are results, not warnings) once per step or thread, not once per kernel.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from dfg.graphdef import dtypes as D
+from dfg.graphdef.attrs import to_python
+from dfg.graphdef.errors import (
+    DfgError,
+    InternalError,
+    InvalidArgumentError,
+    ResourceExhaustedError,
+    UnimplementedError,
+)
+from dfg.graphdef.opdefs.registry import SignatureError, registry
+
+from . import limits
+from .kernels import registry as kernels
+from .kernels.registry import KernelContext
+
+quiet = np.errstate  # ``with quiet(all="ignore"):`` around a step's kernel calls
+
+
+class BoundKernel:
+    """A node bound to its kernel: everything :func:`call` needs, nothing about scheduling.
+
+    Immutable once bound. ``deref`` lists the inputs that may arrive as ref objects (a
+    ``VariableRef``) and must be read first; ``size_check`` is the op's output-size estimator
+    (None for ops whose outputs cannot outgrow their inputs by much)."""
+
+    __slots__ = ("name", "op", "fn", "cheap", "attrs", "num_inputs", "num_outputs",
+                 "input_dtypes", "out_types", "out_dtypes", "deref", "stateful", "size_check")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, {self.op})"
+
+
+def bind(node: Any, device: str = kernels.CPU, into: BoundKernel | None = None
+         ) -> BoundKernel:
+    """Bind ``node`` (a ``graph.Node`` or a ``NodeDef``) to its kernel on ``device`` (or, by
+    soft placement, the CPU's). ``into``: fill this object (a NodeItem) instead of a new one.
+    ``deref`` is every non-ref input; the plan narrows it to inputs fed by ref outputs."""
+    reg = registry()
+    proto = getattr(node, "proto", node)
+    opdef = reg.get(proto.op)
+    if opdef is None:
+        raise UnimplementedError(f"op type '{proto.op}' is not registered", node=proto.name,
+                                 op=proto.op)
+    try:
+        in_types = reg.input_types(proto, opdef)
+        out_types = reg.output_types(proto, opdef)
+    except SignatureError as e:
+        raise InvalidArgumentError(str(e), node=proto.name, op=proto.op) from None
+    kd = kernels.lookup(proto.op, device) or kernels.lookup(proto.op)
+    if kd is None:
+        raise UnimplementedError(f"no {device} kernel for op {proto.op}", node=proto.name,
+                                 op=proto.op)
+    k = into if into is not None else BoundKernel()
+    k.name = proto.name
+    k.op = proto.op
+    k.fn = kd.fn
+    k.cheap = kd.cheap
+    k.attrs = bind_attrs(opdef, proto)
+    k.num_inputs = len(in_types)
+    k.num_outputs = len(out_types)
+    k.input_dtypes = in_types
+    k.out_types = out_types
+    k.out_dtypes = [numpy_dtype(t) for t in out_types]
+    k.deref = tuple(i for i, t in enumerate(in_types) if not D.is_ref(t))
+    k.stateful = bool(opdef.is_stateful)
+    k.size_check = limits.estimator(proto.op)
+    return k
+
+
+def bind_op(op: str, attrs: dict[str, Any], device: str = kernels.CPU) -> BoundKernel:
+    """Bind an op with attrs given as the kernel sees them, outside any graph (kernel unit
+    tests, ``kernels.invoke``). Output count and dtypes are not checked: :func:`call` returns
+    what the kernel returned."""
+    kd = kernels.lookup(op, device)
+    if kd is None:
+        raise KeyError(f"no {device} kernel for op {op}")
+    opdef = registry().get(op)
+    k = BoundKernel()
+    k.name = k.op = op
+    k.fn, k.cheap, k.attrs = kd.fn, kd.cheap, attrs
+    k.num_inputs, k.num_outputs = -1, None
+    k.input_dtypes, k.out_types, k.out_dtypes = [], [], []
+    k.deref = ()
+    k.stateful = bool(opdef is not None and opdef.is_stateful)
+    k.size_check = limits.estimator(op)
+    return k
+
+
+def bind_attrs(opdef: Any, node: Any) -> dict[str, Any]:
+    """A node's attrs as its kernel sees them: plain Python values, OpDef defaults filled."""
+    attrs: dict[str, Any] = {}
+    for ad in opdef.attr:
+        if ad.name in node.attr:
+            attrs[ad.name] = to_python(node.attr[ad.name], numpy_types=True)
+        elif ad.HasField("default_value"):
+            attrs[ad.name] = to_python(ad.default_value, numpy_types=True)
+        else:
+            raise InvalidArgumentError(f"missing required attr '{ad.name}'", node=node.name,
+                                       op=node.op)
+    return attrs
+
+
+def numpy_dtype(t: int) -> np.dtype | None:
+    """The dtype an output array must have; None where the value is not a plain array."""
+    if D.is_ref(t) or D.base(t) in (D.DT_RESOURCE, D.DT_VARIANT):
+        return None
+    if not D.is_numpy_compatible(t):
+        return None
+    return D.to_numpy(t)
+
+
+def context(k: BoundKernel, resources: Any = None, step: Any = None,
+            deadline: float | None = None, frame: Any = None,
+            max_bytes: int | None = None) -> KernelContext:
+    """The one KernelContext factory. A stateless kernel's context may be shared by every
+    run of a plan (no resources, no step); a stateful one gets the step's."""
+    return KernelContext(k.name, k.op, k.attrs, k.out_dtypes, k.input_dtypes, resources,
+                         {} if step is None and resources is not None else step,
+                         frame=frame, deadline=deadline, max_bytes=max_bytes)
+
+
+def call(k: BoundKernel, args: list, ctx: KernelContext) -> Any:
+    """Run ``k`` on ``args``: its outputs as a sequence, one entry per output slot."""
+    try:
+        if k.deref:
+            _deref(k, args)
+        if k.size_check is not None and ctx.max_bytes is not None:
+            limits.check(k, args, ctx.max_bytes)
+        res = k.fn(ctx, *args)
+    except Exception as e:
+        raise kernel_error(k, e, args) from (None if isinstance(e, DfgError) else e)
+    if type(res) is np.ndarray and k.num_outputs == 1 and res.dtype is k.out_dtypes[0]:
+        return (res,)
+    return checked_outputs(k, res)
+
+
+def call_timed(k: BoundKernel, args: list, ctx: KernelContext) -> tuple[Any, float]:
+    """:func:`call`, and the seconds it took (-1 for a kernel registered cheap or not: its
+    cost decides nothing, so it is not measured)."""
+    if k.cheap is not None:
+        return call(k, args, ctx), -1.0
+    t0 = time.perf_counter()
+    out = call(k, args, ctx)
+    return out, time.perf_counter() - t0
+
+
+def _deref(k: BoundKernel, args: list) -> None:
+    for i in k.deref:
+        a = args[i]
+        # a Merge's dead inputs arrive as None: nothing to read
+        if a is not None and type(a) is not np.ndarray and hasattr(a, "read"):
+            args[i] = a.read()
+
+
+def kernel_error(k: BoundKernel, e: Exception, args: Any = None) -> DfgError:
+    """What a kernel raised, as one error of the hierarchy naming the node, its op and (for
+    errors the kernel did not word itself) the inputs it got."""
+    if isinstance(e, DfgError):
+        if e.node is None:
+            e.node, e.op = k.name, k.op
+            e.args = (e._render(),)
+        return e
+    got = f" (inputs: {describe_inputs(args)})" if args else ""
+    if isinstance(e, (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError)):
+        return InvalidArgumentError(f"{type(e).__name__}: {e}{got}", node=k.name, op=k.op)
+    if isinstance(e, MemoryError):
+        return ResourceExhaustedError(f"out of memory computing the output{got}", node=k.name,
+                                      op=k.op)
+    if isinstance(e, RecursionError):
+        return ResourceExhaustedError(f"recursion too deep{got}", node=k.name, op=k.op)
+    return InternalError(f"kernel failed: {type(e).__name__}: {e}{got}", node=k.name, op=k.op)
+
+
+def describe_inputs(args: Any) -> str:
+    parts = []
+    for a in list(args)[:8]:
+        if a is None:
+            parts.append("dead")
+        elif isinstance(a, np.ndarray):
+            parts.append(f"{a.dtype}{list(a.shape)}")
+        else:
+            parts.append(type(a).__name__)
+    if len(args) > 8:
+        parts.append(f"... {len(args)} in all")
+    return ", ".join(parts)
+
+
+def checked_outputs(k: BoundKernel, res: Any) -> Any:
+    """A kernel's result as a sequence of outputs, each of the dtype its OpDef promises
+    (for a kernel bound by ``bind_op``: the result as the kernel gave it)."""
+    if k.num_outputs is None:
+        return res
+    if type(res) is tuple or type(res) is list:
+        outs = res
+    else:
+        outs = (res,)
+    if len(outs) != k.num_outputs:
+        raise InternalError(f"kernel returned {len(outs)} outputs, the OpDef has "
+                            f"{k.num_outputs}", node=k.name, op=k.op)
+    want = k.out_dtypes
+    for i, o in enumerate(outs):
+        w = want[i]
+        if w is None or o is None:
+            continue
+        if type(o) is not np.ndarray or o.dtype is not w:
+            fixed = _check_output(k, i, o, w)
+            if fixed is not o:
+                outs = list(outs)
+                outs[i] = fixed
+    return outs
+
+
+def _check_output(k: BoundKernel, i: int, o: Any, want: np.dtype) -> np.ndarray:
+    arr = o if isinstance(o, np.ndarray) else np.asarray(o)
+    if arr.dtype == want:
+        return arr
+    if want.kind == "O" and arr.dtype.kind in "SU":
+        return np.asarray(arr.tolist() if arr.dtype.kind == "S" else
+                          np.char.encode(arr).tolist(), dtype=object).reshape(arr.shape)
+    raise InternalError(f"kernel produced {arr.dtype} for output {i}, the OpDef says {want}",
+                        node=k.name, op=k.op)
+
+
+def run_once(k: BoundKernel, args: list, ctx: KernelContext) -> Any:
+    """:func:`call` for a caller outside a step (one-off evaluation): with NumPy quiet."""
+    with quiet(all="ignore"):
+        return call(k, list(args), ctx)
