@@ -111,11 +111,12 @@ class PlanStats:
 
     The one mutable part of a plan. Update policy: a kernel's cost is an exponential average
     of its measured runs (µs; -1 until measured), written by whichever thread ran it (a lost
-    update only delays a decision). A program's mode changes with hysteresis so a plan does
-    not flap between modes: it runs as a program while every kernel is cheap by its static
-    class or measured at most ``PROGRAM_ENTER_US``; once one is measured above
-    ``PROGRAM_LEAVE_US`` the program is off, and it comes back only when every kernel's
-    average falls to ``PROGRAM_ENTER_US`` again."""
+    update only delays a decision); a compiled program records its mean cost per kernel call.
+    A program's mode changes with hysteresis so a plan does not flap between modes: it starts
+    running as a program when every kernel is cheap by its static class or measured at most
+    ``PROGRAM_ENTER_US``; it stops once its mean kernel cost (or one kernel measured by the
+    interpreter) exceeds ``PROGRAM_LEAVE_US``, and comes back only when every kernel's
+    average, measured node by node, falls to ``PROGRAM_ENTER_US`` again."""
 
     PROGRAM_ENTER_US = 100.0
     PROGRAM_LEAVE_US = 400.0
@@ -123,6 +124,13 @@ class PlanStats:
     def __init__(self, num_ids: int) -> None:
         self.cost_us = [-1.0] * num_ids
         self.program_on: dict[int, bool] = {}    # program item id -> current decision
+        # program item id -> mean µs per kernel call in its compiled runs (EMA)
+        self.program_cost: dict[int, float] = {}
+
+    def record_program(self, prog: Any, secs: float, kernel_calls: int) -> None:
+        us = secs * 1e6 / kernel_calls
+        c = self.program_cost.get(prog.id)
+        self.program_cost[prog.id] = us if c is None else 0.8 * c + 0.2 * us
 
     def record(self, item: NodeItem, secs: float) -> None:
         c = self.cost_us[item.id]
@@ -139,8 +147,10 @@ class PlanStats:
         cost = self.cost_us
         if on:
             leave = self.PROGRAM_LEAVE_US
-            if any(cost[k.id] > leave for k in prog.kernels if k.cheap is None):
+            if self.program_cost.get(prog.id, 0.0) > leave or any(
+                    cost[k.id] > leave for k in prog.kernels if k.cheap is None):
                 on = False
+                self.program_cost.pop(prog.id, None)
         else:
             enter = self.PROGRAM_ENTER_US
             on = all(k.cheap or (k.cheap is None and (

@@ -38,7 +38,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from . import kernel_call
+from . import codegen, kernel_call
 from .kernel_call import call
 from .plan import (
     CF_PROGRAM,
@@ -96,40 +96,48 @@ class LoopProgram(_Program):
         # (item, argument slots, first output slot, stateful?, frees) in topological order
         self.cond_steps: list[tuple] = []
         self.body_steps: list[tuple] = []
+        self.compiled: Any = None   # codegen.compile_loop's result, made on first use
 
     def __call__(self, ctx: Any, *enter_values: Any) -> list[Any]:
+        state = ctx.step
+        tracer = state.get(TRACE_KEY)
+        ctl = state[CONTROL_KEY]
+        if tracer is not None:
+            return self._interpret(ctx, enter_values, tracer, ctl)
+        compiled = self.compiled
+        if compiled is None:
+            compiled = self.compiled = codegen.compile_loop(self)
+        fn, template, items = compiled
+        contexts = [kernel_call.context(k, ctx.resources, state, max_bytes=ctx.max_bytes)
+                    if k.shared_ctx is None else k.shared_ctx for k in items]
+        t0 = time.perf_counter()
+        out, n = fn(template, enter_values, items, contexts, ctl, self.merge_index)
+        self.stats.record_program(self, time.perf_counter() - t0,
+                                  (n + 1) * max(1, len(self.kernels)))
+        return out
+
+    def _interpret(self, ctx: Any, enter_values: tuple, tracer: Any, ctl: Any) -> list[Any]:
+        """The loop run step by step with ``run_steps_traced`` (a traced run shows every
+        kernel of every iteration)."""
         vals = self.template[:]
         for k, slot in self.invariant_slots.items():
             vals[slot] = enter_values[k]
         cur = [enter_values[k] for k in self.merge_init]
-        merge_slots, merge_index = self.merge_slots, self.merge_index
-        first = True
         state = ctx.step
-        tracer = state.get(TRACE_KEY)
-        ctl = state[CONTROL_KEY]
         steps = bind_steps(self.cond_steps, ctx.resources, state, ctx.max_bytes)
         body = bind_steps(self.body_steps, ctx.resources, state, ctx.max_bytes)
-        stats = self.stats
-        pred, next_slots = self.pred_slot, self.next_slots
         n = 0
         while True:
-            for j, (vs, ix) in enumerate(merge_slots):
+            for j, (vs, ix) in enumerate(self.merge_slots):
                 vals[vs] = cur[j]
-                vals[ix] = merge_index[j][0 if first else 1]
-            if tracer is None:
-                run_steps(steps, vals, stats, ctl)
-            else:
-                run_steps_traced(steps, vals, stats, ctl, tracer, n)
-            if not vals[pred]:
+                vals[ix] = self.merge_index[j][0 if n == 0 else 1]
+            run_steps_traced(steps, vals, self.stats, ctl, tracer, n)
+            if not vals[self.pred_slot]:
                 break
-            if tracer is None:
-                run_steps(body, vals, stats, ctl)
-            else:
-                run_steps_traced(body, vals, stats, ctl, tracer, n)
-            cur = [vals[s] for s in next_slots]
-            first = False
+            run_steps_traced(body, vals, self.stats, ctl, tracer, n)
+            cur = [vals[s] for s in self.next_slots]
             n += 1
-            if ctl.error is not None:   # also between iterations without kernels
+            if ctl.error is not None:
                 raise ctl.error
         return [vals[s] for s in self.exit_slots]
 
@@ -192,9 +200,24 @@ class StraightLineProgram(_Program):
         self.feed_slots: dict[tuple[str, int], int] = {}
         self.fetch_slots: list[int | None] = []   # None: a fed tensor (the session has it)
         self.steps: list[tuple] = []               # (item, args, first out, stateful?, frees)
+        self.compiled: Any = None   # codegen.compile_straight_line's result, or False
 
     def run(self, feed_values: dict, resources: Any, step_state: Any, ctl: Any,
             max_bytes: int | None, tracer: Any = None) -> list[Any]:
+        if tracer is None:
+            compiled = self.compiled
+            if compiled is None:
+                compiled = self.compiled = codegen.compile_straight_line(self) or False
+            if compiled:
+                fn, template, items = compiled
+                contexts = [kernel_call.context(k, resources, step_state, max_bytes=max_bytes)
+                            if k.shared_ctx is None else k.shared_ctx for k in items]
+                t0 = time.perf_counter()
+                out = fn(template, [feed_values[key] for key in self.feed_slots], items,
+                         contexts, ctl)
+                self.stats.record_program(self, time.perf_counter() - t0,
+                                          max(1, len(self.kernels)))
+                return [v.read() if hasattr(v, "read") else v for v in out]
         vals = self.template[:]
         for key, slot in self.feed_slots.items():
             vals[slot] = feed_values[key]

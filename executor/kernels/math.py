@@ -218,10 +218,23 @@ def _compare_kernel(fn: Callable) -> Callable[..., Array]:
     return run
 
 
+# Scalar forms for compiled programs (registry.KernelDef.scalar): on NumPy scalars of one
+# numeric dtype these operators compute what the kernels compute on 0-d arrays (same dtype,
+# same rounding, integer wrap-around), at a tenth of the cost. Division, modulo and powers are
+# absent: their integer semantics differ from TensorFlow's.
+SCALAR_FORMS = {
+    "Add": "{0} + {1}", "AddV2": "{0} + {1}", "Sub": "{0} - {1}", "Mul": "{0} * {1}",
+    "Less": "{0} < {1}", "LessEqual": "{0} <= {1}", "Greater": "{0} > {1}",
+    "GreaterEqual": "{0} >= {1}", "Equal": "{0} == {1}", "NotEqual": "{0} != {1}",
+    "LogicalAnd": "{0} & {1}", "LogicalOr": "{0} | {1}", "LogicalNot": "~{0}",
+    "Neg": "-{0}",
+}
+
+
 def _register(op: str, fn: Callable[..., Array]) -> None:
     # Named after the op so profiles and tracebacks tell the generated kernels apart.
     fn.__name__ = fn.__qualname__ = op
-    kernel(op)(fn)
+    kernel(op, scalar=SCALAR_FORMS.get(op))(fn)
 
 
 for _op, _fns in _BINARY.items():

@@ -53,21 +53,27 @@ class KernelDef:
     # True: always run inline on the scheduling thread; False: always dispatch to the pool;
     # None: let the executor decide from the measured cost.
     cheap: bool | None = None
+    # The kernel's scalar form, for compiled programs: a Python expression over ``{0}``,
+    # ``{1}`` ... that gives exactly the kernel's result when every input is a NumPy scalar
+    # (np.generic) of a numeric or bool dtype, e.g. ``"{0} + {1}"`` for AddV2. None: none.
+    scalar: str | None = None
 
 
 _KERNELS: dict[tuple[str, str], KernelDef] = {}
 _loaded = False
 
 
-def kernel(*ops: str, device: str = CPU, cheap: bool | None = None) -> Callable:
-    """Register the decorated function as the kernel of each op in ``ops``."""
+def kernel(*ops: str, device: str = CPU, cheap: bool | None = None,
+           scalar: str | None = None) -> Callable:
+    """Register the decorated function as the kernel of each op in ``ops`` (``scalar``: its
+    scalar form, see KernelDef)."""
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         for op in ops:
             key = (op, device)
             if key in _KERNELS and _KERNELS[key].fn is not fn:
                 raise RuntimeError(f"two kernels registered for {op} on {device}")
-            _KERNELS[key] = KernelDef(op, fn, device, cheap)
+            _KERNELS[key] = KernelDef(op, fn, device, cheap, scalar)
         return fn
 
     return deco
