@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
-from .feeds import feed_option, parse_feeds
+from .feeds import check_feeds, feed_option, parse_feeds
 from .options import (
     console,
+    data_output,
     emit_json,
     fetch_option,
     graph_argument,
@@ -34,6 +35,7 @@ from .progress import new_tracer, progress, trace_option
               help="Executor threads (default: one per core).")
 @json_option
 @trace_option
+@data_output
 def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: tuple[str, ...],
           inits: tuple[str, ...], warmup: int, iters: int | None, seconds: float,
           threads: int | None, as_json: bool, trace_path: str | None) -> None:
@@ -47,6 +49,7 @@ def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets:
     \b
     Example:
       dfg bench examples/while_counter.pbtxt --fetch counter/Exit --feed n=1000 --iters 50
+      dfg bench model.pb --fetch logits,probs --feed x=@x.npy -o timing.json
     """
     import statistics
     import time
@@ -55,6 +58,7 @@ def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets:
 
     feed_dict = parse_feeds(feeds)
     g = load(graph)
+    check_feeds(g, feed_dict)
     tracer = new_tracer(trace_path)
     with Session(g, threads=threads) as sess:
         if inits:

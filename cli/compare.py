@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import click
 
-from .feeds import feed_option, parse_feeds
-from .options import console, emit_json, fetch_option, json_option, load, names
+from .feeds import check_feeds, feed_option, parse_feeds
+from .options import (
+    console,
+    data_output,
+    emit_json,
+    fetch_option,
+    json_option,
+    load,
+    names,
+    target_option,
+)
 
 
 @click.command()
@@ -14,8 +23,7 @@ from .options import console, emit_json, fetch_option, json_option, load, names
 @fetch_option(required=True, help="Tensor to compare (repeatable or comma-separated).")
 @feed_option(help="NAME=VALUE fed to both graphs (repeatable); other placeholders get seeded "
                   "random values.")
-@click.option("--target", "targets", multiple=True, metavar="N",
-              help="Node both graphs run for its effect (repeatable).")
+@target_option("Node both graphs run for its effect (repeatable, or comma-separated).")
 @click.option("--rtol", type=float, default=1e-5, show_default=True,
               help="Relative tolerance for floats.")
 @click.option("--atol", type=float, default=1e-6, show_default=True,
@@ -31,6 +39,7 @@ from .options import console, emit_json, fetch_option, json_option, load, names
 @click.option("--batch", type=click.IntRange(min=1), default=64, show_default=True,
               help="Tensors fetched per run while bisecting (bounds memory).")
 @json_option
+@data_output
 def compare(graph_a: str, graph_b: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
             targets: tuple[str, ...], rtol: float, atol: float, threads: int,
             no_optimize: bool, seed: int, do_bisect: bool, batch: int, as_json: bool) -> None:
@@ -66,6 +75,8 @@ def compare(graph_a: str, graph_b: str, fetches: tuple[str, ...], feeds: tuple[s
 
     feed_dict = parse_feeds(feeds)
     ga, gb = load(graph_a), load(graph_b)
+    check_feeds(ga, feed_dict)
+    check_feeds(gb, feed_dict)
     with progress("bisect", None, enabled=do_bisect and not as_json) as advance:
         seen = [0]
 

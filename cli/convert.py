@@ -4,25 +4,23 @@ from __future__ import annotations
 
 import click
 
-from .options import graph_argument, load, output_option, to_option
+from .options import graph_argument, graph_output, load, write_graph
 
 
 @click.command()
 @graph_argument
-@output_option
-@to_option
-def convert(graph: str, output: str, to: str | None) -> None:
-    """Convert GRAPH to .pb, .pbtxt or .json (format from OUT's extension unless --to).
+@graph_output
+def convert(graph: str, output: str, fmt: str) -> None:
+    """Convert GRAPH to .pb, .pbtxt or .json (format from FILE's extension unless --format).
 
-    The conversion is lossless: pbtxt -> pb gives the bytes TensorFlow writes. OUT is written
-    atomically, so a failure never leaves a half-written file.
+    The conversion is lossless: pbtxt -> pb gives the bytes TensorFlow writes. FILE is written
+    atomically, so a failure never leaves a half-written file. An extension that is not a
+    graph format (.onnx, none) is refused unless --format names one; pb (binary) is never
+    written to a terminal. Standard output gets pbtxt by default.
 
     \b
     Example:
       dfg convert model.pbtxt -o model.pb
-      dfg convert model.pb --to pbtxt | less
+      dfg convert model.pb --format json | jq '.node | length'
     """
-    from dfg.graphdef.io import format_from_path, save_graphdef
-
-    gd = load(graph).graph_def
-    save_graphdef(gd, output, to or format_from_path(output, "pbtxt"))
+    write_graph(load(graph).graph_def, output, fmt)

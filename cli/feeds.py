@@ -1,46 +1,108 @@
-"""``--feed NAME=VALUE`` parsing shared by run and bench.
+"""``--feed NAME=VALUE`` parsing shared by run, bench, profile and compare.
 
 VALUE is a JSON-ish literal (``3``, ``2.5``, ``true``, ``[[1,2],[3,4]]``; anything else is a
 string), ``@file.npy`` or ``@file.npz:key``. The dtype comes from the fed tensor (the
-Session converts), so ``--feed x=3`` feeds a float32 placeholder 3.0.
+Session converts), so ``--feed x=3`` feeds a float32 placeholder 3.0; an integer literal out
+of the placeholder's range is refused (exit 2) rather than wrapped. Several feeds may share
+one option: ``--feed a=1,b=[1,2]`` (a comma starts a new feed only outside brackets and
+quotes and when ``NAME=`` follows it). Files are read with ``allow_pickle=False``.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import zipfile
 from typing import Any
+
+import click
 
 from dfg.graphdef.errors import UsageError
 
+# what starts a new feed after a comma: a TensorFlow tensor name and '='
+_NEXT_FEED = re.compile(r"\s*[A-Za-z0-9.][A-Za-z0-9_.\-/>]*(:\d+)?=")
 
-def parse_value(text: str) -> Any:
+
+def split_feeds(spec: str) -> list[str]:
+    """``a=1,b=[1,2]`` -> ``["a=1", "b=[1,2]"]``; ``s=x,y`` stays one (a string with a comma)."""
+    parts: list[str] = []
+    depth, quote, start = 0, "", 0
+    for i, ch in enumerate(spec):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        elif ch == "," and depth == 0 and _NEXT_FEED.match(spec, i + 1):
+            parts.append(spec[start:i])
+            start = i + 1
+    parts.append(spec[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _split_feed_specs(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+                      ) -> tuple[str, ...]:
+    return tuple(p for v in value for p in split_feeds(v))
+
+
+def _load_array(path: str, key: str) -> Any:
     import numpy as np
 
+    try:
+        if path.endswith(".npz") or key:
+            with np.load(path, allow_pickle=False) as z:
+                if not hasattr(z, "files"):
+                    raise UsageError(f"{path} is a .npy array, not an .npz archive (drop "
+                                     f":{key})")
+                if not key:
+                    if len(z.files) != 1:
+                        raise UsageError(f"{path} holds {len(z.files)} arrays; name one "
+                                         f"with @{path}:KEY (keys: {', '.join(z.files)})")
+                    key = z.files[0]
+                if key not in z.files:
+                    raise UsageError(f"{path} has no array '{key}' (keys: "
+                                     f"{', '.join(z.files)})")
+                return z[key]
+        return np.load(path, allow_pickle=False)
+    except UsageError:
+        raise
+    except ValueError as e:
+        if "pickle" in str(e) and not _numpy_file(path):
+            raise UsageError(f"cannot read {path}: not a .npy or .npz file") from None
+        if "pickle" in str(e):
+            # an object array needs unpickling, which can run code: never for a feed
+            raise UsageError(f"cannot read {path}: it holds pickled (object) data, which dfg "
+                             "does not load; save a numeric or string array") from None
+        raise UsageError(f"cannot read {path}: {e}") from None
+    except (OSError, EOFError, zipfile.BadZipFile, KeyError) as e:
+        raise UsageError(f"cannot read {path}: {e}") from None
+
+
+def _numpy_file(path: str) -> bool:
+    """Whether the file starts like a .npy array or a zip (.npz) archive."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(6)
+    except OSError:
+        return False
+    return head.startswith((b"\x93NUMPY", b"PK\x03\x04", b"PK\x05\x06"))
+
+
+def parse_value(text: str) -> Any:
     if text.startswith("@"):
         path, _, key = text[1:].partition(":")
-        if path.endswith(".npz") or key:
-            try:
-                with np.load(path, allow_pickle=False) as z:
-                    if not key:
-                        if len(z.files) != 1:
-                            raise UsageError(f"{path} holds {len(z.files)} arrays; name one "
-                                             f"with @{path}:KEY (keys: {', '.join(z.files)})")
-                        key = z.files[0]
-                    if key not in z.files:
-                        raise UsageError(f"{path} has no array '{key}' (keys: "
-                                         f"{', '.join(z.files)})")
-                    return z[key]
-            except OSError as e:
-                raise UsageError(f"cannot read {path}: {e}") from None
-        try:
-            return np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise UsageError(f"cannot read {path}: {e}") from None
+        return _load_array(path, key)
     lowered = {"true": "true", "false": "false", "True": "true", "False": "false"}
     try:
         return json.loads(lowered.get(text, text))
     except json.JSONDecodeError:
         return text  # a string tensor
+    except RecursionError:
+        raise UsageError(f"--feed value nested too deeply: {text[:40]}...") from None
 
 
 def parse_feeds(specs: tuple[str, ...]) -> dict[str, Any]:
@@ -55,7 +117,76 @@ def parse_feeds(specs: tuple[str, ...]) -> dict[str, Any]:
     return feeds
 
 
-def feed_option(help: str = "NAME=VALUE: a literal, @file.npy or @file.npz:key (repeatable)."):
-    import click
+def feed_option(help: str = "NAME=VALUE: a literal, @file.npy or @file.npz:key (repeatable, "
+                            "or comma-separated: a=1,b=[1,2])."):
+    return click.option("--feed", "feeds", multiple=True, metavar="NAME=VALUE",
+                        callback=_split_feed_specs, help=help)
 
-    return click.option("--feed", "feeds", multiple=True, metavar="NAME=VALUE", help=help)
+
+def _int_extremes(value: Any) -> tuple[int, int] | None:
+    """(min, max) of the Python ints in a literal (nested lists), or None if there are none."""
+    lo = hi = None
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, int) and not isinstance(v, bool):
+            lo = v if lo is None else min(lo, v)
+            hi = v if hi is None else max(hi, v)
+    return None if lo is None else (lo, hi)
+
+
+def check_literal(name: str, value: Any, dtype: int | None) -> None:
+    """Refuse an integer literal that does not fit the fed tensor's dtype (numpy would raise
+    OverflowError or wrap it silently). ``dtype`` None (unknown): at least int64."""
+    import numpy as np
+
+    from dfg.graphdef import dtypes as D
+
+    if isinstance(value, np.ndarray):
+        return  # from a file: the array has its own dtype
+    ext = _int_extremes(value)
+    if ext is None:
+        return
+    if dtype is None or not D.is_numpy_compatible(dtype):
+        np_dtype, label = np.dtype(np.int64), "int64"
+    else:
+        base = D.base(dtype)
+        if base not in D.INTEGER:
+            return  # floats take any int (rounded, as TensorFlow does); others fail later
+        np_dtype, label = D.to_numpy(base), D.name(base)
+    info = np.iinfo(np_dtype)
+    lo, hi = ext
+    if lo < info.min or hi > info.max:
+        bad = hi if hi > info.max else lo
+        raise UsageError(f"--feed {name}: {bad} is out of range for {label} "
+                         f"({info.min}..{info.max})")
+
+
+def check_feeds(graph: Any, feeds: dict[str, Any]) -> None:
+    """:func:`check_literal` every literal feed against its tensor's dtype: a Placeholder's
+    (or Const's) ``dtype`` attr, else the static dtype dfg infers (unknown: int64)."""
+    import numpy as np
+
+    from dfg.graphdef.graph import parse_tensor_name
+
+    facts = None
+    for name, value in feeds.items():
+        if isinstance(value, np.ndarray) or _int_extremes(value) is None:
+            continue
+        try:
+            node_name, slot = parse_tensor_name(name)
+        except Exception:     # a malformed name: the Session reports it
+            continue
+        node = graph.get(node_name)
+        dtype = None
+        if node is not None and slot == 0 and "dtype" in node.attr:
+            dtype = node.attr["dtype"].type
+        elif node is not None:
+            if facts is None:
+                from dfg.graphdef.viz import TensorFacts
+
+                facts = TensorFacts(graph)
+            dtype = facts.dtype(node_name, slot) or None
+        check_literal(name, value, dtype)

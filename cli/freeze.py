@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .options import to_option
+from .options import graph_output, write_graph
 
 
 @click.command()
@@ -16,13 +16,11 @@ from .options import to_option
               help="Signature to freeze (default: serving_default, or the only one).")
 @click.option("--tags", default=None, metavar="T[,T...]",
               help="MetaGraphDef tag set (default: serve, or the only one).")
-@click.option("-o", "--output", "output", required=True, metavar="OUT",
-              help="Frozen graph file (.pb, .pbtxt or .json; '-' is standard output).")
-@to_option
+@graph_output
 @click.option("--json", "as_json", is_flag=True,
               help="Print the feed/fetch names as JSON on standard output (stderr if -o -).")
 def freeze(saved_model: str, signature: str | None, tags: str | None, output: str,
-           to: str | None, as_json: bool) -> None:
+           fmt: str, as_json: bool) -> None:
     """Freeze a signature of the SavedModel DIR into one GraphDef that runs in dfg and in
     TensorFlow: variables restored from DIR/variables and turned into Consts, function calls
     inlined and If/While lowered to v1 control flow, pruned to the signature's outputs, no
@@ -30,7 +28,8 @@ def freeze(saved_model: str, signature: str | None, tags: str | None, output: st
 
     Inputs stay the signature's Placeholders (the tensor names `dfg info DIR` lists, e.g.
     serving_default_x:0). Each output gets an Identity node named after its output key
-    (KEY:0; KEY_1:0 if a node already has that name). The names are printed after writing.
+    (KEY:0; KEY_1:0 if a node already has that name). The names are printed after writing:
+    on standard output, or on standard error when the graph goes there (-o -, the default).
 
     \b
     JSON (--json, stable): {"signature", "inputs": {key: {name, dtype, shape}},
@@ -43,20 +42,22 @@ def freeze(saved_model: str, signature: str | None, tags: str | None, output: st
     """
     from dfg.executor.savedmodel import freeze as freeze_model
     from dfg.executor.savedmodel import load
-    from dfg.graphdef.io import save_graphdef
-
     tag_set = [t.strip() for t in tags.split(",") if t.strip()] if tags else None
     with load(saved_model, tags=tag_set, threads=1) as model:
         frozen, info = freeze_model(model, signature)
-    save_graphdef(frozen, output, to)
+    write_graph(frozen, output, fmt)
     stream = sys.stderr if output == "-" else sys.stdout
     if as_json:
         stream.write(json.dumps(info, indent=2) + "\n")
         return
+    from dfg.graphdef.text import printable
+
     lines = [f"froze signature '{info['signature']}': {info['nodes']} nodes, "
              f"{info['variables']} variables as constants ({info['constant_bytes']:,} bytes)"]
     for key, spec in info["inputs"].items():
-        lines.append(f"  feed  {spec['name']:<32} input {key} ({spec['dtype']})")
+        lines.append(f"  feed  {printable(spec['name']):<32} input {printable(key)} "
+                     f"({spec['dtype']})")
     for key, spec in info["outputs"].items():
-        lines.append(f"  fetch {spec['name']:<32} output {key} ({spec['dtype']})")
+        lines.append(f"  fetch {printable(spec['name']):<32} output {printable(key)} "
+                     f"({spec['dtype']})")
     stream.write("\n".join(lines) + "\n")

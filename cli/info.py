@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .options import console, emit_json, graph_argument, json_option, load
+from .options import console, data_output, emit_json, graph_argument, json_option, load
 
 
 @click.command()
@@ -12,6 +12,7 @@ from .options import console, emit_json, graph_argument, json_option, load
 @json_option
 @click.option("--nodes", "node_outputs", is_flag=True,
               help="Also list every node's outputs with static dtype and shape.")
+@data_output
 def info(graph: str, as_json: bool, node_outputs: bool) -> None:
     """Summarize GRAPH: likely inputs and outputs, op histogram, constants, variables, loops,
     library functions.
@@ -35,6 +36,7 @@ def info(graph: str, as_json: bool, node_outputs: bool) -> None:
     Example:
       dfg info examples/while_counter.pbtxt
       dfg info model.pb --json | jq '.inputs'
+      dfg info model.pb -o summary.json      # the same JSON, written atomically
       dfg info saved_model_dir     # a SavedModel: tags, signatures, variables
 
     A SavedModel directory (or its saved_model.pb) is described by
@@ -60,7 +62,7 @@ def _print_table(s: dict) -> None:
     from rich.table import Table
 
     con = console()
-    con.print(f"[bold]{s['file']}[/bold]: {s['nodes']} nodes, {len(s['op_types'])} op types, "
+    con.print(f"{s['file']}: {s['nodes']} nodes, {len(s['op_types'])} op types, "
               f"{s['control_edges']} control edges, producer {s['versions']['producer']}")
     io = Table(title="Inputs and outputs", title_justify="left")
     for col in ("kind", "name", "op", "dtype", "shape"):

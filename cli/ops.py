@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from .options import console, emit_json, json_option, load
+from .options import console, data_output, emit_json, json_option, load
 
 
 @click.command()
@@ -29,6 +29,7 @@ from .options import console, emit_json, json_option, load
 @click.option("--missing", "graph", metavar="GRAPH", default=None,
               help="List the ops GRAPH uses, function bodies included, that have no kernel "
                    "(exit 1 if any).")
+@data_output
 def ops(as_json: bool, graph: str | None) -> None:
     """List the ops with kernels (per device) out of the OpDef registry.
 

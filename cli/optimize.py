@@ -9,14 +9,16 @@ import click
 from .options import (
     console,
     emit_json,
+    feed_names_option,
     fetch_option,
     graph_argument,
+    graph_output,
     json_option,
     load,
     names,
-    output_option,
+    target_option,
     tensor_selection,
-    to_option,
+    write_graph,
 )
 
 _SIZE = re.compile(r"(\d+)\s*([kmg]i?b?|b)?", re.IGNORECASE)
@@ -37,13 +39,11 @@ def _bytes(value: str) -> int:
 @graph_argument
 @fetch_option(help="Tensor that must still be computable under its name (repeatable or "
                    "comma-separated).")
-@click.option("--target", "targets", multiple=True, metavar="N",
-              help="Node that must still run, e.g. an init op (repeatable).")
-@click.option("--feed", "feeds", multiple=True, metavar="T",
-              help="Tensor that may be fed: it stays feedable and is never folded, merged or "
-                   "bypassed; unlike dfg prune --feed it does not cut the graph (repeatable).")
-@output_option
-@to_option
+@target_option("Node that must still run, e.g. an init op (repeatable, or comma-separated).")
+@feed_names_option("Tensor that may be fed: it stays feedable and is never folded, merged or "
+                   "bypassed; unlike dfg prune --feed it does not cut the graph (repeatable, "
+                   "or comma-separated).")
+@graph_output
 @click.option("--passes", "passes", metavar="a,b,c",
               help="Run only these passes (always in the order listed above).")
 @click.option("--skip", "skip", multiple=True, metavar="P",
@@ -60,7 +60,7 @@ def _bytes(value: str) -> int:
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the random inputs of --verify.")
 def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
-             feeds: tuple[str, ...], output: str, to: str | None, passes: str | None,
+             feeds: tuple[str, ...], output: str, fmt: str, passes: str | None,
              skip: tuple[str, ...], max_const_bytes: str, max_rounds: int, report: bool,
              as_json: bool, do_verify: bool, seed: int) -> None:
     """Optimize GRAPH for the given fetches and targets and write the result.
@@ -88,26 +88,33 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
       cse               identical computations computed once
       identity_removal  Identity/StopGradient/Snapshot/IdentityN/NoOp removed (control
                         dependencies kept); never a variable read or a cond pivot
+      fuse_conv_bias_act *   Conv2D/DepthwiseConv2dNative + BiasAdd + activation as one
+                        _FusedConv2D (what the Session does at run time)
+      fuse_matmul_bias_act * MatMul + BiasAdd + activation as one _FusedMatMul
 
     \b
-    Output: the graph goes to OUT (-o; default standard output as pbtxt; format from --to
-    or OUT's extension), written atomically. --report prints a table (pass, nodes and edges
-    before/after, changed, time) on standard error, so standard output stays the graph.
+    Output: the graph goes to FILE (-o; default standard output as pbtxt; format from
+    --format or FILE's extension), written atomically. --report prints a table (pass, nodes
+    and edges before/after, changed, time) on standard error, so standard output stays the
+    graph.
     --json prints a JSON report on standard output instead, so the graph must go to a file
     with -o. JSON keys: input, output, graph{nodes_before, nodes_after, edges_before,
     edges_after}, passes, rounds, converged, records[{name, round, nodes_before,
     nodes_after, edges_before, edges_after, changed, seconds, status, message}], warnings,
-    verify ({ok, message, first_difference, fed, compared} or null).
+    verify ({ok, message, first_difference, fed, compared, nothing_compared} or null).
 
     \b
     --verify runs the original and the optimized graph once each (fresh sessions) with
     random values for every Placeholder the fetches need (seeded by --seed, unknown
-    dimensions as 2) and compares every fetch (rtol 1e-5, atol 1e-6). If they differ, the
-    graph is not written and the exit status is 1, naming the first differing fetch.
+    dimensions as 2) and compares every fetch (rtol 1e-5, atol 1e-6). Its verdict is always
+    printed: in the --report table or the --json report if asked for, else as one line on
+    standard error when standard output carries the graph, on standard output if not. If they
+    differ, or nothing could be compared (both graphs fail the same way, so no fetch ran),
+    the graph is not written and the exit status is 1.
 
     \b
     Exit status: 0 ok; 1 GRAPH is invalid, a name is not in it, or --verify found a
-    difference; 2 bad usage or unreadable GRAPH.
+    difference or could verify nothing; 2 bad usage or unreadable GRAPH.
 
     \b
     Examples:
@@ -117,7 +124,6 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
       dfg optimize model.pb --fetch y -o opt.pb --json | jq '.graph'
     """
     from dfg.graphdef.errors import DfgError, InvalidGraphError, UsageError
-    from dfg.graphdef.io import save_graphdef
     from dfg.graphdef.passes import PassOptions
     from dfg.graphdef.passes.pipeline import optimize as run_pipeline
     from dfg.graphdef.validate import validate
@@ -136,8 +142,10 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
                                 f"{'s' if len(errors) != 1 else ''}; first: {errors[0]}); "
                                 "see `dfg validate`", source=graph)
     result = run_pipeline(g, options, pass_list, skip=names(skip), max_rounds=max_rounds)
+    from dfg.graphdef.text import printable
+
     for w in result.warnings:
-        click.echo(f"dfg: warning: {w}", err=True)
+        click.echo(f"dfg: warning: {printable(w)}", err=True)
 
     verdict = None
     if do_verify:
@@ -148,7 +156,7 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
         with progress("verify", None, enabled=not as_json):
             verdict = verify(g, result.graph_def, fetch_list, target_list, seed=seed)
     if report:
-        _print_report(result, verdict)
+        _print_report(result, verdict, fetch_list)
     if as_json:
         emit_json({
             "input": graph,
@@ -160,15 +168,38 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
             "converged": result.converged,
             "records": [r.to_dict() for r in result.records],
             "warnings": result.warnings,
-            "verify": verdict.to_dict() if verdict is not None else None,
+            "verify": None if verdict is None else {
+                **verdict.to_dict(), "nothing_compared": verified_nothing(verdict, fetch_list)},
         })
-    if verdict is not None and not verdict.ok:
-        raise DfgError(f"--verify: the optimized graph differs from the original: "
-                       f"{verdict.message} (graph not written)")
-    save_graphdef(result.graph_def, output, to)
+    if verdict is not None:
+        if not report and not as_json:    # (both carry the verdict themselves)
+            click.echo(f"dfg optimize: verify: {_label(verdict, fetch_list)}: "
+                       f"{verdict.message}", err=output == "-")
+        if not verdict.ok:
+            raise DfgError(f"--verify: the optimized graph differs from the original: "
+                           f"{verdict.message} (graph not written)")
+        if verified_nothing(verdict, fetch_list):
+            raise DfgError(f"--verify could not compare anything: {verdict.message} (graph "
+                           "not written; fix the graph or the fetches first)")
+    write_graph(result.graph_def, output, fmt)
 
 
-def _print_report(result, verdict) -> None:
+def verified_nothing(verdict, fetches: list[str]) -> bool:
+    """An 'ok' that compared no fetch: both graphs failed the same way (or no fetch ran)."""
+    if not verdict.ok:
+        return False
+    if fetches:
+        return not verdict.compared
+    return "fail" in verdict.message     # targets only: ok unless both failed
+
+
+def _label(verdict, fetches: list[str]) -> str:
+    if not verdict.ok:
+        return "DIFFERENT"
+    return "NOTHING COMPARED" if verified_nothing(verdict, fetches) else "ok"
+
+
+def _print_report(result, verdict, fetches: list[str]) -> None:
     from rich.table import Table
 
     con = console(stderr=True)
@@ -188,4 +219,4 @@ def _print_report(result, verdict) -> None:
                   f"{sum(r.seconds for r in result.records) * 1000:.1f} ms")
     con.print(table)
     if verdict is not None:
-        con.print(f"verify: {'ok' if verdict.ok else 'DIFFERENT'}: {verdict.message}")
+        con.print(f"verify: {_label(verdict, fetches)}: {verdict.message}")

@@ -1,11 +1,26 @@
-"""Options and helpers shared by the commands: graph input, --json, -o, output formatting."""
+"""The CLI vocabulary, defined once: every command takes its words from here.
+
+* ``GRAPH`` arguments: a path or ``-`` (standard input).
+* ``-o/--output FILE``: always the output file, ``-`` (the default) standard output; the
+  format comes from FILE's extension and ``--format`` overrides it; an extension that names
+  no format the command writes is refused (exit 2) unless ``--format`` is given.
+* ``--json``: stable JSON instead of a table, wherever the output is data.
+* ``--fetch/--feed/--target/--init``: repeatable, and comma lists (``--fetch a,b`` is
+  ``--fetch a --fetch b``); TensorFlow node names never hold commas.
+* Binary formats are never written to a terminal; human-readable output never wraps when
+  standard output is not a terminal, has colour only on one, never with ``NO_COLOR``, and
+  shows control characters of names escaped (:func:`dfg.graphdef.text.printable`).
+"""
 
 from __future__ import annotations
 
+import functools
+import io
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -17,30 +32,56 @@ graphs_argument = click.argument("graphs", metavar="GRAPH...", nargs=-1, require
                                  type=str)
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print stable, documented JSON instead of a table.")
-output_option = click.option("-o", "--output", "output", default="-", show_default=True,
-                             metavar="OUT", help="Output file; '-' is standard output.")
-to_option = click.option("--to", "to", type=click.Choice(FORMATS), default=None,
-                         help="Output format (default: from OUT's extension; pbtxt on stdout).")
+
+# formats that are bytes, not text: never written to a terminal
+BINARY_FORMATS = frozenset({"pb", "npz", "npy", "png", "pdf"})
+# graph files: extension -> format (dfg.graphdef.io reads the same ones)
+GRAPH_EXTENSIONS = {".pb": "pb", ".graphdef": "pb", ".pbtxt": "pbtxt", ".txt": "pbtxt",
+                    ".prototxt": "pbtxt", ".json": "json"}
+# reports (info, validate, bench ...): extension -> format
+REPORT_EXTENSIONS = {".json": "json", ".txt": "text"}
+# console width when standard output is not a terminal: wide enough that nothing wraps,
+# so a node name is never split across lines for grep
+_NO_WRAP_WIDTH = 100_000
 
 
-def fetch_option(required: bool = False, help: str = "Tensor to fetch (repeatable).") -> Callable:
-    return click.option("--fetch", "fetches", multiple=True, required=required,
-                        metavar="T", help=help)
+# --- names: --fetch, --target, --init, and --feed of prune/optimize ----------------------
 
-
-def target_option(help: str = "Node to run for its effect in every step (repeatable)."
-                  ) -> Callable:
-    return click.option("--target", "targets", multiple=True, metavar="N", help=help)
-
-
-def init_option(help: str = "Node to run once before the steps, e.g. 'init' (repeatable)."
-                ) -> Callable:
-    return click.option("--init", "inits", multiple=True, metavar="N", help=help)
-
-
-def names(values: tuple[str, ...]) -> list[str]:
+def names(values: tuple[str, ...] | list[str]) -> list[str]:
     """Repeated options that also take comma-separated lists (names never hold commas)."""
     return [part.strip() for v in values for part in v.split(",") if part.strip()]
+
+
+def _split_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+                 ) -> tuple[str, ...]:
+    return tuple(names(value))
+
+
+def names_option(flag: str, dest: str, metavar: str, help: str, required: bool = False
+                 ) -> Callable:
+    """A repeatable option of node or tensor names that also takes comma lists."""
+    return click.option(flag, dest, multiple=True, required=required, metavar=metavar,
+                        callback=_split_names, help=help)
+
+
+def fetch_option(required: bool = False,
+                 help: str = "Tensor to fetch (repeatable, or comma-separated).") -> Callable:
+    return names_option("--fetch", "fetches", "T", help, required)
+
+
+def target_option(help: str = "Node to run for its effect in every step (repeatable, or "
+                              "comma-separated).") -> Callable:
+    return names_option("--target", "targets", "N", help)
+
+
+def init_option(help: str = "Node to run once before the steps, e.g. 'init' (repeatable, or "
+                            "comma-separated).") -> Callable:
+    return names_option("--init", "inits", "N", help)
+
+
+def feed_names_option(help: str) -> Callable:
+    """--feed of prune and optimize: tensor names only (run's --feed takes values)."""
+    return names_option("--feed", "feeds", "T", help)
 
 
 def tensor_selection(command: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
@@ -57,6 +98,128 @@ def tensor_selection(command: str, fetches: tuple[str, ...], feeds: tuple[str, .
         raise UsageError(f"nothing to {command} for: give at least one --fetch or --target")
     return fetch_list, feed_list, target_list
 
+
+# --- output files and formats --------------------------------------------------------------
+
+def resolve_format(output: str, fmt: str | None, extensions: dict[str, str],
+                   stdout_default: str | None, override: str | None = None) -> str:
+    """The format to write: --format if given (it overrides the extension), else from
+    OUTPUT's extension, else ``stdout_default`` for ``-``. An unknown extension is exit 2."""
+    from dfg.graphdef.errors import UsageError
+
+    if fmt:
+        return fmt
+    if output == "-":
+        if stdout_default is None:
+            raise UsageError("give an output file with -o FILE")
+        return stdout_default
+    ext = os.path.splitext(output)[1].lower()
+    if ext not in extensions:
+        known = ", ".join(sorted(extensions))
+        what = f"extension '{ext}'" if ext else "no extension"
+        if override is None:
+            override = "--format " + "|".join(dict.fromkeys(extensions.values()))
+        raise UsageError(f"cannot tell the output format of '{output}' ({what}; known: "
+                         f"{known}); rename it or give {override}")
+    return extensions[ext]
+
+
+def refuse_binary_tty(output: str, fmt: str) -> None:
+    """Binary bytes on a terminal garble it: refuse, before any work is done."""
+    from dfg.graphdef.errors import UsageError
+
+    if output == "-" and fmt in BINARY_FORMATS and stdout_is_tty():
+        raise UsageError("refusing to write binary to a terminal; use -o FILE or pipe it")
+
+
+def graph_output(fn: Callable) -> Callable:
+    """``-o/--output FILE`` and ``--format pb|pbtxt|json`` of commands that write a graph
+    (``--to`` is the old spelling of --format, hidden). The command gets ``output`` and the
+    resolved ``fmt`` (pbtxt on standard output)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        from dfg.graphdef.errors import UsageError
+
+        to, fmt = kw.pop("to"), kw.pop("fmt")
+        if to and fmt and to != fmt:
+            raise UsageError(f"--to {to} contradicts --format {fmt} (--to is the old name of "
+                             "--format)")
+        kw["fmt"] = resolve_format(kw["output"], fmt or to, GRAPH_EXTENSIONS, "pbtxt")
+        refuse_binary_tty(kw["output"], kw["fmt"])
+        return fn(*args, **kw)
+
+    wrapper = click.option("--to", "to", type=click.Choice(FORMATS), default=None,
+                           hidden=True, help="Deprecated: the old name of --format.")(wrapper)
+    wrapper = click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+                           help="Graph format (default: from FILE's extension .pb, .pbtxt, "
+                                ".json; pbtxt on standard output).")(wrapper)
+    return output_option(wrapper)
+
+
+def output_option(fn: Callable) -> Callable:
+    return click.option("-o", "--output", "output", default="-", show_default=True,
+                        metavar="FILE", help="Output file; '-' is standard output.")(fn)
+
+
+def write_graph(graph_def: Any, output: str, fmt: str) -> None:
+    """Save a GraphDef atomically (``-``: standard output) in ``fmt``."""
+    from dfg.graphdef.io import save_graphdef
+
+    refuse_binary_tty(output, fmt)
+    save_graphdef(graph_def, output, fmt)
+
+
+def data_output(fn: Callable) -> Callable:
+    """``-o/--output FILE`` of commands that print a report (a table or, with --json or a
+    .json FILE, JSON): whatever would go to standard output is written to FILE atomically,
+    also when the command then fails (validate's report of an invalid graph), but a failure
+    before any output leaves FILE untouched."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        from dfg.graphdef.errors import UsageError
+
+        output = kw.pop("output")
+        if output != "-":
+            fmt = resolve_format(output, "json" if kw.get("as_json") else None,
+                                 REPORT_EXTENSIONS, None, "--json")
+            if kw.get("as_json") and os.path.splitext(output)[1].lower() == ".txt":
+                raise UsageError(f"--json contradicts '{output}' (.txt is a table)")
+            if "as_json" in kw:
+                kw["as_json"] = fmt == "json"
+        with stdout_to(output):
+            return fn(*args, **kw)
+
+    return click.option("-o", "--output", "output", default="-", show_default=True,
+                        metavar="FILE",
+                        help="Write the output here instead of standard output (.json: "
+                             "JSON, .txt: text); written atomically.")(wrapper)
+
+
+@contextmanager
+def stdout_to(output: str) -> Iterator[None]:
+    """Capture standard output while inside and write it to ``output`` atomically."""
+    if output == "-":
+        yield
+        return
+    from dfg.graphdef.io import write_bytes_atomic
+
+    buf, old = io.StringIO(), sys.stdout
+    sys.stdout = buf
+    try:
+        yield
+    except BaseException:
+        sys.stdout = old
+        if buf.getvalue():        # a report followed by a failing exit status: keep it
+            write_bytes_atomic(output, buf.getvalue().encode())
+        raise
+    finally:
+        sys.stdout = old
+    write_bytes_atomic(output, buf.getvalue().encode())
+
+
+# --- loading and printing ------------------------------------------------------------------
 
 def load(graph: str):
     """Load GRAPH ('-' for stdin) into a Graph view; errors surface as one line, exit 2."""
@@ -82,13 +245,54 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 
-def console(stderr: bool = False):
-    """A rich Console: colour only on a terminal, never with NO_COLOR set."""
-    from rich.console import Console
-
-    return Console(stderr=stderr, no_color="NO_COLOR" in os.environ or None,
-                   highlight=False, soft_wrap=False)
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):   # a closed or replaced stream
+        return False
 
 
 def stdout_is_tty() -> bool:
-    return sys.stdout.isatty()
+    return _isatty(sys.stdout)
+
+
+def colour(stderr: bool = False) -> bool:
+    """Whether to colour: on a terminal only, never with NO_COLOR set (any value)."""
+    return "NO_COLOR" not in os.environ and _isatty(sys.stderr if stderr else sys.stdout)
+
+
+def style(text: str, stderr: bool = False, **kw: Any) -> str:
+    """click.style when colour is wanted, else the text as is."""
+    return click.style(text, **kw) if colour(stderr) else text
+
+
+def console(stderr: bool = False):
+    """A rich Console: colour only on a terminal, never with NO_COLOR set; no wrapping and no
+    styles when not on a terminal; no markup or emoji codes read from user text, control
+    characters escaped: every str printed or put in a table cell is one line (pass a
+    rich Text for a cell that must span lines)."""
+    from rich.console import Console
+
+    from dfg.graphdef.text import printable
+
+    class _SafeConsole(Console):
+        def render_str(self, text: str, **kw: Any):  # type: ignore[override]
+            return super().render_str(printable(text), **kw)
+
+        def on_broken_pipe(self) -> None:
+            # rich exits 1 here; dfg treats a reader that stopped early (| head) as success,
+            # like click.echo output: the CLI's BrokenPipeError handler exits 0
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, sys.stdout.fileno())
+            except (OSError, ValueError, io.UnsupportedOperation):
+                pass
+            finally:
+                os.close(devnull)
+            raise BrokenPipeError
+
+    tty = _isatty(sys.stderr if stderr else sys.stdout)
+    return _SafeConsole(stderr=stderr, no_color="NO_COLOR" in os.environ or None,
+                        color_system="auto" if colour(stderr) else None,
+                        width=None if tty else _NO_WRAP_WIDTH, highlight=False,
+                        markup=False, emoji=False, soft_wrap=False)

@@ -7,6 +7,7 @@ import click
 from .feeds import feed_option, parse_feeds
 from .options import (
     console,
+    data_output,
     emit_json,
     fetch_option,
     graph_argument,
@@ -40,6 +41,7 @@ SORTS = ("total", "mean", "count", "name")
               help="How many nodes to list.")
 @trace_option
 @json_option
+@data_output
 def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
             targets: tuple[str, ...], inits: tuple[str, ...], warmup: int, iters: int,
             threads: int | None, sort: str, top: int, trace_path: str | None,

@@ -5,27 +5,27 @@ from __future__ import annotations
 import click
 
 from .options import (
+    feed_names_option,
     fetch_option,
     graph_argument,
+    graph_output,
     load,
-    output_option,
+    target_option,
     tensor_selection,
-    to_option,
+    write_graph,
 )
 
 
 @click.command()
 @graph_argument
 @fetch_option(help="Tensor to keep, node or node:index (repeatable, or comma-separated).")
-@click.option("--feed", "feeds", multiple=True, metavar="T",
-              help="Tensor that will be fed: it becomes a Placeholder and cuts the graph "
-                   "(repeatable).")
-@click.option("--target", "targets", multiple=True, metavar="N",
-              help="Node to keep for its effects, e.g. an init op (repeatable).")
-@output_option
-@to_option
+@feed_names_option("Tensor that will be fed: it becomes a Placeholder and cuts the graph "
+                   "(repeatable, or comma-separated).")
+@target_option("Node to keep for its effects, e.g. an init op (repeatable, or "
+               "comma-separated).")
+@graph_output
 def prune(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
-          targets: tuple[str, ...], output: str, to: str | None) -> None:
+          targets: tuple[str, ...], output: str, fmt: str) -> None:
     """Write the part of GRAPH that the fetches and targets need.
 
     Keeps exactly the nodes reachable backwards from the fetches and targets through data
@@ -48,7 +48,7 @@ def prune(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
     name still holds it (x:0 with x replaced).
 
     \b
-    Output: pbtxt, pb or json from --to, else from OUT's extension; pbtxt on standard
+    Output: pbtxt, pb or json from --format, else from FILE's extension; pbtxt on standard
     output ('-', the default), so it pipes into other commands.
     Exit status: 1 when a fetch, feed or target names no node (with a did-you-mean);
     2 for a malformed tensor name or an unreadable GRAPH.
@@ -57,12 +57,11 @@ def prune(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
     Examples:
       dfg prune model.pb --fetch logits -o small.pb
       dfg prune model.pb --fetch y --feed hidden:0 | dfg info -
-      dfg prune vars.pbtxt --fetch w/read --target init --to json
+      dfg prune vars.pbtxt --fetch w/read,total --target init --format json
     """
-    from dfg.graphdef.io import save_graphdef
     from dfg.graphdef.prune import prune as run_prune
 
     fetch_list, feed_list, target_list = tensor_selection("prune", fetches, feeds, targets)
     g = load(graph)
     graph_def = run_prune(g, fetch_list, feeds=feed_list, targets=target_list)
-    save_graphdef(graph_def, output, to)
+    write_graph(graph_def, output, fmt)

@@ -8,49 +8,79 @@ import math
 
 import click
 
-from .feeds import feed_option, parse_feeds
-from .options import console, fetch_option, graph_argument, init_option, load, target_option
+from dfg.graphdef.errors import UsageError
+from dfg.graphdef.text import printable
+
+from .feeds import check_feeds, feed_option, parse_feeds
+from .options import (
+    console,
+    fetch_option,
+    graph_argument,
+    init_option,
+    json_option,
+    load,
+    refuse_binary_tty,
+    resolve_format,
+    stdout_is_tty,
+    stdout_to,
+    target_option,
+)
 from .progress import new_tracer, trace_option
 
-OUTPUTS = ("table", "json", "npz")
+FORMATS = ("table", "json", "npz", "npy")
+# -o FILE's extension -> format; .txt is the table as plain text
+EXTENSIONS = {".json": "json", ".npz": "npz", ".npy": "npy", ".txt": "table"}
+# the old meaning of --output (a format word), kept working as a hidden alias of --format
+OLD_OUTPUT_WORDS = ("table", "json", "npz")
 
 
 @click.command()
 @graph_argument
-@fetch_option(help="Tensor to fetch (repeatable); with --signature, an output key.")
+@fetch_option(help="Tensor to fetch (repeatable, or comma-separated); with --signature, an "
+                   "output key.")
 @feed_option()
 @click.option("--signature", default=None, metavar="KEY",
               help="GRAPH is a SavedModel dir: run this signature (default serving_default); "
                    "--feed/--fetch name its input/output keys.")
-@target_option("Node to run for its effect (repeatable).")
+@target_option("Node to run for its effect (repeatable, or comma-separated).")
 @init_option()
 @click.option("--steps", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run the step K times (state carries over); print the last.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="Executor threads (default: one per core).")
-@click.option("--output", "fmt", type=click.Choice(OUTPUTS), default=None,
-              help="table (default on a terminal), json (default otherwise), or npz.")
-@click.option("-o", "out", default="-", metavar="OUT", show_default=True,
-              help="Write the output here ('-' is standard output).")
+@click.option("-o", "--output", "outputs", multiple=True, metavar="FILE",
+              help="Write the fetched values here: .npz (one array per fetch), .npy (one "
+                   "fetch), .json, .txt (the table); '-' (default) is standard output.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="table, json, npz or npy (default: from FILE's extension; on standard "
+                   "output a table on a terminal, else JSON).")
+@json_option
 @click.option("--timeout", type=float, default=None, help="Seconds before a step is aborted.")
 @trace_option
 def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: tuple[str, ...],
-        inits: tuple[str, ...], steps: int, threads: int | None, fmt: str | None, out: str,
-        timeout: float | None, trace_path: str | None, signature: str | None = None) -> None:
+        inits: tuple[str, ...], steps: int, threads: int | None, outputs: tuple[str, ...],
+        fmt: str | None, as_json: bool, timeout: float | None, trace_path: str | None,
+        signature: str | None = None) -> None:
     """Run GRAPH and print the fetched tensors.
 
     \b
-    JSON (stable): {"fetches": [{"name", "dtype", "shape", "value"}], "steps": K}; non-finite
-    floats are the strings "nan", "inf", "-inf"; strings are decoded as UTF-8; complex
-    numbers are [real, imag] pairs. npz: one array per fetch, keyed by tensor name.
+    JSON (stable; --json, --format json, a .json FILE, or the default when standard output
+    is not a terminal):
+      {"fetches": [{"name": str, "dtype": str, "shape": [int], "value": nested lists}],
+       "steps": K}
+    in fetch order; non-finite floats are the strings "nan", "inf", "-inf"; strings are
+    decoded as UTF-8; complex numbers are [real, imag] pairs; variants are their repr.
+    npz: one array per fetch, keyed by tensor name; npy: the one fetch's array. Binary
+    formats are never written to a terminal (exit 2).
 
     \b
     Examples:
       dfg run examples/while_counter.pbtxt --fetch counter/Exit --feed n=5
-      dfg run model.pb --fetch logits --feed images=@batch.npy --output json | jq .
+      dfg run model.pb --fetch logits,probs --feed images=@batch.npy --json | jq .
+      dfg run model.pb --fetch logits --feed images=@batch.npy -o logits.npy
       dfg run train.pbtxt --init init --target train_op --steps 100 --fetch loss
       dfg run saved_model_dir --signature serving_default --feed x=@x.npy
-      dfg run examples/while_nested.pbtxt --fetch outer/Exit --feed n=4 --feed scale=0.5 \
+      dfg run examples/while_nested.pbtxt --fetch outer/Exit --feed n=4,scale=0.5 \\
           --trace trace.json     # open in https://ui.perfetto.dev
     """
     from dfg.executor import Session
@@ -58,21 +88,24 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
 
     from .progress import progress
 
+    out, fmt = _output(outputs, fmt, as_json)
+    if fmt == "npy" and len(fetches) > 1:
+        raise UsageError(f"npy holds one array but {len(fetches)} tensors are fetched: use "
+                         ".npz (one array per fetch)")
     feed_dict = parse_feeds(feeds)
     from dfg.graphdef.savedmodel import is_saved_model
 
     if signature is not None or is_saved_model(graph):
-        from .options import stdout_is_tty
         from .savedmodel_view import run_signature
 
         keys, values = run_signature(graph, signature, fetches, feed_dict, threads, timeout,
                                      steps)
-        fmt = fmt or ("table" if out == "-" and stdout_is_tty() else "json")
         _emit(fmt, keys, values, steps, out)
         return
     if not fetches:
         raise click.UsageError("Missing option '--fetch'.")
     g = load(graph)
+    check_feeds(g, feed_dict)
     tracer = new_tracer(trace_path)
     with Session(g, threads=threads) as sess:
         try:
@@ -87,22 +120,42 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
         except MissingFeedError as e:
             e.args = (f"{e}: --feed {e.placeholder}=...",)
             raise
-    from .options import stdout_is_tty
-
     if tracer is not None:
         tracer.write(trace_path)
-    fmt = fmt or ("table" if out == "-" and stdout_is_tty() else "json")
     _emit(fmt, list(fetches), values, steps, out)
+
+
+def _output(outputs: tuple[str, ...], fmt: str | None, as_json: bool) -> tuple[str, str]:
+    """(FILE, format) from -o/--output, --format and --json; ``--output json`` (a format word)
+    is the old spelling of --format json."""
+    files = [o for o in outputs if o not in OLD_OUTPUT_WORDS]
+    words = [o for o in outputs if o in OLD_OUTPUT_WORDS]
+    if len(files) > 1:
+        raise UsageError(f"-o/--output given {len(files)} times: {', '.join(files)}")
+    chosen = {f for f in (fmt, "json" if as_json else None, *words) if f}
+    if len(chosen) > 1:
+        raise UsageError(f"contradicting formats: {', '.join(sorted(chosen))}")
+    out = files[0] if files else "-"
+    default = "table" if stdout_is_tty() else "json"
+    fmt = resolve_format(out, chosen.pop() if chosen else None, EXTENSIONS, default)
+    refuse_binary_tty(out, fmt)
+    return out, fmt
 
 
 def _emit(fmt: str, names: list[str], values: list, steps: int, out: str) -> None:
     from dfg.graphdef.io import write_bytes_atomic
 
-    if fmt == "npz":
+    if fmt in ("npz", "npy"):
         import numpy as np
 
         buf = io.BytesIO()
-        np.savez(buf, **{n: v for n, v in zip(names, values)})
+        if fmt == "npy":
+            if len(values) != 1:
+                raise UsageError(f"npy holds one array but there are {len(values)} outputs "
+                                 f"({', '.join(names)}): use .npz")
+            np.save(buf, _array(names[0], values[0]), allow_pickle=False)
+        else:
+            np.savez(buf, **{n: _array(n, v) for n, v in zip(names, values)})
         write_bytes_atomic(out, buf.getvalue())
         return
     if fmt == "json":
@@ -110,21 +163,34 @@ def _emit(fmt: str, names: list[str], values: list, steps: int, out: str) -> Non
         write_bytes_atomic(out, (json.dumps(doc, indent=2) + "\n").encode())
         return
     from rich.table import Table
+    from rich.text import Text
 
     table = Table()
     for col in ("fetch", "dtype", "shape", "value"):
         table.add_column(col)
     for n, v in zip(names, values):
         d = describe(n, v)
-        table.add_row(n, d["dtype"], str(d["shape"]), summarize(v))
-    if out == "-":
+        # the value is multi-line (numpy's layout): a Text, which the console's one-line
+        # escaping of str cells leaves alone; numpy shows strings as b'...' reprs
+        table.add_row(n, d["dtype"], str(d["shape"]), Text(summarize(v)))
+    with stdout_to(out):
         console().print(table)
-    else:
-        from rich.console import Console
 
-        buf = io.StringIO()
-        Console(file=buf, width=120, no_color=True).print(table)
-        write_bytes_atomic(out, buf.getvalue().encode())
+
+def _array(name: str, v):
+    """A value as an array numpy saves without pickling (strings as bytes arrays)."""
+    import numpy as np
+
+    if hasattr(v, "__dfg_resource__"):
+        raise UsageError(f"'{printable(name)}' is a variant/resource value, which .npz/.npy "
+                         "cannot hold: use --json")
+    arr = np.asarray(v)
+    if arr.dtype.kind == "O":
+        # string tensors are object arrays of bytes: as fixed-width bytes they load back
+        # with allow_pickle=False
+        arr = np.array([x if isinstance(x, bytes) else str(x).encode() for x in arr.ravel()],
+                       dtype=bytes).reshape(arr.shape) if arr.size else arr.astype(bytes)
+    return arr
 
 
 def describe(name: str, v) -> dict:

@@ -30,7 +30,7 @@ def render(d: dict[str, Any]) -> None:
 
     con = console()
     tf = f", written by TensorFlow {d['tensorflow_version']}" if d["tensorflow_version"] else ""
-    con.print(f"[bold]{d['path']}[/bold]: SavedModel, tags {','.join(d['tags']) or '<none>'}"
+    con.print(f"{d['path']}: SavedModel, tags {','.join(d['tags']) or '<none>'}"
               f" (tag sets: {'; '.join(','.join(t) for t in d['tag_sets'])}){tf}")
     sigs = Table(title="Signatures", title_justify="left")
     for col in ("signature", "kind", "key", "tensor", "dtype", "shape"):
@@ -69,6 +69,11 @@ def run_signature(path: str, signature: str | None, fetches: tuple[str, ...],
 
     with load(path, threads=threads) as model:
         sig = model.signature(signature)
+        from .feeds import check_literal
+
+        for k, v in feeds.items():
+            if k in sig.inputs:
+                check_literal(k, v, sig.inputs[k].dtype)
         keys = names(fetches) or list(sig.outputs)
         missing = [k for k in sig.inputs if k not in feeds]
         if missing:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .options import graph_argument, load, output_option, to_option
+from .options import graph_argument, graph_output, load, write_graph
 
 
 @click.command()
@@ -13,9 +13,8 @@ from .options import graph_argument, load, output_option, to_option
               help="The loop's frame name, e.g. while/while_context (see `dfg info`).")
 @click.option("--times", type=int, default=None, metavar="N",
               help="Copies of the body (default: the loop's static trip count).")
-@output_option
-@to_option
-def unroll(graph: str, frame: str, times: int | None, output: str, to: str | None) -> None:
+@graph_output
+def unroll(graph: str, frame: str, times: int | None, output: str, fmt: str) -> None:
     """Write GRAPH with the while loop FRAME unrolled: N copies of its body chained in a
     straight line, each Exit an Identity of the last copy's value.
 
@@ -29,7 +28,6 @@ def unroll(graph: str, frame: str, times: int | None, output: str, to: str | Non
       dfg unroll examples/while_counter.pbtxt --loop counter/while_context --times 5
       dfg unroll g.pbtxt --loop while/while_context -o flat.pbtxt
     """
-    from dfg.graphdef.io import save_graphdef
     from dfg.graphdef.unroll import unroll as run_unroll
 
-    save_graphdef(run_unroll(load(graph), frame, times), output, to)
+    write_graph(run_unroll(load(graph), frame, times), output, fmt)

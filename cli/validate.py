@@ -6,13 +6,14 @@ from typing import Any
 
 import click
 
-from .options import emit_json, graphs_argument, json_option, load
+from .options import data_output, emit_json, graphs_argument, json_option, load, style
 
 
 @click.command()
 @graphs_argument
 @json_option
 @click.option("--strict", is_flag=True, help="Treat warnings as errors (exit 1 on any).")
+@data_output
 def validate(graphs: tuple[str, ...], as_json: bool, strict: bool) -> None:
     """Check each GRAPH and report every problem found, with a stable code.
 
@@ -58,6 +59,7 @@ def validate(graphs: tuple[str, ...], as_json: bool, strict: bool) -> None:
       recursion (error)                       a function calls itself (directly or not)
       duplicate-function (error)              two library functions share a name
       missing-return (error)                  a function result without a 'ret' entry
+      shape-overflow (error)                  a shape/tensor attr with > 2**63-1 elements
 
     \b
     --json prints a list, one object per readable GRAPH, in argument order:
@@ -81,6 +83,9 @@ def validate(graphs: tuple[str, ...], as_json: bool, strict: bool) -> None:
       dfg validate model.pb
       dfg validate *.pbtxt --strict
       dfg validate model.pb --json | jq '.[0].diagnostics[] | .code'
+      dfg validate *.pb -o report.json      # written even when a graph is invalid
+
+    Names and messages in the text report show control characters escaped as \\xNN.
     """
     from dfg.graphdef.errors import GraphLoadError
     from dfg.graphdef.validate import validate as run_checks
@@ -117,22 +122,26 @@ def validate(graphs: tuple[str, ...], as_json: bool, strict: bool) -> None:
 
 
 def _print_result(r: dict[str, Any]) -> None:
+    from dfg.graphdef.text import printable
+
     def plural(n: int, word: str) -> str:
         return f"{n} {word}{'s' if n != 1 else ''}"
 
     if r["errors"] or r["warnings"]:
-        status = click.style("invalid", fg="red", bold=True) if not r["valid"] \
-            else click.style("valid", fg="green", bold=True)
+        status = style("invalid", fg="red", bold=True) if not r["valid"] \
+            else style("valid", fg="green", bold=True)
         counts = f"{plural(r['errors'], 'error')}, {plural(r['warnings'], 'warning')}"
-        click.echo(f"{r['file']}: {status} ({plural(r['nodes'], 'node')}, {counts})")
+        click.echo(f"{printable(r['file'])}: {status} ({plural(r['nodes'], 'node')}, "
+                   f"{counts})")
     else:
-        click.echo(f"{r['file']}: {click.style('valid', fg='green', bold=True)} "
+        click.echo(f"{printable(r['file'])}: {style('valid', fg='green', bold=True)} "
                    f"({plural(r['nodes'], 'node')})")
     for d in r["diagnostics"]:
-        sev = click.style(f"{d['severity']:<7}", fg="red" if d["severity"] == "error"
-                          else "yellow")
+        sev = style(f"{d['severity']:<7}", fg="red" if d["severity"] == "error"
+                    else "yellow")
         where = f"'{d['node']}' ({d['op']})" if d["node"] is not None else "graph"
         if d.get("function") is not None:
             where = f"function '{d['function']}'" + (f" {where}" if d["node"] is not None
                                                      else "")
-        click.echo(f"  {sev} {d['code']:<28} {where}: {d['message']}")
+        # names come from the file: a control character must not reach the terminal
+        click.echo(f"  {sev} {d['code']:<28} {printable(where)}: {printable(d['message'])}")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from .options import fetch_option, graph_argument, load, output_option
+from .options import fetch_option, graph_argument, load, output_option, refuse_binary_tty
 
 FORMATS = ("dot", "svg", "png", "pdf")
 _EXT = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png", ".pdf": "pdf"}
@@ -56,7 +55,8 @@ def output_format(output: str, fmt: str | None) -> str:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Picture format (default: from OUT's extension; DOT on stdout). "
                    "svg/png/pdf need Graphviz's 'dot' program.")
-@fetch_option(help="Highlight what this tensor needs, grey the rest (repeatable).")
+@fetch_option(help="Highlight what this tensor needs, grey the rest (repeatable, or "
+                   "comma-separated).")
 @click.option("--collapse", type=CollapseType(), default="auto", show_default=True,
               metavar="DEPTH|none|auto",
               help="Draw each name scope at this depth as one box ('none': every node). "
@@ -93,6 +93,7 @@ def viz(graph: str, output: str, fmt: str | None, fetches: tuple[str, ...],
 
     Without -o (or with -o -) DOT text goes to standard output. Other formats are rendered
     by Graphviz's 'dot' (apt-get install graphviz); without it only DOT works (exit 2).
+    PNG and PDF are never written to a terminal (exit 2): use -o FILE or pipe them.
 
     \b
     Examples:
@@ -103,14 +104,12 @@ def viz(graph: str, output: str, fmt: str | None, fetches: tuple[str, ...],
       dfg viz model.pb --fetch logits --rankdir LR | dot -Tpng > g.png
     """
     from dfg.graphdef import viz as V
-    from dfg.graphdef.errors import UsageError
     from dfg.graphdef.io import write_bytes_atomic
 
     fmt = output_format(output, fmt)
     if fmt != "dot":
         V.find_dot()  # fail before the work, with the install hint
-        if output == "-" and sys.stdout.isatty():
-            raise UsageError(f"refusing to write {fmt.upper()} to a terminal; use -o FILE")
+    refuse_binary_tty(output, fmt)
     g = load(graph)
     budget = max_boxes or V.DEFAULT_MAX_BOXES
     view = V.build_view(g, collapse=collapse, expand=expand, show_consts=not no_consts,

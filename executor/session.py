@@ -184,9 +184,17 @@ class Session:
             if src.dtype != want and src.dtype.kind in "fc" and want.kind in "iub":
                 raise InvalidArgumentError(
                     f"cannot feed {src.dtype} values to '{name}', which is {D.name(dt)}")
+            if want.kind in "iu" and src.dtype.kind in "iuO" and src.size:
+                info = np.iinfo(want)
+                lo, hi = (int(src.min()), int(src.max())) if src.dtype.kind != "O" else (
+                    min(map(int, src.flat)), max(map(int, src.flat)))
+                if lo < info.min or hi > info.max:
+                    raise InvalidArgumentError(
+                        f"cannot feed '{name}': {lo if lo < info.min else hi} is out of range "
+                        f"for {D.name(dt)} ({info.min}..{info.max})")
             try:
                 arr = np.asarray(value, dtype=want)
-            except (ValueError, TypeError) as e:
+            except (ValueError, TypeError, OverflowError) as e:
                 raise InvalidArgumentError(
                     f"cannot feed '{name}' ({D.name(dt)}): {e}") from None
         shape = plan.feed_shapes.get(key)

@@ -1,0 +1,281 @@
+"""The CLI against hostile or careless input: integer feeds out of range, pickled and garbage
+.npy/.npz feeds (never unpickled), control characters, markup and emoji codes in node names,
+absurdly nested literals, interrupts, and optimize --verify when nothing can be compared.
+Every failure must be one line on stderr with the right exit status, never a traceback or an
+``internal error``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from dfg.cli.feeds import split_feeds
+from dfg.cli.main import cli
+from dfg.graphdef.text import printable
+
+DATA = Path(__file__).resolve().parent / "data" / "conformance"
+WHILE = DATA / "while_counter" / "graph.pbtxt"   # placeholder n: int32
+CNN = DATA / "cnn" / "graph.pbtxt"
+
+
+def invoke(*args, input: bytes | None = None):
+    return CliRunner().invoke(cli, [str(a) for a in args], input=input)
+
+
+def dfg(*args, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "dfg.cli", *map(str, args)], input=stdin,
+                          capture_output=True, env=env, timeout=120)
+
+
+def one_line_error(stderr: str | bytes, *words: str) -> str:
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode()
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dfg: error: "), stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr
+    for w in words:
+        assert w in lines[0], stderr
+    return lines[0]
+
+
+# --- printable -----------------------------------------------------------------------------
+
+def test_printable_escapes_c0_c1_and_del_only():
+    assert printable("a\x1b[2Jb\n\t\x00\x7f\x85\x9f") == "a\\x1b[2Jb\\x0a\\x09\\x00\\x7f\\x85\\x9f"
+    kept = "plain/name_1:0 é 名前 \u00a0 [bold] :smile:"
+    assert printable(kept) == kept
+
+
+# --- integer feeds out of range ------------------------------------------------------------
+
+@pytest.mark.parametrize("value,bad", [("99999999999", "99999999999"),
+                                       ("-2147483649", "-2147483649"),
+                                       ("[1,[2,4294967296]]", "4294967296"),
+                                       ("123456789012345678901234567890",
+                                        "123456789012345678901234567890")])
+def test_int_feed_out_of_range_is_exit_2(value, bad):
+    r = invoke("run", WHILE, "--fetch", "counter/Exit", "--feed", f"n={value}")
+    assert r.exit_code == 2
+    one_line_error(r.stderr, "--feed n", bad, "int32", "-2147483648..2147483647")
+
+
+def test_int_feed_at_the_edge_of_the_range_runs():
+    r = invoke("run", WHILE, "--fetch", "counter/Exit", "--feed", "n=-2147483648", "--json")
+    assert r.exit_code == 0, r.output
+    # the loop counts while i < n: from 0, never for a negative n (TensorFlow's while_loop)
+    assert json.loads(r.stdout)["fetches"][0]["value"] == 0
+
+
+def test_int_feed_out_of_range_in_bench_and_compare_and_a_real_process():
+    r = invoke("bench", WHILE, "--fetch", "counter/Exit", "--feed", "n=99999999999")
+    assert r.exit_code == 2
+    one_line_error(r.stderr, "int32")
+    r = invoke("compare", WHILE, WHILE, "--fetch", "counter/Exit", "--feed", "n=3000000000")
+    assert r.exit_code == 2
+    one_line_error(r.stderr, "int32")
+    p = dfg("run", WHILE, "--fetch", "counter/Exit", "--feed", "n=99999999999")
+    assert p.returncode == 2
+    one_line_error(p.stderr, "out of range for int32")
+
+
+def test_int_feed_out_of_range_for_a_saved_model_signature_key():
+    sm = Path(__file__).resolve().parent / "data" / "savedmodels" / "zoo_text_lstm"
+    r = invoke("run", sm, "--signature", "logits", "--feed", "tokens=[[99999999999]]")
+    assert r.exit_code == 2
+    one_line_error(r.stderr, "--feed tokens", "int32")
+
+
+# --- .npy / .npz feeds ---------------------------------------------------------------------
+
+class _Trap:
+    """Unpickling this creates ``path``: the proof that a feed file was unpickled."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (str(self.path), "w"))
+
+
+def test_pickled_feeds_are_refused_and_never_unpickled(tmp_path):
+    marker = tmp_path / "unpickled"
+    arr = np.empty(1, dtype=object)
+    arr[0] = _Trap(marker)
+    npy, npz = tmp_path / "evil.npy", tmp_path / "evil.npz"
+    np.save(npy, arr, allow_pickle=True)
+    np.savez(npz, n=arr)
+    for spec in (f"n=@{npy}", f"n=@{npz}", f"n=@{npz}:n"):
+        r = invoke("run", WHILE, "--fetch", "counter/Exit", "--feed", spec)
+        assert r.exit_code == 2, spec
+        one_line_error(r.stderr, "pickled")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("content", [b"garbage", b"", b"PK\x03\x04broken zip",
+                                     b"\x93NUMPY\x01\x00truncated"])
+@pytest.mark.parametrize("suffix", [".npy", ".npz"])
+def test_garbage_feed_files_are_exit_2(tmp_path, content, suffix):
+    f = tmp_path / f"bad{suffix}"
+    f.write_bytes(content)
+    r = invoke("run", WHILE, "--fetch", "counter/Exit", "--feed", f"n=@{f}")
+    assert r.exit_code == 2
+    one_line_error(r.stderr, f.name)
+
+
+def test_feed_file_errors_name_the_keys(tmp_path):
+    f = tmp_path / "two.npz"
+    np.savez(f, a=np.int32(1), b=np.int32(2))
+    r = invoke("run", WHILE, "--fetch", "counter/Exit", "--feed", f"n=@{f}")
+    assert r.exit_code == 2
+    one_line_error(r.stderr, "keys: a, b")
+    r = invoke("run", WHILE, "--fetch", "counter/Exit", "--feed", f"n=@{f}:c")
+    one_line_error(r.stderr, "no array 'c'")
+    r = invoke("run", WHILE, "--fetch", "counter/Exit", "--feed", f"n=@{f}:b", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["fetches"][0]["value"] == 2
+    r = invoke("run", WHILE, "--fetch", "counter/Exit", "--feed", f"n=@{tmp_path / 'no.npy'}")
+    assert r.exit_code == 2
+    one_line_error(r.stderr, "no.npy")
+
+
+def test_absurdly_nested_literal_is_exit_2():
+    r = invoke("run", WHILE, "--fetch", "counter/Exit", "--feed",
+               "n=" + "[" * 100_000 + "]" * 100_000)
+    assert r.exit_code == 2
+    one_line_error(r.stderr, "--feed")
+
+
+def test_feed_lists_split_only_where_a_new_feed_starts():
+    assert split_feeds("a=1,b=[1,2],c:0=@x.npz:k") == ["a=1", "b=[1,2]", "c:0=@x.npz:k"]
+    assert split_feeds("s=hello,world") == ["s=hello,world"]          # a string with a comma
+    assert split_feeds('s="x,y=1",t=2') == ['s="x,y=1"', "t=2"]       # quoted: kept whole
+    assert split_feeds("m=[[1,2],[3,4]]") == ["m=[[1,2],[3,4]]"]
+
+
+# --- names that attack the terminal --------------------------------------------------------
+
+EVIL = "x\x1b[2J\x1b]0;pwned\x07evil\nline\x9b"
+
+
+def _evil_graph(tmp_path: Path) -> Path:
+    g = tmp_path / "evil.pbtxt"
+    esc = EVIL.encode("utf-8").decode("latin-1")      # pbtxt octal escapes, byte by byte
+    quoted = "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else f"\\{ord(c):03o}"
+                     for c in esc)
+    g.write_text(
+        f'node {{ name: "{quoted}" op: "Placeholder" '
+        'attr { key: "dtype" value { type: DT_FLOAT } } }\n'
+        f'node {{ name: "y" op: "Identity" input: "{quoted}" '
+        'attr { key: "T" value { type: DT_FLOAT } } }\n'
+        'node { name: "[bold]m[/bold]:smile:" op: "Placeholder" '
+        'attr { key: "dtype" value { type: DT_FLOAT } } }\n')
+    return g
+
+
+def _no_raw_controls(text: str) -> None:
+    assert not any(ord(c) < 32 and c != "\n" or 0x7f <= ord(c) <= 0x9f for c in text), \
+        repr(text)
+
+
+def test_control_characters_are_escaped_in_validate_info_and_errors(tmp_path):
+    g = _evil_graph(tmp_path)
+    escaped = printable(EVIL)
+    p = dfg("validate", g)
+    assert p.returncode == 1
+    out = p.stdout.decode()
+    _no_raw_controls(out)
+    assert escaped in out and "invalid-name" in out
+    p = dfg("info", g)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.decode()
+    _no_raw_controls(out)
+    assert escaped in out
+    # markup and emoji codes are shown as written, not interpreted
+    assert "[bold]m[/bold]:smile:" in out
+    p = dfg("run", g, "--fetch", "y", "--feed", "[bold]m[/bold]:smile:=1")
+    assert p.returncode != 0
+    err = p.stderr.decode()
+    _no_raw_controls(err)
+    assert len(err.splitlines()) == 1
+    # the JSON keeps the exact name (JSON escapes it)
+    doc = json.loads(dfg("info", g, "--json").stdout)
+    assert EVIL in {i["name"] for i in doc["inputs"]}
+
+
+# --- optimize --verify ---------------------------------------------------------------------
+
+ASSERT_GRAPH = """
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "shape" value { shape { dim { size: 2 } } } } }
+node { name: "no" op: "Const" attr { key: "dtype" value { type: DT_BOOL } }
+       attr { key: "value" value { tensor { dtype: DT_BOOL tensor_shape { } bool_val: false } } } }
+node { name: "check" op: "Assert" input: "no" input: "x"
+       attr { key: "T" value { list { type: DT_FLOAT } } }
+       attr { key: "summarize" value { i: 3 } } }
+node { name: "y" op: "Identity" input: "x" input: "^check"
+       attr { key: "T" value { type: DT_FLOAT } } }
+"""
+
+
+def test_verify_prints_its_verdict_without_report(tmp_path):
+    r = invoke("optimize", CNN, "--fetch", "logits", "--verify")
+    assert r.exit_code == 0, r.output
+    assert "verify: ok: 1 fetch(es) agree" in r.stderr       # stdout is the graph
+    assert "verify" not in r.stdout
+    out = tmp_path / "o.pb"
+    r = invoke("optimize", CNN, "--fetch", "logits", "--verify", "-o", out)
+    assert r.exit_code == 0 and out.exists()
+    assert "verify: ok" in r.stdout                           # stdout is free: the verdict
+
+
+def test_verify_that_compares_nothing_fails(tmp_path):
+    g = tmp_path / "assert.pbtxt"
+    g.write_text(ASSERT_GRAPH)
+    out = tmp_path / "o.pbtxt"
+    r = invoke("optimize", g, "--fetch", "y", "--verify", "-o", out)
+    assert r.exit_code == 1
+    assert "verify: NOTHING COMPARED" in r.stdout
+    one_line_error(r.stderr, "could not compare anything", "both graphs fail the same way")
+    assert not out.exists()
+    r = invoke("optimize", g, "--fetch", "y", "--verify", "--json", "-o", out)
+    assert r.exit_code == 1
+    v = json.loads(r.stdout)["verify"]
+    assert v["ok"] and v["nothing_compared"] and v["compared"] == []
+
+
+# --- interrupts ----------------------------------------------------------------------------
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
+def test_interrupt_is_exit_130_and_one_line(tmp_path):
+    """dfg blocks reading a feed from a FIFO (so it is surely inside the command); SIGINT
+    then ends it with 130 and one line."""
+    fifo = tmp_path / "feed.npy"
+    os.mkfifo(fifo)
+    env = {**os.environ, "NO_COLOR": "1"}
+    p = subprocess.Popen([sys.executable, "-m", "dfg.cli", "run", str(WHILE), "--fetch",
+                          "counter/Exit", "--feed", f"n=@{fifo}"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 60
+    while True:      # opening the FIFO for writing succeeds once dfg has it open to read
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:
+            assert time.monotonic() < deadline and p.poll() is None, p.stderr.read()
+            time.sleep(0.05)
+    time.sleep(0.2)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    os.close(fd)
+    assert p.returncode == 130, err
+    assert err.decode().splitlines() == ["dfg: interrupted"]
+    assert out == b""
