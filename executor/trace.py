@@ -86,6 +86,32 @@ def describe(v: Any) -> str:
     return type(v).__name__
 
 
+def _raw(vals: Any) -> tuple:
+    """What ``describe`` needs of each value, without formatting: (dtype, shape) of an
+    array, else the value's type (or None for a dead one)."""
+    return tuple((v.dtype, v.shape) if type(v) is np.ndarray else
+                 None if v is None else type(v) for v in vals)
+
+
+def _describe_raw(r: Any) -> str:
+    if r is None:
+        return "dead"
+    if type(r) is tuple:
+        dt, shape = r
+        return f"{dt.name if dt.kind != 'O' else 'string'}[{','.join(map(str, shape))}]"
+    if issubclass(r, np.generic):
+        return f"{np.dtype(r).name}[]"
+    return r.__name__
+
+
+def _worded(args: dict) -> dict:
+    if "inputs" in args and type(args["inputs"]) is tuple:
+        args = dict(args)
+        args["inputs"] = [_describe_raw(r) for r in args["inputs"]]
+        args["outputs"] = [_describe_raw(r) for r in args["outputs"]]
+    return args
+
+
 def _nbytes(outputs: Any) -> int:
     n = 0
     for o in outputs or ():
@@ -226,8 +252,9 @@ class Tracer:
         self._slices.append((tid, t0, t1, item.name, "kernel", {
             "node": item.name, "op": item.op, "thread": self._threads[
                 threading.get_ident()][1], "frame": frame, "iter": iteration,
-            "inputs": [describe(a) for a in args],
-            "outputs": [describe(o) for o in outputs or ()]}))
+            # shapes and dtypes are kept raw and worded when the trace is written: the
+            # step pays for a tuple, not for formatting strings
+            "inputs": _raw(args), "outputs": _raw(outputs or ())}))
 
     def program_kernel(self, item: Any, iteration: int, t0: int, t1: int, args: Any,
                        outputs: Any) -> None:
@@ -256,7 +283,10 @@ class Tracer:
                 self._live += n
                 if len(self._counter) < 2 * self.max_slices:   # bounded like the slices
                     self._counter.append((self._now(), self._live))
-                self._tracked[id(o)] = weakref.finalize(o, self._freed, id(o), n)
+                # a weak reference's callback (cheaper than weakref.finalize) tells when the
+                # array is freed; the dict keeps the reference itself alive until then
+                key = id(o)
+                self._tracked[key] = weakref.ref(o, lambda _r, k=key, b=n: self._freed(k, b))
         return total
 
     def _freed(self, key: int, n: int) -> None:
@@ -291,7 +321,7 @@ class Tracer:
                                         f"{self.max_iterations})"}})
         for tid, t0, t1, name, cat, args in self._slices + self._agg_slices:
             ev.append({"name": name, "cat": cat, "ph": "X", "ts": t0 / 1e3,
-                       "dur": (t1 - t0) / 1e3, "pid": pid, "tid": tid, "args": args})
+                       "dur": (t1 - t0) / 1e3, "pid": pid, "tid": tid, "args": _worded(args)})
         with self._lock:
             counter = list(self._counter)
         for t, live in counter:
