@@ -16,6 +16,7 @@ from .control_flow import cond, merge, switch, while_loop
 from .core import Graph, Operation, Tensor, get_default_graph, reset_default_graph
 from .function import Function, function
 from .gradients import gradients
+from .importer import import_graph_def, unroll_loops
 from .ops import *  # noqa: F403
 from .ops import apply_op, constant, convert_to_tensor, group, placeholder
 from .variables import (
@@ -52,4 +53,5 @@ __all__ = [
     "global_variables", "trainable_variables", "global_variables_initializer",
     "variables_initializer", "cond", "switch", "merge", "while_loop", "apply_op", "group",
     "name_scope", "control_dependencies", "device", "colocate_with", "gradients",
+    "import_graph_def", "unroll_loops",
 ]

@@ -166,9 +166,13 @@ def _pack(flat: list[Any], pack: Any) -> Any:
 
 
 def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
-         name: str | None = None) -> Any:
+         name: str | None = None, functional: bool = False) -> Any:
     """``tf.compat.v1.cond`` (control flow v1): both branches are built; Merge picks the
-    value of the branch that ran."""
+    value of the branch that ran. ``functional=True``: one ``StatelessIf``/``If`` node with
+    the branches as library functions, as TensorFlow 2 builds it (functional.py)."""
+    if functional:
+        from .functional import functional_cond
+        return functional_cond(pred, true_fn, false_fn, name=name)
     g = get_default_graph()
     with g.name_scope(name, "cond") as scope:
         pred = convert_to_tensor(pred)
@@ -299,14 +303,22 @@ class WhileContext(_Context):
 
 
 def while_loop(cond: Callable, body: Callable, loop_vars: Any, parallel_iterations: int = 10,
-               name: str | None = None) -> Any:
+               name: str | None = None, functional: bool = False) -> Any:
     """``tf.compat.v1.while_loop`` (control flow v1). ``loop_vars`` is a list or tuple (a
-    one-element list gives a single tensor back, as TensorFlow does) or one tensor."""
+    one-element list gives a single tensor back, as TensorFlow does) or one tensor.
+    ``functional=True``: one ``StatelessWhile``/``While`` node with the condition and body as
+    library functions, as TensorFlow 2 builds it (functional.py)."""
     g = get_default_graph()
     single = not isinstance(loop_vars, (list, tuple))
     flat = [loop_vars] if single else list(loop_vars)
     if not flat:
         raise InvalidArgumentError("while_loop needs at least one loop variable")
+    if functional:
+        from .functional import functional_while
+        exits = functional_while(cond, body, flat, parallel_iterations, name=name)
+        if single or len(exits) == 1:
+            return exits[0]
+        return type(loop_vars)(exits) if isinstance(loop_vars, tuple) else exits
     with g.name_scope(name, "while") as scope:
         flat = [convert_to_tensor(v) for v in flat]
         ctx = WhileContext(scope + "while_context", parallel_iterations)

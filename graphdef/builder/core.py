@@ -331,6 +331,9 @@ class Graph:
         gd = graph_pb2.GraphDef()
         for op in self.ops:
             gd.node.add().CopyFrom(op.node_def())
+        # FunctionDefs of functional If/While (functional.py), in creation order
+        for fd in getattr(self, "library", {}).values():
+            gd.library.function.add().CopyFrom(fd)
         gd.versions.producer = 2474
         return gd
 

@@ -66,6 +66,9 @@ def convert_to_tensor(value: Any, dtype: Any = None, name: str = "Const",
     conv = getattr(value, "_as_tensor", None)   # Variable
     if conv is not None:
         return conv(as_ref)
+    dense = getattr(value, "_as_dense", None)   # a sparse gradient (IndexedSlices)
+    if dense is not None:
+        return dense(name)
     if isinstance(value, Operation):
         raise InvalidArgumentError(f"an Operation ({value.name}) is not a tensor")
     return constant(value, dtype=dtype, name=name)
@@ -107,7 +110,8 @@ def apply_op(op_type: str, inputs: list[Any], attrs: dict[str, Any] | None = Non
                         types[arg.type_attr] = D.base(v.dtype)
                         break
                     dt = getattr(v, "dtype", None)
-                    if hasattr(v, "_as_tensor") and isinstance(dt, int):
+                    if (hasattr(v, "_as_tensor") or hasattr(v, "_as_dense")) and \
+                            isinstance(dt, int):
                         types[arg.type_attr] = D.base(dt)
                         break
         flat: list[Tensor] = []
@@ -115,8 +119,9 @@ def apply_op(op_type: str, inputs: list[Any], attrs: dict[str, Any] | None = Non
             want = arg.type or types.get(arg.type_attr)
             if arg.number_attr or arg.type_list_attr:
                 vals = list(val)
-                ts = [convert_to_tensor(v, want, name=arg.name, as_ref=arg.is_ref)
-                      for v in vals]
+                # list elements are named <arg>_<i> (TensorFlow: concat/values_0)
+                ts = [convert_to_tensor(v, want, name=f"{arg.name}_{i}", as_ref=arg.is_ref)
+                      for i, v in enumerate(vals)]
                 if arg.number_attr:
                     attrs[arg.number_attr] = len(ts)
                     if arg.type_attr and arg.type_attr not in types and ts:
@@ -306,6 +311,8 @@ def shape(x: Any, out_type: Any = "int32", name: str | None = None) -> Tensor:
 def gather(params: Any, indices: Any, axis: int = 0, name: str | None = None) -> Tensor:
     g = get_default_graph()
     with g.name_scope(name, "GatherV2") as scope:
+        params = convert_to_tensor(params, name="params")
+        indices = convert_to_tensor(indices, name="indices")   # before axis, as TensorFlow
         a = constant(np.int32(axis), name="axis")
         return _out(apply_op("GatherV2", [params, indices, a], {"batch_dims": 0}, name=scope))
 
@@ -456,3 +463,114 @@ __all__ = [
     "divide", "maximum", "minimum", "pow", "less", "less_equal", "greater", "greater_equal",
     "equal", "not_equal", "logical_and", "logical_or", "squared_difference",
 ]
+
+
+# --- neural-network ops (tf.nn names and attrs) ---------------------------------------------
+def _four(v: Any, name: str) -> list[int]:
+    """An int or list for the spatial dims of NHWC -> the 4-element list TensorFlow stores."""
+    if isinstance(v, int):
+        return [1, v, v, 1]
+    v = [int(i) for i in v]
+    if len(v) == 1:
+        return [1, v[0], v[0], 1]
+    if len(v) == 2:
+        return [1, v[0], v[1], 1]
+    if len(v) == 4:
+        return v
+    raise InvalidArgumentError(f"{name} must have 1, 2 or 4 elements, found {len(v)}")
+
+
+def conv2d(x: Any, filters: Any, strides: Any = 1, padding: str = "VALID",
+           dilations: Any = 1, name: str | None = None) -> Tensor:
+    """``tf.nn.conv2d`` (NHWC): a ``Conv2D`` node named ``Conv2D``."""
+    return _out(apply_op("Conv2D", [x, filters], {
+        "strides": _four(strides, "strides"), "padding": padding, "data_format": "NHWC",
+        "dilations": _four(dilations, "dilations"), "explicit_paddings": [],
+        "use_cudnn_on_gpu": True}, name=name, default_name="Conv2D"))
+
+
+def max_pool2d(x: Any, ksize: Any, strides: Any, padding: str,
+               name: str | None = None) -> Tensor:
+    """``tf.nn.max_pool2d`` (NHWC): a ``MaxPool`` node named ``MaxPool2d``."""
+    return _out(apply_op("MaxPool", [x], {
+        "ksize": _four(ksize, "ksize"), "strides": _four(strides, "strides"),
+        "padding": padding, "data_format": "NHWC", "explicit_paddings": []},
+        name=name, default_name="MaxPool2d"))
+
+
+def avg_pool2d(x: Any, ksize: Any, strides: Any, padding: str,
+               name: str | None = None) -> Tensor:
+    """``tf.nn.avg_pool2d`` (NHWC): an ``AvgPool`` node named ``AvgPool2D``."""
+    return _out(apply_op("AvgPool", [x], {
+        "ksize": _four(ksize, "ksize"), "strides": _four(strides, "strides"),
+        "padding": padding, "data_format": "NHWC"}, name=name, default_name="AvgPool2D"))
+
+
+def expand_dims(x: Any, axis: int, name: str | None = None) -> Tensor:
+    return _out(apply_op("ExpandDims", [x, np.int32(axis)], name=name))
+
+
+def sparse_softmax_cross_entropy_with_logits(labels: Any, logits: Any,
+                                             name: str | None = None) -> Tensor:
+    """``tf.nn.sparse_softmax_cross_entropy_with_logits`` for rank-2 logits with a static
+    shape: the loss per row (output 0 of the op; output 1 is the backprop)."""
+    g = get_default_graph()
+    with g.name_scope(name, "SparseSoftmaxCrossEntropyWithLogits"):
+        labels = convert_to_tensor(labels)
+        logits = convert_to_tensor(logits)
+        # TensorFlow checks the labels' static shape with a Shape it leaves in the graph
+        constant(np.asarray(labels.shape, np.int32), name="Shape")
+        return _out(apply_op("SparseSoftmaxCrossEntropyWithLogits", [logits, labels],
+                             default_name="SparseSoftmaxCrossEntropyWithLogits"))
+
+
+def softmax_cross_entropy_with_logits(labels: Any, logits: Any,
+                                      name: str | None = None) -> Tensor:
+    """``tf.nn.softmax_cross_entropy_with_logits`` (TF2's, gradients reach the labels too)
+    for rank-2 inputs with static shapes, with TensorFlow's flatten-and-restore nodes."""
+    g = get_default_graph()
+    with g.name_scope(name, "softmax_cross_entropy_with_logits") as scope:
+        labels = convert_to_tensor(labels)
+        logits = convert_to_tensor(logits)
+        if logits.shape is None or None in logits.shape or len(logits.shape) != 2:
+            raise InvalidArgumentError("softmax_cross_entropy_with_logits needs rank-2 "
+                                       "logits with a static shape",
+                                       op="SoftmaxCrossEntropyWithLogits")
+        i32 = np.int32
+        rank = constant(i32(2), name="Rank")
+        shp = constant(np.asarray(logits.shape, i32), name="Shape")
+
+        def flatten(t: Tensor, k: str) -> Tensor:
+            rk = constant(i32(2), name="Rank" + k)
+            s = constant(np.asarray(t.shape, i32), name="Shape" + k)
+            r = _out(apply_op("Sub", [rk, i32(1)]))
+            begin = _out(apply_op("Pack", [[r]], {"axis": 0}, name="Slice" + sfx(k) +
+                                  "/begin"))
+            sl = _out(apply_op("Slice", [s, begin, np.asarray([1], i32)],
+                               name="Slice" + sfx(k)))
+            with g.name_scope("concat" + sfx(k)) as cs:
+                vals = constant(np.asarray([-1], i32), name="values_0")
+                ax = constant(i32(0), name="axis")
+                c = _out(apply_op("ConcatV2", [[vals, sl], ax], name=cs))
+            out = reshape(t, c)
+            out.shape = t.shape   # TensorFlow folds the flattening shape: rank 2 stays
+            return out
+
+        def sfx(k: str) -> str:
+            return {"_1": "", "_2": "_1"}[k]
+        flat_logits = flatten(logits, "_1")
+        flat_labels = flatten(labels, "_2")
+        xent = _out(apply_op("SoftmaxCrossEntropyWithLogits", [flat_logits, flat_labels],
+                             name=scope))
+        r = _out(apply_op("Sub", [rank, i32(1)]))
+        with g.name_scope("Slice_2") as ss:
+            begin = constant(np.asarray([0], i32), name="begin")
+            size = _out(apply_op("Pack", [[r]], {"axis": 0}, name="size"))
+            sl = _out(apply_op("Slice", [shp, begin, size], name=ss))
+        out = reshape(xent, sl)
+        out.shape = (logits.shape[0],)
+        return out
+
+
+__all__ += ["conv2d", "max_pool2d", "avg_pool2d", "expand_dims",
+            "sparse_softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits"]

@@ -74,7 +74,80 @@ def _concat(op: Any) -> list:
     return [tuple(out)]
 
 
+def _pool_out(n: int | None, k: int, st: int, padding: str) -> int | None:
+    if n is None:
+        return None
+    return -(-n // st) if padding == "SAME" else (n - k) // st + 1
+
+
+def _window(op: Any, kshape: Any) -> list:
+    """Conv2D / MaxPool / AvgPool output shape (NHWC)."""
+    s = op.inputs[0].shape
+    if s is None or len(s) != 4 or op.get_attr("data_format") not in ("NHWC", b"NHWC"):
+        return [None]
+    padding = op.get_attr("padding")
+    padding = padding.decode() if isinstance(padding, bytes) else padding
+    if padding not in ("SAME", "VALID") or kshape is None:
+        return [None]
+    st = op.get_attr("strides")
+    dil = op.get_attr("dilations") if "dilations" in op.attrs else [1, 1, 1, 1]
+    kh, kw, cout = kshape
+    eh, ew = (kh - 1) * dil[1] + 1, (kw - 1) * dil[2] + 1
+    return [(s[0], _pool_out(s[1], eh, st[1], padding), _pool_out(s[2], ew, st[2], padding),
+             s[3] if cout is None else cout)]
+
+
+def _conv(op: Any) -> list:
+    f = op.inputs[1].shape
+    if f is None or len(f) != 4 or None in f[:2]:
+        return [None]
+    return _window(op, (f[0], f[1], f[3]))
+
+
+def _pool(op: Any) -> list:
+    k = op.get_attr("ksize")
+    return _window(op, (k[1], k[2], None))
+
+
+def _gather(op: Any) -> list:
+    p, i, ax = op.inputs[0].shape, op.inputs[1].shape, const_value(op.inputs[2])
+    if p is None or i is None or ax is None or op.get_attr("batch_dims"):
+        return [None]
+    a = int(ax) % len(p)
+    return [tuple(p[:a]) + tuple(i) + tuple(p[a + 1:])]
+
+
+def _expand_dims(op: Any) -> list:
+    s, ax = op.inputs[0].shape, const_value(op.inputs[1])
+    if s is None or ax is None:
+        return [None]
+    a = int(ax)
+    a = a % (len(s) + 1) if a < 0 else a
+    return [tuple(s[:a]) + (1,) + tuple(s[a:])]
+
+
+def _xent(op: Any) -> list:
+    s = op.inputs[0].shape
+    if s is None or len(s) != 2:
+        return [None, None]
+    return [(s[0],), tuple(s)]
+
+
+def _tile(op: Any) -> list:
+    s, m = op.inputs[0].shape, const_value(op.inputs[1])
+    if s is None or m is None:
+        return [None]
+    return [tuple(None if d is None else d * int(k) for d, k in zip(s, np.ravel(m)))]
+
+
 RULES = {
+    "Conv2D": _conv, "MaxPool": _pool, "AvgPool": _pool, "GatherV2": _gather,
+    "ExpandDims": _expand_dims, "Tile": _tile,
+    "SoftmaxCrossEntropyWithLogits": _xent, "SparseSoftmaxCrossEntropyWithLogits": _xent,
+    "Conv2DBackpropInput": lambda op: [None if const_value(op.inputs[0]) is None else
+                                       tuple(int(d) for d in const_value(op.inputs[0]))],
+    "MaxPoolGrad": lambda op: [op.inputs[0].shape],
+
     "Placeholder": lambda op: [op.get_attr("shape")],
     "PlaceholderWithDefault": lambda op: [op.get_attr("shape")],
     "Const": lambda op: [tuple(np.shape(op.get_attr("value")))],

@@ -1,7 +1,7 @@
 """Run the builder corpus (programs.py) with TensorFlow and record what it builds and computes.
 
     python tests/data/builder/write_builder_graphs.py        # dfg venv: the builder's graphs
-    /path/to/tfvenv/bin/python tests/data/builder/generate.py
+    /path/to/tfvenv/bin/python tests/data/builder/generate.py [--grads]
 
 For each program, in ``<program>/``: ``tf_graph.pbtxt`` (the GraphDef TensorFlow 2.21 builds
 with its 1.x graph APIs and control flow v1), ``expected.npz`` (the feeds ``feed_<name>``
@@ -9,7 +9,9 @@ and TensorFlow's fetched values ``tf_<i>``), and ``result.json`` (fetch names; a
 ``builder_graph.pbtxt`` is there, whether TensorFlow imported and ran the builder's graph
 and whether its values equal TensorFlow's own: ``tf_on_builder``). For the gradient
 programs (``GRAD_PROGRAMS``), ``expected.npz`` holds the feeds and ``tf.gradients``' values
-``grad_<i>``. Needs TensorFlow; takes a few seconds.
+``grad_<i>`` (sparse ones made dense), ``tf_graph.pbtxt`` the whole graph TensorFlow built
+(forward + ``gradients/``) and ``result.json`` the number of forward nodes and the fetched
+gradient tensors. Needs TensorFlow; takes a few seconds.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ def main() -> None:
     tf1.disable_control_flow_v2()
     from programs import PROGRAMS
 
-    for name, prog in PROGRAMS.items():
+    only_grads = "--grads" in sys.argv   # only the gradient programs
+    for name, prog in ({} if only_grads else PROGRAMS).items():
         out = HERE / name
         out.mkdir(exist_ok=True)
         g = tf1.Graph()
@@ -74,6 +77,23 @@ def main() -> None:
         (out / "result.json").write_text(json.dumps(result, indent=1) + "\n")
         print(name, len(g.as_graph_def().node), "nodes", result["tf_on_builder"])
 
+    # builder-only programs: TensorFlow imports the builder's GraphDef (written by
+    # write_builder_graphs.py) and runs it; its values are what dfg must compute
+    from programs import FUNCTIONAL_PROGRAMS
+    for name, prog in FUNCTIONAL_PROGRAMS.items():
+        out = HERE / name
+        gd = tf1.GraphDef()
+        text_format.Parse((out / "builder_graph.pbtxt").read_text(), gd)
+        fetch = json.loads((out / "fetch.json").read_text())
+        bg = tf1.Graph()
+        with bg.as_default():
+            tf1.import_graph_def(gd, name="")
+        vals = run_graph(tf1, bg, fetch, prog["feeds"], None)
+        arrays = {f"feed_{k}": np.asarray(v) for k, v in prog["feeds"].items()}
+        arrays.update({f"tf_{i}": np.asarray(v) for i, v in enumerate(vals)})
+        np.savez(out / "expected.npz", **arrays)
+        print(name, "TensorFlow ran the builder's graph:", fetch)
+
     from programs import GRAD_PROGRAMS
     for name, prog in GRAD_PROGRAMS.items():
         out = HERE / name
@@ -81,12 +101,29 @@ def main() -> None:
         g = tf1.Graph()
         with g.as_default():
             ys, xs = prog["tf"](tf1, tf)
+            n_forward = len(g.as_graph_def().node)
             grads = tf1.gradients(ys, xs)
-        vals = run_graph(tf1, g, [t.name for t in grads], prog["feeds"], None)
+        # a sparse gradient (IndexedSlices, from a gather) is fetched as its parts and made
+        # dense here: the builder returns the dense tensor
+        fetch = [[t.values.name, t.indices.name, t.dense_shape.name]
+                 if isinstance(t, tf1.IndexedSlices) else t.name for t in grads]
+        vals = run_graph(tf1, g, fetch, prog["feeds"], None)
+        dense = []
+        for v in vals:
+            if isinstance(v, list):
+                d = np.zeros(v[2], v[0].dtype)
+                np.add.at(d, v[1], v[0])
+                v = d
+            dense.append(np.asarray(v))
         arrays = {f"feed_{k}": np.asarray(v) for k, v in prog["feeds"].items()}
-        arrays.update({f"grad_{i}": np.asarray(v) for i, v in enumerate(vals)})
+        arrays.update({f"grad_{i}": v for i, v in enumerate(dense)})
         np.savez(out / "expected.npz", **arrays)
-        print(name, "tf.gradients of", [t.name for t in ys])
+        gd = g.as_graph_def()
+        (out / "tf_graph.pbtxt").write_text(text_format.MessageToString(gd))
+        result = {"forward_nodes": n_forward, "grads": fetch}
+        (out / "result.json").write_text(json.dumps(result, indent=1) + "\n")
+        print(name, "tf.gradients of", [t.name for t in ys], len(gd.node) - n_forward,
+              "gradient nodes")
 
 
 if __name__ == "__main__":

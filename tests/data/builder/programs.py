@@ -240,6 +240,128 @@ def dfg_grad_shapes(B):
     return [z, B.sqrt(y * y + 1.0)], [x, y]
 
 
+def tf_grad_conv(tf1, tf):
+    x = tf1.placeholder(tf.float32, [2, 6, 6, 3], name="x")
+    f = tf1.placeholder(tf.float32, [3, 3, 3, 4], name="f")
+    h = tf.nn.relu(tf.nn.conv2d(x, f, strides=1, padding="SAME"))
+    p = tf.nn.max_pool2d(h, 2, 2, "VALID")
+    q = tf.nn.avg_pool2d(p, 2, 1, "SAME")
+    c = tf.nn.conv2d(q, tf.ones([2, 2, 4, 2]), strides=2, padding="VALID")
+    return [tf.reduce_sum(q * q) + tf.reduce_sum(c)], [x, f]
+
+
+def dfg_grad_conv(B):
+    x = B.placeholder("float32", [2, 6, 6, 3], name="x")
+    f = B.placeholder("float32", [3, 3, 3, 4], name="f")
+    h = B.relu(B.conv2d(x, f, strides=1, padding="SAME"))
+    p = B.max_pool2d(h, 2, 2, "VALID")
+    q = B.avg_pool2d(p, 2, 1, "SAME")
+    c = B.conv2d(q, B.ones([2, 2, 4, 2]), strides=2, padding="VALID")
+    return [B.reduce_sum(q * q) + B.reduce_sum(c)], [x, f]
+
+
+def tf_grad_gather(tf1, tf):
+    w = tf1.placeholder(tf.float32, [5, 3], name="w")
+    y = tf.gather(w * 2.0, [0, 2, 2, 4])
+    z = tf.gather(w, [1, 1, 3])
+    return [tf.reduce_sum(tf.tanh(y)), tf.reduce_sum(z * z)], [w]
+
+
+def dfg_grad_gather(B):
+    w = B.placeholder("float32", [5, 3], name="w")
+    y = B.gather(w * 2.0, [0, 2, 2, 4])
+    z = B.gather(w, [1, 1, 3])
+    return [B.reduce_sum(B.tanh(y)), B.reduce_sum(z * z)], [w]
+
+
+def tf_grad_xent(tf1, tf):
+    lg = tf1.placeholder(tf.float32, [4, 5], name="logits")
+    lb = tf1.placeholder(tf.float32, [4, 5], name="labels")
+    a = tf.nn.softmax_cross_entropy_with_logits(labels=lb, logits=lg)
+    b = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.constant([0, 3, 1, 4]),
+                                                       logits=lg * 0.5)
+    return [tf.reduce_mean(a) + tf.reduce_sum(b)], [lg, lb]
+
+
+def dfg_grad_xent(B):
+    lg = B.placeholder("float32", [4, 5], name="logits")
+    lb = B.placeholder("float32", [4, 5], name="labels")
+    a = B.softmax_cross_entropy_with_logits(labels=lb, logits=lg)
+    b = B.sparse_softmax_cross_entropy_with_logits(labels=B.constant([0, 3, 1, 4]),
+                                                   logits=lg * 0.5)
+    return [B.reduce_mean(a) + B.reduce_sum(b)], [lg, lb]
+
+
+def tf_grad_cond(tf1, tf):
+    x = tf1.placeholder(tf.float32, [2, 3], name="x")
+    w = tf1.placeholder(tf.float32, [3], name="w")
+    p = tf1.placeholder(tf.bool, [], name="p")
+    y = tf1.cond(p, lambda: tf.tanh(x) * w, lambda: x * x)
+    z = tf1.cond(p, lambda: tf.reduce_sum(w), lambda: tf.constant(1.0))
+    return [tf.reduce_sum(y * y) + z], [x, w]
+
+
+def dfg_grad_cond(B):
+    x = B.placeholder("float32", [2, 3], name="x")
+    w = B.placeholder("float32", [3], name="w")
+    p = B.placeholder("bool", [], name="p")
+    y = B.cond(p, lambda: B.tanh(x) * w, lambda: x * x)
+    z = B.cond(p, lambda: B.reduce_sum(w), lambda: B.constant(1.0))
+    return [B.reduce_sum(y * y) + z], [x, w]
+
+
+def tf_grad_while(tf1, tf):
+    x = tf1.placeholder(tf.float32, [3], name="x")
+    _, acc = tf1.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, tf.tanh(a * x) + x),
+                            [tf.constant(0), tf.ones([3])])
+    return [tf.reduce_sum(acc)], [x]
+
+
+def dfg_grad_while(B):
+    x = B.placeholder("float32", [3], name="x")
+    _, acc = B.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, B.tanh(a * x) + x),
+                          [B.constant(0), B.ones([3])])
+    return [B.reduce_sum(acc)], [x]
+
+
+def tf_grad_dynamic(tf1, tf):
+    x = tf1.placeholder(tf.float32, [None, 3], name="x")
+    w = tf1.placeholder(tf.float32, [3, 4], name="w")
+    b = tf1.placeholder(tf.float32, [4], name="b")
+    h = tf.tanh(tf.matmul(x, w) + b)
+    loss = tf.reduce_mean(tf.reduce_sum(h * h, axis=1)) + tf.reduce_sum(tf.reduce_mean(h, axis=0))
+    return [loss, tf.reduce_max(h)], [x, w, b]
+
+
+def dfg_grad_dynamic(B):
+    x = B.placeholder("float32", [None, 3], name="x")
+    w = B.placeholder("float32", [3, 4], name="w")
+    b = B.placeholder("float32", [4], name="b")
+    h = B.tanh(B.matmul(x, w) + b)
+    loss = B.reduce_mean(B.reduce_sum(h * h, axis=1)) + B.reduce_sum(B.reduce_mean(h, axis=0))
+    return [loss, B.reduce_max(h)], [x, w, b]
+
+
+def tf_grad_cond_in_while(tf1, tf):
+    x = tf1.placeholder(tf.float32, [3], name="x")
+
+    def body(i, a):
+        a2 = tf1.cond(tf.equal(i % 2, 0), lambda: tf.tanh(a) * x, lambda: a * a * 0.5)
+        return i + 1, a2
+    _, acc = tf1.while_loop(lambda i, a: i < 4, body, [tf.constant(0), x])
+    return [tf.reduce_sum(acc)], [x]
+
+
+def dfg_grad_cond_in_while(B):
+    x = B.placeholder("float32", [3], name="x")
+
+    def body(i, a):
+        a2 = B.cond(B.equal(i % 2, 0), lambda: B.tanh(a) * x, lambda: a * a * 0.5)
+        return i + 1, a2
+    _, acc = B.while_loop(lambda i, a: i < 4, body, [B.constant(0), x])
+    return [B.reduce_sum(acc)], [x]
+
+
 GRAD_PROGRAMS = {
     "grad_mlp": dict(tf=tf_grad_mlp, dfg=dfg_grad_mlp,
                      feeds={"x": RNG.normal(size=(4, 3)).astype(np.float32),
@@ -248,4 +370,54 @@ GRAD_PROGRAMS = {
     "grad_shapes": dict(tf=tf_grad_shapes, dfg=dfg_grad_shapes,
                         feeds={"x": RNG.normal(size=(2, 3)).astype(np.float32),
                                "y": RNG.normal(size=(3,)).astype(np.float32)}),
+    "grad_conv": dict(tf=tf_grad_conv, dfg=dfg_grad_conv,
+                      feeds={"x": RNG.normal(size=(2, 6, 6, 3)).astype(np.float32),
+                             "f": RNG.normal(size=(3, 3, 3, 4)).astype(np.float32)}),
+    "grad_gather": dict(tf=tf_grad_gather, dfg=dfg_grad_gather,
+                        feeds={"w": RNG.normal(size=(5, 3)).astype(np.float32)}),
+    "grad_xent": dict(tf=tf_grad_xent, dfg=dfg_grad_xent,
+                      feeds={"logits": RNG.normal(size=(4, 5)).astype(np.float32),
+                             "labels": RNG.dirichlet(np.ones(5), size=4).astype(np.float32)}),
+    "grad_cond": dict(tf=tf_grad_cond, dfg=dfg_grad_cond,
+                      feeds={"x": RNG.normal(size=(2, 3)).astype(np.float32),
+                             "w": RNG.normal(size=(3,)).astype(np.float32),
+                             "p": np.bool_(True)}),
+    "grad_cond_false": dict(tf=tf_grad_cond, dfg=dfg_grad_cond,
+                            feeds={"x": RNG.normal(size=(2, 3)).astype(np.float32),
+                                   "w": RNG.normal(size=(3,)).astype(np.float32),
+                                   "p": np.bool_(False)}),
+    "grad_dynamic": dict(tf=tf_grad_dynamic, dfg=dfg_grad_dynamic,
+                         feeds={"x": RNG.normal(size=(5, 3)).astype(np.float32),
+                                "w": RNG.normal(size=(3, 4)).astype(np.float32),
+                                "b": RNG.normal(size=(4,)).astype(np.float32)}),
+    "grad_while": dict(tf=tf_grad_while, dfg=dfg_grad_while, unroll=True,
+                       feeds={"x": RNG.normal(size=(3,)).astype(np.float32)}),
+    "grad_cond_in_while": dict(tf=tf_grad_cond_in_while, dfg=dfg_grad_cond_in_while,
+                               unroll=True,
+                               feeds={"x": RNG.normal(size=(3,)).astype(np.float32)}),
+}
+
+
+# --- functional control flow (cond/while_loop functional=True): built by the builder only;
+# generate.py imports the builder's GraphDef into TensorFlow and records what it computes ----
+def dfg_functional(B):
+    x = B.placeholder("float32", [3], name="x")
+    p = B.placeholder("bool", [], name="p")
+    y = B.cond(p, lambda: B.tanh(x) * 2.0, lambda: x + 1.0, functional=True)
+    s = B.cond(x[0] > 0.0, lambda: B.reduce_sum(x), lambda: B.constant(7.0), functional=True)
+    i, a = B.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * x),
+                        [B.constant(0), x], functional=True)
+
+    def outer(j, acc):
+        _, acc2 = B.while_loop(lambda k, b: k < j, lambda k, b: (k + 1, b + x), [0, acc],
+                               functional=True)
+        return j + 1, acc2
+    _, n = B.while_loop(lambda j, acc: j < 4, outer, [B.constant(0), B.zeros([3])],
+                        functional=True)
+    return [y, s, i, a, n]
+
+
+FUNCTIONAL_PROGRAMS = {
+    "functional": dict(dfg=dfg_functional,
+                       feeds={"x": np.array([0.5, -1.0, 2.0], np.float32), "p": np.bool_(True)}),
 }

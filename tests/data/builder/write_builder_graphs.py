@@ -1,5 +1,6 @@
 """Write each corpus program's GraphDef as dfg's builder makes it (``<program>/
-builder_graph.pbtxt``), for generate.py to import and run with TensorFlow.
+builder_graph.pbtxt``; for the builder-only FUNCTIONAL_PROGRAMS also ``fetch.json``), for
+generate.py to import and run with TensorFlow.
 
     python tests/data/builder/write_builder_graphs.py      # in dfg's venv
 """
@@ -24,11 +25,25 @@ def build(name: str):
 
 
 def main() -> None:
-    from programs import PROGRAMS
+    import json
+
+    from programs import FUNCTIONAL_PROGRAMS, PROGRAMS
+
+    from dfg.graphdef import builder as B
     for name in PROGRAMS:
         g, _ = build(name)
         (HERE / name).mkdir(exist_ok=True)
         g.save(str(HERE / name / "builder_graph.pbtxt"))
+        print(name, len(g.ops), "nodes")
+    # builder-only programs (functional If/While): the graph and its fetches, for
+    # generate.py to run with TensorFlow
+    for name, prog in FUNCTIONAL_PROGRAMS.items():
+        g = B.Graph()
+        with g.as_default():
+            fetched = prog["dfg"](B)
+        (HERE / name).mkdir(exist_ok=True)
+        g.save(str(HERE / name / "builder_graph.pbtxt"))
+        (HERE / name / "fetch.json").write_text(json.dumps([t.name for t in fetched]) + "\n")
         print(name, len(g.ops), "nodes")
 
 

@@ -1,0 +1,223 @@
+"""Functional control flow, as TensorFlow 2 writes it: ``cond(..., functional=True)`` emits one
+``StatelessIf`` (``If`` when a branch has a stateful op) and ``while_loop(...,
+functional=True)`` one ``StatelessWhile`` (``While``), their branches, condition and body as
+FunctionDefs in the GraphDef's library. dfg's Session lowers them to Switch/Merge and loop
+frames (graphdef/lowering.py), TensorFlow imports and runs them as they are.
+
+Each function is traced in a graph of its own: a tensor of an outer graph used inside is
+*captured*, i.e. passed in as an extra input of the If/While (the same captures, in the same
+order, for both branches of a cond, and passed through unchanged by a while body), as
+TensorFlow's cond_v2/while_v2 do. Differences from TensorFlow, on purpose: no
+``loop_counter``/``maximum_iterations`` loop variables (the While carries only the user's
+variables and the captures), function names ``<scope>_true_<n>`` / ``_false_<n>`` /
+``_cond_<n>`` / ``_body_<n>`` numbered per graph, argument names ``arg<i>``, and no
+``_read_only_resource_inputs``/``_construction_context`` bookkeeping attrs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import InvalidArgumentError
+from ..opdefs.registry import registry
+from .core import Graph, Tensor, get_default_graph
+from .ops import apply_op, convert_to_tensor
+
+
+def _flat(x: Any) -> tuple[list, bool]:
+    if isinstance(x, (list, tuple)):
+        return list(x), True
+    return [x], False
+
+
+def _out_arg_names(op: Any) -> list[str]:
+    """``<output arg name>:<index within it>`` for each flat output of ``op``."""
+    opdef = registry().get(op.type)
+    names: list[str] = []
+    for arg in opdef.output_arg:
+        if arg.number_attr:
+            n = op.get_attr(arg.number_attr)
+        elif arg.type_list_attr:
+            n = len(op.get_attr(arg.type_list_attr))
+        else:
+            n = 1
+        names.extend(f"{arg.name}:{k}" for k in range(n))
+    return names
+
+
+class _Trace:
+    """One function being traced: its own Graph sharing the outer graph's library."""
+
+    def __init__(self, outer: Graph, arg_tensors: list[Tensor]) -> None:
+        self.outer = outer
+        self.graph = Graph()
+        self.graph.library = outer.__dict__.setdefault("library", {})
+        self.graph._fn_counter = outer.__dict__.setdefault("_fn_counter", [0])
+        # the loop variables (While) come in as Placeholders of the traced graph
+        self.args: list[Tensor] = []
+        self.outputs: list[Tensor] = []
+        with self.graph.as_default():
+            for i, t in enumerate(arg_tensors):
+                shp = t.shape
+                p = self.graph.create_op("Placeholder", [], {
+                    "dtype": t.dtype, "shape": shp}, name=f"arg{i}")
+                p.outputs[0].shape = shp
+                self.args.append(p.outputs[0])
+
+    def run(self, fn: Callable, *args: Any) -> tuple[list[Tensor], bool]:
+        """The function's results (flat) and whether it returned a list/tuple."""
+        with self.graph.as_default():
+            res = fn(*args)
+            if res is None:
+                raise InvalidArgumentError("a cond branch or loop body must return tensors")
+            flat, packed = _flat(res)
+            self.outputs = [convert_to_tensor(v) for v in flat]
+            return self.outputs, packed
+
+    def captures(self) -> list[Tensor]:
+        """Outer tensors used by the traced ops or returned as they are, in first-use
+        order."""
+        seen: dict[int, Tensor] = {}
+        used = [t for op in self.graph.ops for t in op.inputs] + list(self.outputs)
+        for t in used:
+            if t.op.graph is not self.graph and id(t) not in seen:
+                seen[id(t)] = t
+        return list(seen.values())
+
+    def function_def(self, name: str, outputs: list[Tensor], captured: list[Tensor]) -> Any:
+        """The FunctionDef: inputs = the Placeholders' args then ``captured``; one Identity
+        per output so that every ``ret`` names a node output."""
+        from dfg.schemas import function_pb2
+        g = self.graph
+        arg_of: dict[int, str] = {}
+        fd = function_pb2.FunctionDef()
+        fd.signature.name = name
+        n_args = len(self.args)
+        for i, t in enumerate(self.args):
+            arg_of[id(t)] = f"arg{i}"
+        for j, t in enumerate(captured):
+            arg_of[id(t)] = f"arg{n_args + j}"
+        for k, t in enumerate(self.args + captured):
+            a = fd.signature.input_arg.add(name=f"arg{k}")
+            a.type = t.dtype
+        with g.as_default():
+            outs = [apply_op("Identity", [t], name=f"output_{i}").outputs[0]
+                    for i, t in enumerate(outputs)]
+        arg_ops = {id(t.op) for t in self.args}
+        for op in g.ops:
+            if id(op) in arg_ops:
+                continue
+            nd = fd.node_def.add(name=op.name, op=op.type, device=op.device)
+            for t in op.inputs:
+                if id(t) in arg_of:
+                    nd.input.append(arg_of[id(t)])
+                else:
+                    nd.input.append(f"{t.op.name}:{_out_arg_names(t.op)[t.value_index]}")
+            nd.input.extend("^" + c.name for c in op.control_inputs
+                            if id(c) not in arg_ops)
+            for k, v in op.attrs.items():
+                nd.attr[k].CopyFrom(v)
+        for i, t in enumerate(outs):
+            o = fd.signature.output_arg.add(name=f"output_{i}")
+            o.type = t.dtype
+            fd.ret[f"output_{i}"] = f"{t.op.name}:output:0"
+        return fd
+
+    def stateful(self) -> bool:
+        return any(registry().get(op.type) is not None and registry().get(op.type).is_stateful
+                   for op in self.graph.ops)
+
+
+def _register(g: Graph, fd: Any) -> str:
+    g.__dict__.setdefault("library", {})[fd.signature.name] = fd
+    return fd.signature.name
+
+
+def _next_id(g: Graph) -> int:
+    c = g.__dict__.setdefault("_fn_counter", [0])
+    c[0] += 1
+    return c[0]
+
+
+def _shape_list(ts: list[Tensor]) -> list:
+    return [t.shape for t in ts]
+
+
+def functional_cond(pred: Any, true_fn: Callable, false_fn: Callable,
+                    name: str | None = None) -> Any:
+    g = get_default_graph()
+    with g.name_scope(name, "cond") as scope:
+        pred = convert_to_tensor(pred)
+        tt, tf_ = _Trace(g, []), _Trace(g, [])
+        out_t, packed = tt.run(true_fn)
+        out_f, _ = tf_.run(false_fn)
+        if len(out_t) != len(out_f):
+            raise InvalidArgumentError(
+                f"cond branches return different structures: {len(out_t)} vs {len(out_f)}",
+                node=scope[:-1], op="If")
+        for a, b in zip(out_t, out_f):
+            if a.dtype != b.dtype:
+                raise InvalidArgumentError("cond branches return different dtypes",
+                                           node=scope[:-1], op="If")
+        caps: list[Tensor] = []
+        for t in tt.captures() + tf_.captures():
+            if all(t is not c for c in caps):
+                caps.append(t)
+        k = _next_id(g)
+        base = scope[:-1].replace("/", "_")
+        then_name = _register(g, tt.function_def(f"{base}_true_{k}", out_t, caps))
+        else_name = _register(g, tf_.function_def(f"{base}_false_{k}", out_f, caps))
+        op_type = "If" if tt.stateful() or tf_.stateful() else "StatelessIf"
+        shapes = [a.shape if a.shape == b.shape else None for a, b in zip(out_t, out_f)]
+        op = g.create_op(op_type, [pred] + caps, {
+            "Tcond": pred.dtype, "Tin": [c.dtype for c in caps],
+            "Tout": [t.dtype for t in out_t], "then_branch": then_name,
+            "else_branch": else_name, "output_shapes": shapes,
+            "_lower_using_switch_merge": True}, name=scope)
+        outs = []
+        for t, s in zip(op.outputs, shapes):
+            t.shape = s
+            outs.append(apply_op("Identity", [t]).outputs[0])
+    return outs if packed else outs[0]
+
+
+def functional_while(cond: Callable, body: Callable, loop_vars: list[Tensor],
+                     parallel_iterations: int = 10, name: str | None = None) -> list[Tensor]:
+    g = get_default_graph()
+    with g.name_scope(name, "while") as scope:
+        loop_vars = [convert_to_tensor(v) for v in loop_vars]
+        n = len(loop_vars)
+        ct, bt = _Trace(g, loop_vars), _Trace(g, loop_vars)
+        c_out, _ = ct.run(cond, *ct.args)
+        if len(c_out) != 1:
+            raise InvalidArgumentError("a while_loop condition returns one boolean",
+                                       node=scope[:-1], op="While")
+        b_out, _ = bt.run(body, *bt.args)
+        if len(b_out) != n:
+            raise InvalidArgumentError(
+                f"while_loop body returns {len(b_out)} values for {n} loop variables",
+                node=scope[:-1], op="While")
+        caps: list[Tensor] = []
+        for t in ct.captures() + bt.captures():
+            if all(t is not c for c in caps):
+                caps.append(t)
+        k = _next_id(g)
+        base = scope[:-1].replace("/", "_")
+        cname = _register(g, ct.function_def(f"{base}_cond_{k}", c_out, caps))
+        # the captures are loop variables the body passes through unchanged
+        bname = _register(g, bt.function_def(f"{base}_body_{k}", list(b_out) + caps, caps))
+        op_type = "While" if ct.stateful() or bt.stateful() else "StatelessWhile"
+        shapes = [v.shape if v.shape == o.shape else None
+                  for v, o in zip(loop_vars, b_out)] + [c.shape for c in caps]
+        ins = loop_vars + caps
+        op = g.create_op(op_type, ins, {
+            "T": [t.dtype for t in ins], "cond": cname, "body": bname,
+            "output_shapes": shapes, "parallel_iterations": parallel_iterations,
+            "_lower_using_switch_merge": True}, name=scope)
+        outs = []
+        for t, s in zip(op.outputs[:n], shapes):
+            t.shape = s
+            outs.append(apply_op("Identity", [t]).outputs[0])
+    return outs
+
