@@ -1,0 +1,157 @@
+"""The whole performance table, dfg against TensorFlow in the same run (issue #12).
+
+    python benchmarks/table.py [--tf-python /tmp/tfvenv/bin/python] [--threads 2]
+                               [--rounds 3] [--iters 10] [--only bench,zoo,tf2,cold] [--json]
+
+Cases: every ``bench`` case of tests/data/conformance, every keras.applications model of the
+zoo (tests/data/models) and the TF2 loop cases (tests/data/tf2). For each, ``--rounds``
+alternating rounds (dfg, then TensorFlow in a subprocess of its own environment), each the
+median of ``--iters`` warm steps; the table shows the median over rounds and the ratio
+dfg/TF (below 1: dfg is faster). Then the cold timings: ``dfg run`` of the README's example as
+a whole process, and per bench case the first step of a new Session (plan, compile, run)
+against its warm steps.
+
+TensorFlow is never a dependency of dfg: without it the TF columns are empty. Timings are
+medians; run on an idle machine (other processes only add noise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_cases import find_tf_python, time_steps, time_tf  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+TF2_LOOPS = ("tf2_stateless_while", "tf2_nested_while", "tf2_while_stateful", "tf2_scan",
+             "tf2_map_fn", "tf2_if_in_while", "tf2_keras_lstm_lowered", "tf2_keras_gru_lowered")
+
+
+def cases(groups: set[str]) -> list[tuple[str, Path]]:
+    out: list[tuple[str, Path]] = []
+    if "bench" in groups:
+        for d in sorted((DATA / "conformance").glob("*/case.json")):
+            if "bench" in json.loads(d.read_text())["features"]:
+                out.append(("bench", d.parent))
+    if "zoo" in groups:
+        for d in sorted((DATA / "models").glob("*/case.json")):
+            if not d.parent.name.startswith(("layer_", "kernels")):
+                out.append(("zoo", d.parent))
+    if "tf2" in groups:
+        for name in TF2_LOOPS:
+            if (DATA / "tf2" / name / "case.json").exists():
+                out.append(("tf2", DATA / "tf2" / name))
+    return out
+
+
+def _graph_file(d: Path) -> Path:
+    return d / "graph.pbtxt" if (d / "graph.pbtxt").exists() else d / "graph.pb"
+
+
+def _step(d: Path) -> tuple[list[str], dict]:
+    step = json.loads((d / "case.json").read_text())["steps"][0]
+    return step["fetch"], {k: np.load(d / v) for k, v in step["feed"].items()}
+
+
+def first_and_warm(d: Path, threads: int, iters: int) -> tuple[float, float]:
+    """Seconds of the first step of a new Session (plan, compile, run) and the median warm
+    step. The graph is loaded before the clock starts: reading a file is not a step."""
+    from dfg.executor import Session
+    from dfg.graphdef.io import load_graph
+
+    fetch, feed = _step(d)
+    graph = load_graph(_graph_file(d))
+    sess = Session(graph, threads=threads)
+    t0 = time.perf_counter()
+    sess.run(fetch, feed)
+    first = time.perf_counter() - t0
+    warm = statistics.median(time_steps(sess, fetch, feed, 2, iters))
+    sess.close()
+    return first, warm
+
+
+def cold_run(reps: int = 5) -> float:
+    """Median seconds of `dfg run` of the README's example as a whole process."""
+    exe = Path(sys.executable).with_name("dfg")
+    cmd = [str(exe) if exe.exists() else "dfg", "run",
+           str(ROOT / "examples" / "while_counter.pbtxt"), "--fetch", "counter/Exit",
+           "--feed", "n=5"]
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tf-python")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--only", default="bench,zoo,tf2,cold")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    groups = set(args.only.split(","))
+    tf_py = find_tf_python(args.tf_python)
+    from dfg.executor import Session
+    from dfg.graphdef.io import load_graph
+
+    rows = []
+    for group, d in cases(groups):
+        fetch, feed = _step(d)
+        sess = Session(load_graph(_graph_file(d)), threads=args.threads)
+        sess.run(fetch, feed)
+        dfg_r, tf_r = [], []
+        for _ in range(args.rounds):
+            dfg_r.append(statistics.median(time_steps(sess, fetch, feed, 1, args.iters)))
+            if tf_py:
+                try:
+                    tf_r.append(time_tf(tf_py, d, 2, args.iters, args.threads)["median_s"])
+                except RuntimeError as e:
+                    print(f"{d.name}: TensorFlow failed: {e}", file=sys.stderr)
+        sess.close()
+        row = {"group": group, "case": d.name, "dfg_ms": statistics.median(dfg_r) * 1e3}
+        if tf_r:
+            row["tf_ms"] = statistics.median(tf_r) * 1e3
+            row["ratio"] = row["dfg_ms"] / row["tf_ms"]
+        rows.append(row)
+        if not args.json:
+            tf_ms = f"{row['tf_ms']:10.3f}" if "tf_ms" in row else f"{'-':>10}"
+            ratio = f"{row['ratio']:7.2f}" if "ratio" in row else f"{'-':>7}"
+            print(f"{group:6} {d.name:32} {row['dfg_ms']:10.3f} {tf_ms} {ratio}", flush=True)
+    cold: dict = {}
+    if "cold" in groups:
+        cold["dfg_run_s"] = cold_run()
+        cold["first_vs_warm"] = {}
+        for _group, d in cases({"bench"}):
+            first, warm = first_and_warm(d, args.threads, args.iters)
+            cold["first_vs_warm"][d.name] = {"first_ms": first * 1e3, "warm_ms": warm * 1e3,
+                                            "ratio": first / warm}
+    if args.json:
+        print(json.dumps({"threads": args.threads, "tensorflow": tf_py, "rows": rows,
+                          "cold": cold}, indent=2))
+        return
+    if cold:
+        print(f"\ncold `dfg run examples/while_counter.pbtxt` (whole process): "
+              f"{cold['dfg_run_s']:.3f} s")
+        print(f"{'first step of a new Session':32} {'first ms':>10} {'warm ms':>10} {'x':>7}")
+        for name, r in cold["first_vs_warm"].items():
+            print(f"{name:32} {r['first_ms']:10.3f} {r['warm_ms']:10.3f} {r['ratio']:7.2f}")
+    print(f"\nthreads={args.threads} rounds={args.rounds} iters={args.iters} "
+          f"tensorflow={tf_py or 'not found'} cpus={os.cpu_count()}")
+
+
+if __name__ == "__main__":
+    main()
