@@ -455,3 +455,26 @@ def fused_batch_norm_grad_v3(ctx: KernelContext, y_backprop: np.ndarray, x: np.n
                              reserve_space_3: np.ndarray) -> tuple[np.ndarray, ...]:
     outs = _fused_batch_norm_grad(ctx, y_backprop, x, scale, reserve_space_1, reserve_space_2)
     return (*outs, _empty_reserve(), _empty_reserve())
+
+
+@kernel("StridedSliceGrad")
+def strided_slice_grad(ctx: KernelContext, shape: np.ndarray, begin: np.ndarray,
+                       end: np.ndarray, strides: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """StridedSlice's gradient: zeros of the input's ``shape`` with ``dy`` written where the
+    slice read (the same spec, resolved by array.strided_slice_plan)."""
+    from .array import strided_slice_plan
+
+    dims = tuple(int(d) for d in np.asarray(shape).reshape(-1))
+    a = ctx.attrs
+    slices, out_shape = strided_slice_plan(
+        dims, np.asarray(begin).tolist(), np.asarray(end).tolist(),
+        np.asarray(strides).tolist(), int(a.get("begin_mask", 0)), int(a.get("end_mask", 0)),
+        int(a.get("ellipsis_mask", 0)), int(a.get("new_axis_mask", 0)),
+        int(a.get("shrink_axis_mask", 0)))
+    if tuple(dy.shape) != tuple(out_shape):
+        raise InvalidArgumentError(
+            f"shape of dy was {list(dy.shape)} instead of {list(out_shape)}")
+    out = np.zeros(dims, dtype=dy.dtype)
+    region = out[slices] if slices else out
+    region[...] = dy.reshape(region.shape)
+    return out
