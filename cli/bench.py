@@ -14,6 +14,7 @@ from .options import (
     init_option,
     json_option,
     load,
+    optimize_option,
     target_option,
 )
 from .progress import new_tracer, progress, trace_option
@@ -36,9 +37,11 @@ from .progress import new_tracer, progress, trace_option
 @json_option
 @trace_option
 @data_output
+@optimize_option
 def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: tuple[str, ...],
           inits: tuple[str, ...], warmup: int, iters: int | None, seconds: float,
-          threads: int | None, as_json: bool, trace_path: str | None) -> None:
+          threads: int | None, as_json: bool, trace_path: str | None,
+          no_optimize: bool = False) -> None:
     """Run GRAPH's step repeatedly in one process and print seconds per step.
 
     \b
@@ -60,7 +63,7 @@ def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets:
     g = load(graph)
     check_feeds(g, feed_dict)
     tracer = new_tracer(trace_path)
-    with Session(g, threads=threads) as sess:
+    with Session(g, threads=threads, optimize=not no_optimize) as sess:
         if inits:
             sess.run([], targets=list(inits))
         step = (list(fetches), feed_dict, list(targets))

@@ -296,3 +296,10 @@ def console(stderr: bool = False):
                         color_system="auto" if colour(stderr) else None,
                         width=None if tty else _NO_WRAP_WIDTH, highlight=False,
                         markup=False, emoji=False, soft_wrap=False)
+
+
+# the Session's run-time optimization (executor/session.py), on by default as in TensorFlow
+optimize_option = click.option(
+    "--no-optimize", "no_optimize", is_flag=True,
+    help="Run the graph as written: no run-time optimization of the step's subgraph "
+         "(folding, fusions) before it runs.")

@@ -15,6 +15,7 @@ from .options import (
     json_option,
     load,
     names,
+    optimize_option,
     target_option,
 )
 from .progress import progress, trace_option
@@ -42,10 +43,11 @@ SORTS = ("total", "mean", "count", "name")
 @trace_option
 @json_option
 @data_output
+@optimize_option
 def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
             targets: tuple[str, ...], inits: tuple[str, ...], warmup: int, iters: int,
             threads: int | None, sort: str, top: int, trace_path: str | None,
-            as_json: bool) -> None:
+            as_json: bool, no_optimize: bool = False) -> None:
     """Run GRAPH's step --iters times with tracing and show where the time goes.
 
     Like TensorFlow's benchmark_model --show_summary: a table per op type (kernel runs,
@@ -76,7 +78,7 @@ def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
     fetch_list, target_list = names(fetches), names(targets)
     tracer = Tracer()
     wall = 0.0
-    with Session(g, threads=threads) as sess:
+    with Session(g, threads=threads, optimize=not no_optimize) as sess:
         if inits:
             sess.run([], targets=list(inits))
         for _ in range(warmup):

@@ -63,11 +63,18 @@ class Session:
 
     ``max_bytes``: the memory budget a kernel's output may not exceed (checked before it
     allocates, for ops whose outputs can outgrow their inputs: executor/limits.py); None
-    means half the physical memory, 0 no limit."""
+    means half the physical memory, 0 no limit.
+
+    ``optimize``: as TensorFlow's Session runs Grappler for every new signature, each plan's
+    subgraph is first optimized for its fetches, feeds and targets
+    (``passes.pipeline.optimize_for_signature``: pruning, folding of what is not fed,
+    fusions such as Conv2D+BiasAdd+Relu, stateful nodes kept in order); the report is
+    ``plan.optimized``. ``optimize=False`` (or ``validate=False``) runs the graph as
+    written."""
 
     def __init__(self, graph: Any, threads: int | None = None, device: str = "CPU",
                  validate: bool = True, programs: str = "auto",
-                 max_bytes: int | None = None) -> None:
+                 max_bytes: int | None = None, optimize: bool = True) -> None:
         from dfg.graphdef.io import load_graph
 
         self.graph: Graph = load_graph(graph)
@@ -94,6 +101,8 @@ class Session:
         self._closed = False
         self._plans: dict[tuple, Plan] = {}
         self._frames = None
+        # only a graph validation accepted is rewritten: an unvalidated one runs as written
+        self.optimize = optimize and validate
         # the calling thread schedules and runs cheap kernels; the pool the expensive ones
         self._pool = WorkerPool(self.threads - 1) if self.threads > 1 else None
 
@@ -105,14 +114,42 @@ class Session:
             with self._lock:
                 plan = self._plans.get(key)
                 if plan is None:
-                    if self._frames is None:
-                        from dfg.graphdef.frames import analyze_frames
-                        self._frames = analyze_frames(self.graph)
-                    plan = add_programs(build_plan(
-                        self.graph, self._frames, fetches, feeds, targets, self.device,
-                        self.max_bytes))
+                    plan = self._build_plan(fetches, feeds, targets)
                     self._plans[key] = plan
         return plan
+
+    def _build_plan(self, fetches: list[str], feeds: list[str], targets: list[str]) -> Plan:
+        from dfg.graphdef.frames import analyze_frames
+
+        graph, frames, report = self.graph, None, None
+        if self.optimize:
+            graph, report = self._optimized(fetches, feeds, targets)
+            if graph is not self.graph:
+                frames = analyze_frames(graph)
+        if frames is None:
+            if self._frames is None:
+                self._frames = analyze_frames(self.graph)
+            frames = self._frames
+        plan = add_programs(build_plan(graph, frames, fetches, feeds, targets, self.device,
+                                       self.max_bytes))
+        plan.optimized = report
+        return plan
+
+    def _optimized(self, fetches: list[str], feeds: list[str], targets: list[str]
+                   ) -> tuple[Graph, Any]:
+        """The graph optimized for one signature, or the graph itself when optimizing fails
+        (the failure is the report's note: running the graph as written is always right)."""
+        from dfg.graphdef.passes.pipeline import optimize_for_signature
+
+        try:
+            res = optimize_for_signature(self.graph, fetches, feeds, targets)
+        except DfgError:
+            raise                       # unknown fetch/feed names: the user's error
+        except Exception as e:  # noqa: BLE001 - an optimizer bug must not stop a run
+            return self.graph, {"error": f"{type(e).__name__}: {e}"}
+        if res.graph_def is self.graph.graph_def:
+            return self.graph, res
+        return Graph(res.graph_def), res
 
     def plan(self, fetches: list[str], feed_names: list[str] = (), targets: list[str] = ()
              ) -> Plan:

@@ -51,7 +51,8 @@ def test_profile_op_totals_add_up_to_the_step_time():
     feeds = {k: np.load(BENCH_CNN / v) for k, v in case["feed"].items()}
     tracer = Tracer()
     wall = 0.0
-    with Session(load_graph(BENCH_CNN / "graph.pbtxt"), threads=1, programs="always") as sess:
+    with Session(load_graph(BENCH_CNN / "graph.pbtxt"), threads=1, programs="always",
+                 optimize=False) as sess:
         for _ in range(2):
             sess.run(case["fetch"], feeds)
         for _ in range(5):
@@ -67,7 +68,8 @@ def test_profile_op_totals_add_up_to_the_step_time():
     # within 10% of the step time the executor measures (Step.run, as `dfg profile` shows
     # it), on steps the machine did not interrupt: another process taking the core mid-step
     # only adds to a step's time, so the best of a few 5-step rounds is the measure
-    with Session(load_graph(BENCH_CNN / "graph.pbtxt"), threads=1, programs="always") as sess:
+    with Session(load_graph(BENCH_CNN / "graph.pbtxt"), threads=1, programs="always",
+                 optimize=False) as sess:
         sess.run(case["fetch"], feeds)
         ratios = []
         for _ in range(10):
@@ -90,7 +92,8 @@ def test_profile_op_totals_add_up_to_the_step_time():
 def test_profile_cli_json_tables_sorting_and_top():
     feed = f"images=@{BENCH_CNN / 's0_feed_0.npy'}"
     r = invoke("profile", BENCH_CNN / "graph.pbtxt", "--fetch", "logits,probs", "--feed", feed,
-               "--iters", "2", "--warmup", "1", "--threads", "1", "--top", "3", "--json")
+               "--iters", "2", "--warmup", "1", "--threads", "1", "--top", "3", "--json",
+               "--no-optimize")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     assert set(doc) == {"graph", "fetches", "threads", "steps", "wall_s", "kernel_s", "ops",

@@ -159,7 +159,7 @@ def test_straight_line_program_kernels_are_inside_its_slice():
     want = np.load(DATA / "bench_add_chain" / case["expect"]["chain_out:0"])
     tracer = Tracer()
     with Session(load_graph(DATA / "bench_add_chain" / "graph.pbtxt"), threads=1,
-                 programs="always") as sess:
+                 programs="always", optimize=False) as sess:
         got = sess.run("chain_out:0", {"x:0": x}, trace=tracer)
     np.testing.assert_allclose(got, want, rtol=1e-5)
     ev = check_format(tracer.to_chrome_json())
