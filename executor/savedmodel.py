@@ -80,9 +80,57 @@ def restore(session: Session, saved_model: SavedModelDir) -> None:
         session.run([], feed_dict={saver.filename_tensor_name: np.array(prefix.encode(),
                                                                          dtype=object)},
                     targets=[saver.restore_op_name.split(":")[0]])
+    restore_captured_variables(session, saved_model)
     init = saved_model.init_op
     if init is not None:
         session.run([], targets=[init])
+
+
+def restore_captured_variables(session: Session, saved_model: SavedModelDir) -> int:
+    """Give every variable a top-level function call captures its checkpoint value, when the
+    SaverDef's restore op left it uninitialized; returns how many were restored.
+
+    TensorFlow 2's loader restores through the object graph, not the SaverDef: a call to a
+    saved concrete function passes the captured variables' handles last, in the order of
+    the function's ``bound_inputs`` (object-graph node ids), and each variable node's
+    checkpoint key is in the checkpoint's own object graph (same node ids). Keras 3 models
+    saved with ``tf.saved_model.save`` need this: their functions capture handles the
+    SaverDef's restore function never assigns (TensorFlow's v1 loader fails on them too)."""
+    from .kernels.state import ResourceVariable
+
+    mg = saved_model.meta_graph
+    if not mg.HasField("object_graph_def") or saved_model.bundle() is None:
+        return 0
+    functions = mg.object_graph_def.concrete_functions
+    keys = {v.node_id: v.checkpoint_key for v in saved_model.variables() if v.checkpoint_key}
+    nodes = {nd.name: nd for nd in saved_model.graph_def.node}
+    bundle = saved_model.bundle()
+    done = 0
+    for nd in saved_model.graph_def.node:
+        if nd.op not in ("StatefulPartitionedCall", "PartitionedCall") or "f" not in nd.attr:
+            continue
+        fn = functions.get(nd.attr["f"].func.name)
+        if fn is None or not fn.bound_inputs:
+            continue
+        data = [i for i in nd.input if not i.startswith("^")]
+        captured = data[len(data) - len(fn.bound_inputs):]
+        for inp, node_id in zip(captured, fn.bound_inputs):
+            handle = nodes.get(inp.split(":")[0])
+            ckpt_key = keys.get(node_id)
+            if handle is None or handle.op != "VarHandleOp" or ckpt_key is None:
+                continue
+            key = (handle.attr["container"].s.decode(),
+                   handle.attr["shared_name"].s.decode() or handle.name)
+            var = session.resources.lookup(key)
+            if var is not None and getattr(var, "value", None) is not None:
+                continue
+            value = bundle.read(ckpt_key)
+            var = session.resources.lookup_or_create(
+                key, lambda v=value, k=key: ResourceVariable(k[1], v.dtype, v.shape))
+            with var.lock:
+                var.value = value
+            done += 1
+    return done
 
 
 def load(path: str | os.PathLike[str], tags: Any = None, threads: int | None = None,

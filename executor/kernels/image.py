@@ -3,12 +3,15 @@ ScaleAndTranslate.
 
 TensorFlow's CPU semantics:
 
-* NonMaxSuppression keeps boxes whose score is strictly above ``score_threshold``, visits
-  them by descending score (ties: lower box index first) and drops a box whose IoU with an
-  already selected one is strictly above ``iou_threshold``. Boxes are corner pairs in either
-  order; a box with no area overlaps nothing. Hard NMS is one vectorized IoU pass per selected
-  box; soft NMS (V5 with sigma > 0) re-queues decayed candidates, which needs a priority
-  queue, so it runs TF's sequential algorithm over the candidates.
+* NonMaxSuppression (V1 with the IoU threshold as an attr, V2 as an input, neither with a
+  score threshold: TF uses the lowest finite value; V3-V5; WithOverlaps and Combined in
+  detection.py share ``_hard_nms``) keeps boxes whose score is strictly above
+  ``score_threshold``, visits them by descending score (ties: lower box index first) and
+  drops a box whose IoU with an already selected one is strictly above ``iou_threshold``.
+  Boxes are corner pairs in either order; a box with no area overlaps nothing. Hard NMS is
+  one vectorized IoU pass per selected box; soft NMS (V5 with sigma > 0) re-queues decayed
+  candidates, which needs a priority queue, so it runs TF's sequential algorithm over the
+  candidates.
 * CropAndResize samples each box at ``crop_size`` points spread from corner to corner (the
   box centre for a size of 1); samples outside the image take ``extrapolation_value``.
 * ResizeBicubic uses TF's 1025-entry coefficient table: Keys' a=-0.75 with edge replication
@@ -26,6 +29,7 @@ Outputs are float32 as the OpDefs say (selected indices int32).
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -98,8 +102,11 @@ class _Boxes:
         return np.where((a_i <= 0) | (a_o <= 0), np.float32(0), out).astype(_F32)
 
 
-def _hard_nms(bx: _Boxes, scores: np.ndarray, n_out: int, iou: float,
-              score_thr: float) -> tuple[np.ndarray, np.ndarray]:
+def _hard_nms(bx: _Boxes | Callable[[int, np.ndarray], np.ndarray], scores: np.ndarray,
+              n_out: int, iou: float, score_thr: float) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy NMS; ``bx`` gives the overlap of one box with many (IoU of boxes, or rows of
+    a given overlap matrix for NonMaxSuppressionWithOverlaps)."""
+    overlap = bx.iou if isinstance(bx, _Boxes) else bx
     cand = np.flatnonzero(scores > np.float32(score_thr))
     # Descending score, ties by ascending index: a stable sort of the negated scores.
     cand = cand[np.argsort(-scores[cand], kind="stable")]
@@ -110,7 +117,7 @@ def _hard_nms(bx: _Boxes, scores: np.ndarray, n_out: int, iou: float,
         best = int(cand[0])
         selected.append(best)
         rest = cand[1:]
-        cand = rest[~(bx.iou(best, rest) > np.float32(iou))]
+        cand = rest[~(overlap(best, rest) > np.float32(iou))]
     sel = np.array(selected, dtype=np.int32)
     return sel, scores[sel]
 
@@ -165,6 +172,26 @@ def _pad(x: np.ndarray, size: int) -> np.ndarray:
     out = np.zeros(size, dtype=x.dtype)
     out[:x.size] = x
     return out
+
+
+@kernel("NonMaxSuppression")
+def non_max_suppression(ctx: KernelContext, boxes: np.ndarray, scores: np.ndarray,
+                        max_output_size: np.ndarray) -> np.ndarray:
+    # V1: the threshold is an attr; no score threshold (TF uses the lowest float, so only
+    # -inf and NaN scores are never candidates)
+    iou = np.float32(ctx.attrs.get("iou_threshold", 0.5))
+    sel, _, _ = _nms(boxes, scores, max_output_size, iou, np.finfo(np.float32).min)
+    return sel
+
+
+@kernel("NonMaxSuppressionV2")
+def non_max_suppression_v2(ctx: KernelContext, boxes: np.ndarray, scores: np.ndarray,
+                           max_output_size: np.ndarray, iou_threshold: np.ndarray,
+                           ) -> np.ndarray:
+    # the lowest finite value of T (float16's for half inputs: -65504 is no candidate)
+    low = np.finfo(scores.dtype if scores.dtype.kind == "f" else np.float32).min
+    sel, _, _ = _nms(boxes, scores, max_output_size, iou_threshold, np.asarray(low))
+    return sel
 
 
 @kernel("NonMaxSuppressionV3")

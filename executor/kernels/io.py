@@ -1,12 +1,13 @@
-"""Checkpoint kernels: RestoreV2 (read tensors from a bundle), ShardedFilename, ShardedFilespec.
+"""Checkpoint kernels: RestoreV2 and SaveV2 (read and write tensor bundles),
+MergeV2Checkpoints, ShardedFilename, ShardedFilespec.
 
 RestoreV2 is what a SavedModel's restore function runs: given the checkpoint prefix, the keys
 and the dtypes, it returns the stored tensors (read and checksum-verified by
-:mod:`dfg.graphdef.bundle`); the function then assigns them to the variables. Slices
+:mod:`dfg.graphdef.bundle`); the function then assigns them to the variables. SaveV2 writes
+the bundle ``prefix.index`` + ``prefix.data-00000-of-00001`` (:mod:`dfg.graphdef.bundle_writer`)
+and MergeV2Checkpoints merges the shards a save function wrote into one bundle, so a
+SavedModel's own save function (``saver_def.save_tensor_name``) runs in dfg. Slices
 (``shape_and_slices`` other than ``""``, from partitioned variables) are refused.
-
-Saving (SaveV2, MergeV2Checkpoints) is not implemented: it would need a LevelDB table writer,
-and dfg only runs models for inference.
 """
 
 from __future__ import annotations
@@ -94,3 +95,57 @@ def sharded_filename(ctx: KernelContext, basename: np.ndarray, shard: np.ndarray
 def sharded_filespec(ctx: KernelContext, basename: np.ndarray, num_shards: np.ndarray):
     name = _scalar_str(basename, "basename")
     return np.array(f"{name}-?????-of-{int(num_shards):05d}".encode(), dtype=object)
+
+
+def _strings(x: np.ndarray, what: str) -> list[str]:
+    return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in x.reshape(-1)]
+
+
+@kernel("SaveV2")
+def save_v2(ctx: KernelContext, prefix: np.ndarray, tensor_names: np.ndarray,
+            shape_and_slices: np.ndarray, *tensors: np.ndarray):
+    from dfg.graphdef.bundle_writer import write_bundle
+
+    path = _scalar_str(prefix, "prefix")
+    names = _strings(tensor_names, "tensor_names")
+    slices = _strings(shape_and_slices, "shape_and_slices")
+    if len(names) != len(tensors):
+        raise InvalidArgumentError(f"Got {len(names)} tensor names but {len(tensors)} tensors")
+    if len(slices) != len(tensors):
+        raise InvalidArgumentError(
+            f"Expected {len(tensors)} elements in shapes_and_slices, but got {len(slices)}")
+    for name, sl in zip(names, slices):
+        if sl:
+            raise UnimplementedError(f"saving the slice '{sl}' of {name} (partitioned "
+                                     "variables) is not supported")
+    write_bundle(path, list(zip(names, tensors)))
+    with _READERS_LOCK:   # a cached reader of an overwritten bundle is stale
+        for key in [k for k in _READERS if k[0] == path]:
+            del _READERS[key]
+    return ()
+
+
+@kernel("MergeV2Checkpoints")
+def merge_v2_checkpoints(ctx: KernelContext, checkpoint_prefixes: np.ndarray,
+                         destination_prefix: np.ndarray):
+    from dfg.graphdef.bundle_writer import merge_bundles
+
+    if checkpoint_prefixes.ndim > 1:
+        raise InvalidArgumentError(f"checkpoint_prefixes must be a vector, got shape "
+                                   f"{list(checkpoint_prefixes.shape)}")
+    dest = _scalar_str(destination_prefix, "destination_prefix")
+    merge_bundles(_strings(checkpoint_prefixes, "checkpoint_prefixes"), dest,
+                  bool(ctx.attrs.get("delete_old_dirs", True)),
+                  bool(ctx.attrs.get("allow_missing_files", False)))
+    with _READERS_LOCK:
+        for key in [k for k in _READERS if k[0] == dest]:
+            del _READERS[key]
+    return ()
+
+
+@kernel("DisableCopyOnRead", cheap=True)
+def disable_copy_on_read(ctx: KernelContext, resource):
+    # TF 2.1x save functions run it on each variable before SaveV2 reads them: it turns off
+    # TF's copy-on-read mode for sparse updates; dfg's variables hold immutable arrays, so
+    # there is nothing to turn off.
+    return ()

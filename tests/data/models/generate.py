@@ -16,8 +16,13 @@ Each case is a folder in the format of tests/data/conformance (see its README): 
 (binary GraphDef; no pbtxt, to keep the size down), ``case.json``, ``s0_feed_*.npy`` and
 ``s0_fetch_*.npy``. A model is built with a fixed seed, every constant weight (zero biases,
 norm offsets and scales, moving means and variances, layer scales) is replaced by seeded
-random values so that a skipped BiasAdd or a mis-folded batch norm cannot pass, the model is
-frozen with ``convert_variables_to_constants_v2`` (default: control flow lowered to v1
+random values so that a skipped BiasAdd or a mis-folded batch norm cannot pass, the
+BatchNormalization moving statistics of the keras.applications models are then calibrated
+on a batch of random inputs (``calibrate_batch_norm``: without it a deep net's output
+hardly depends on its input; ``case.json`` records ``input_sensitivity``; VGG16, with no
+normalization at all, gets unit-variance kernels instead, ``unit_variance_kernels``; models
+that rescale pixels themselves are fed pixels in [0, 255]), the model is frozen with
+``convert_variables_to_constants_v2`` (default: control flow lowered to v1
 Switch/Merge/Enter/Exit), and the expected outputs come from running the frozen GraphDef
 itself in a ``tf.compat.v1.Session`` after ``import_graph_def``. When the model ends in a
 Softmax, the Softmax's input (the logits) is fetched too, so small logit errors cannot hide
@@ -119,8 +124,14 @@ def case(name: str, inputs: list, description: str, features: list[str]):
     return deco
 
 
-def img(h: int, w: int | None = None, c: int = 3) -> tuple:
-    return ((h, w or h, c), "float32", "normal")
+def img(h: int, w: int | None = None, c: int = 3, kind: str = "normal") -> tuple:
+    return ((h, w or h, c), "float32", kind)
+
+
+# Models whose first layers rescale pixels (Rescaling 1/255 or 1/127.5, ImageNet
+# Normalization) are fed pixel values in [0, 255]: fed N(0, 1) they would see an almost
+# constant image.
+PIXELS = "pixels"
 
 
 APP = ["keras", "frozen", "application", "graph-pb"]
@@ -139,7 +150,7 @@ def _mobilenet_v2(full):
                                           weights=None, classes=10)
 
 
-@case("mobilenet_v3_small", [img(32)],
+@case("mobilenet_v3_small", [img(32, kind=PIXELS)],
       "keras.applications.MobileNetV3Small(alpha=0.75, minimalistic=False), 32x32 (hard-swish,"
       " squeeze-excite, Rescaling); its last 1x1 conv (conv_2) has 128 filters, not 1024.", APP)
 def _mobilenet_v3_small(full):
@@ -151,7 +162,7 @@ def _mobilenet_v3_small(full):
                                                    weights=None, classes=10)
 
 
-@case("mobilenet_v3_large", [img(32)],
+@case("mobilenet_v3_large", [img(32, kind=PIXELS)],
       "keras.applications.MobileNetV3Large(alpha=0.5, minimalistic=True), 32x32; its last "
       "1x1 conv (conv_2) has 256 filters, not 1280.", APP)
 def _mobilenet_v3_large(full):
@@ -164,7 +175,7 @@ def _mobilenet_v3_large(full):
                                                    classes=10)
 
 
-@case("efficientnet_b0", [img(32)],
+@case("efficientnet_b0", [img(32, kind=PIXELS)],
       "keras EfficientNet builder with B0's blocks at width 0.25, depth 0.5 (full: B0), 32x32: "
       "swish, squeeze-excite, Normalization + Rescaling preprocessing.", APP)
 def _efficientnet_b0(full):
@@ -175,7 +186,7 @@ def _efficientnet_b0(full):
                                               weights=None, classes=10, name="efficientnet")
 
 
-@case("efficientnet_v2_b0", [img(32)],
+@case("efficientnet_v2_b0", [img(32, kind=PIXELS)],
       "keras EfficientNetV2 builder with B0's blocks at width 0.25, depth 0.5 (full: V2B0), "
       "32x32: fused MBConv blocks.", APP)
 def _efficientnet_v2_b0(full):
@@ -255,7 +266,7 @@ def _vgg16(full):
     return _narrow_app("vgg16", "VGG16", full, 16, (32, 32, 3))
 
 
-@case("convnext_tiny", [img(32)],
+@case("convnext_tiny", [img(32, kind=PIXELS)],
       "keras ConvNeXt builder, depths [1,1,2,1] and dims [16,32,48,64] (full: ConvNeXtTiny), "
       "32x32: LayerNormalization, gelu, LayerScale.", APP)
 def _convnext_tiny(full):
@@ -450,9 +461,88 @@ def randomize_constant_weights(model: keras.Model, rng: np.random.Generator) -> 
     return n
 
 
+def calibrate_batch_norm(model: keras.Model, specs: list, rng: np.random.Generator,
+                         batch: int = 32) -> int:
+    """Set every BatchNormalization's moving mean/variance to the statistics of its input
+    over a batch of random inputs, keeping the (randomized) offsets and scales.
+
+    With random moving statistics a deep network's output barely depends on its input (each
+    BN rescales by numbers unrelated to its input's spread), so a wrong kernel could still
+    match. With momentum 0, one training-mode pass sets each BN's moving statistics to its
+    input's batch mean and (biased) variance, the very numbers training mode normalises
+    with; so the inference-mode network then computes, layer by layer, what that training
+    pass did, and every BN sees inputs of mean 0 and variance 1 before its scale and offset.
+    Dropout is turned off for the pass (rate 0), so the statistics are those of inference.
+    Returns the number of BN layers calibrated."""
+    bns = [ly for ly in model._flatten_layers() if isinstance(ly, L.BatchNormalization)]
+    if not bns:
+        return 0
+    drops = [ly for ly in model._flatten_layers() if isinstance(ly, L.Dropout)]
+    saved = [(bn, bn.momentum) for bn in bns] + [(d, d.rate) for d in drops]
+    for bn in bns:
+        bn.momentum = 0.0
+    for d in drops:
+        d.rate = 0.0
+    xs = [make_input((batch, *shape), dtype, kind, rng) for shape, dtype, kind in specs]
+    try:
+        model(xs[0] if len(xs) == 1 else xs, training=True)
+    finally:
+        for layer, v in saved:
+            if isinstance(layer, L.BatchNormalization):
+                layer.momentum = v
+            else:
+                layer.rate = v
+    return len(bns)
+
+
+def unit_variance_kernels(model: keras.Model, specs: list, rng: np.random.Generator,
+                          batch: int = 32) -> int:
+    """For a deep network without normalization layers (VGG16): scale each Conv/Dense kernel,
+    in order, so that its pre-activation output has unit variance over a batch of random
+    inputs (LSUV, Mishkin & Matas 2016). Glorot-initialized ReLU stacks shrink the signal by
+    about 1/sqrt(2) per layer, so after 13 layers the random biases are all that is left of
+    the output. Biases are left as they are. Returns the number of layers scaled."""
+    xs = [make_input((batch, *shape), dtype, kind, rng) for shape, dtype, kind in specs]
+    n = 0
+    for layer in model.layers:
+        kernel = getattr(layer, "kernel", None)
+        if kernel is None or not isinstance(layer, (L.Conv1D, L.Conv2D, L.Conv3D, L.Dense)):
+            continue
+        act, bias = layer.activation, getattr(layer, "bias", None)
+        saved_bias = None if bias is None else bias.numpy()
+        layer.activation = keras.activations.linear
+        if bias is not None:
+            bias.assign(np.zeros_like(saved_bias))
+        try:
+            z = keras.Model(model.inputs, layer.output)(xs[0] if len(xs) == 1 else xs,
+                                                         training=False)
+            std = float(np.std(np.asarray(z)))
+        finally:
+            layer.activation = act
+            if bias is not None:
+                bias.assign(saved_bias)
+        if std > 0:
+            kernel.assign(np.asarray(kernel.numpy()) / std)
+            n += 1
+    return n
+
+
+def input_sensitivity(gd, in_names: list[str], fetch: str, specs: list,
+                      rng: np.random.Generator, batch: int = 8) -> float:
+    """How much the output depends on the input: the std of each output entry across a batch
+    of different random inputs, averaged, over the mean magnitude of the outputs. Near 0
+    means the network ignores its input (a wrong kernel upstream could still match)."""
+    feeds = {nm: make_input((batch, *shape), dtype, kind, rng)
+             for nm, (shape, dtype, kind) in zip(in_names, specs)}
+    y = np.asarray(run_frozen(gd, feeds, [fetch])[0], np.float64).reshape(batch, -1)
+    return float(y.std(axis=0).mean() / (np.abs(y).mean() + 1e-30))
+
+
 def make_input(shape: tuple, dtype: str, kind: str, rng: np.random.Generator) -> np.ndarray:
     if kind.startswith("int"):
         return rng.integers(0, int(kind[3:]), shape).astype(dtype)
+    if kind == PIXELS:
+        return rng.uniform(0.0, 255.0, shape).astype(dtype)
     if kind == "wide":  # activations: cover both tails and the kinks near zero
         return (rng.standard_normal(shape) * 3.0).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)
@@ -504,6 +594,14 @@ def generate(name: str, out: Path, full: bool) -> dict:
     model = build(full)
     rng = np.random.default_rng(SEED)
     randomize_constant_weights(model, rng)
+    # keras.applications models: BN statistics from the data (the layer catalogue keeps
+    # random ones: one BN layer alone stays input-sensitive)
+    calibrated = ("application" in features
+                  and calibrate_batch_norm(model, specs, np.random.default_rng(SEED + 1)))
+    norms = (L.BatchNormalization, L.LayerNormalization, L.GroupNormalization)
+    if "application" in features and not any(isinstance(ly, norms)
+                                             for ly in model._flatten_layers()):
+        unit_variance_kernels(model, specs, np.random.default_rng(SEED + 1))
     gd, in_names, out_names = freeze(model, specs)
     fetches = list(out_names)
     lg = logits_of(gd, out_names[0])
@@ -512,6 +610,10 @@ def generate(name: str, out: Path, full: bool) -> dict:
     feeds = {nm: make_input((BATCH, *shape), dtype, kind, rng)
              for nm, (shape, dtype, kind) in zip(in_names, specs)}
     values = run_frozen(gd, feeds, fetches)
+    sensitivity = None
+    if "application" in features:
+        sensitivity = input_sensitivity(gd, in_names, lg or out_names[0], specs,
+                                        np.random.default_rng(SEED + 2))
     d = out / name
     if d.exists():
         shutil.rmtree(d)
@@ -531,10 +633,14 @@ def generate(name: str, out: Path, full: bool) -> dict:
                       "expect_error": None}],
            "prune": None, "grappler_nodes": None,
            "params": int(model.count_params()), "nodes": len(gd.node)}
+    if sensitivity is not None:
+        doc["input_sensitivity"] = round(sensitivity, 4)
+        doc["bn_calibrated"] = int(calibrated)
     (d / "case.json").write_text(json.dumps(doc, indent=1) + "\n")
     size = (d / "graph.pb").stat().st_size
+    sens = f" sensitivity {sensitivity:.3f}" if sensitivity is not None else ""
     print(f"{name:34} {model.count_params():>9} params {len(gd.node):>6} nodes "
-          f"{size / 1e6:7.2f} MB", flush=True)
+          f"{size / 1e6:7.2f} MB{sens}", flush=True)
     return doc
 
 

@@ -2,13 +2,16 @@
 
 Never run in CI. Freeze with dfg first, then run this with TensorFlow's Python::
 
-    for m in mlp cnn lstm module; do for s in tests/data/savedmodels/${m}_io/*/; do
+    for m in mlp cnn lstm module zoo_mobilenet_v2 zoo_resnet zoo_text_lstm zoo_module; do
+      for s in tests/data/savedmodels/${m}_io/*/; do
       s=$(basename $s); dfg freeze tests/data/savedmodels/$m --signature $s \\
         -o /tmp/frozen_${m}_$s.pb --json > /tmp/frozen_${m}_$s.json; done; done
     /tmp/tfvenv/bin/python tests/data/savedmodels/check_frozen_tf.py /tmp
 
 It imports each ``frozen_<model>_<signature>.pb`` into a TF1 graph, feeds the saved inputs
-(``<model>_io/<signature>/in_*.npy``) and compares with TensorFlow's saved outputs.
+(``<model>_io/<signature>/in_*.npy``) and compares with TensorFlow's saved outputs (the
+zoo's tolerance: TensorFlow's own frozen graph differs from its function by ~1e-5 on
+MobileNetV2).
 """
 
 from __future__ import annotations
@@ -44,7 +47,9 @@ def main(folder: str) -> int:
                     got = sess.run(info["outputs"][key]["name"], feeds)
                     want = np.load(p)
                     ok = (np.array_equal(np.asarray(got).astype("S"), want)
-                          if want.dtype.kind == "S" else np.allclose(got, want, 1e-5, 1e-6))
+                          if want.dtype.kind == "S" else np.allclose(
+                              got, want, 1e-4, 1e-4 * max(1.0, float(np.abs(want).max(
+                                  initial=0)))))
                     bad += not ok
                     print(f"{pb.name} {key}: {'ok' if ok else 'MISMATCH'}")
     return 1 if bad else 0

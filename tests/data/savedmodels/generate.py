@@ -16,11 +16,29 @@ For each model NAME it writes:
 Models: ``mlp`` (Dense-ReLU-Dense-softmax), ``cnn`` (Conv2D-BatchNorm-ReLU-pool-Dense),
 ``lstm`` (LSTM-Dense; a While loop inside the functions), ``module`` (a ``tf.Module`` with
 three signatures: float inputs, an int32 input, a string input and a string variable).
-Deterministic: fixed seeds; the whole folder stays well under 1 MB.
+
+The zoo models, saved with ``tf.saved_model.save`` as TF2 users keep real models (a
+``serving_default`` signature tracing ``model(x, training=False)``):
+
+* ``zoo_mobilenet_v2``: ``keras.applications.MobileNetV2(alpha=0.35, 32x32, classes=10)``;
+* ``zoo_resnet``: a small ResNet (stem + three bottleneck/basic residual stages, projection
+  shortcuts, BatchNorm) from Keras layers;
+* ``zoo_text_lstm``: int32 token ids -> Embedding(mask_zero) -> LSTM -> Dense softmax, plus a
+  second signature ``logits`` returning the pre-softmax logits;
+* ``zoo_module``: a ``tf.Module`` with variables and a ``tf.function`` running a
+  ``tf.while_loop`` (a fixed-point iteration with a data-dependent trip count) and a second
+  signature with a ``tf.range``/``tf.scan`` cumulative product.
+
+BatchNorm moving statistics are calibrated (one training-mode pass per layer with momentum
+0 over a batch of random inputs) and offsets/scales are seeded random, so the output depends
+on the input. Build only some models with ``--only zoo_resnet,zoo_module``.
+
+Deterministic: fixed seeds; the whole folder stays under about 3 MB.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import sys
@@ -33,6 +51,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+# The original four models share one generator, in order (as they were first generated).
+RNG = np.random.default_rng(0)
 
 
 def _fresh(path: Path) -> Path:
@@ -160,10 +180,180 @@ def module(rng) -> None:
     _dump_variables(name)
 
 
+# --- the zoo: real Keras models saved with tf.saved_model.save ---------------------------------
+
+def _randomize_and_calibrate(model, rng, x_calib) -> None:
+    """Seeded random BN offsets/scales, then moving statistics calibrated on ``x_calib``.
+
+    With momentum 0 a training-mode call sets each BN's moving mean/variance to the batch
+    statistics of its input; repeating the call makes every layer's statistics those of its
+    input when the layers before it already normalise with their moving statistics."""
+    bns = [ly for ly in model._flatten_layers()
+           if isinstance(ly, tf.keras.layers.BatchNormalization)]
+    for bn in bns:
+        c = bn.gamma.shape[0]
+        bn.gamma.assign(rng.uniform(0.6, 1.4, c).astype(np.float32))
+        bn.beta.assign((rng.standard_normal(c) * 0.2).astype(np.float32))
+    for v in model.weights:   # zero biases (Dense, Conv, LSTM) would hide a skipped BiasAdd
+        if v.path.endswith("bias"):
+            v.assign((rng.standard_normal(v.shape) * 0.1).astype(np.float32))
+    saved = [bn.momentum for bn in bns]
+    for bn in bns:
+        bn.momentum = 0.0
+    for _ in range(len(bns) and 3):
+        model(x_calib, training=True)
+    for bn, m in zip(bns, saved):
+        bn.momentum = m
+
+
+def _sensitivity(model, rng, shape) -> float:
+    """Std of the outputs across different inputs relative to their mean magnitude."""
+    ys = np.stack([model(rng.standard_normal(shape).astype(np.float32), training=False).numpy()
+                   for _ in range(4)])
+    return float(ys.std(axis=0).mean() / (np.abs(ys).mean() + 1e-12))
+
+
+def _save_keras(name: str, model, spec, feeds: dict, extra: dict | None = None) -> None:
+    _fresh(HERE / name)
+    _fresh(HERE / f"{name}_io")
+    key = next(iter(feeds))
+
+    @tf.function(input_signature=[spec])
+    def serve(x):
+        return {"output_0": model(x, training=False)}
+
+    sigs = {"serving_default": serve}
+    for sig, fn in (extra or {}).items():
+        sigs[sig] = fn
+    tf.saved_model.save(model, str(HERE / name), signatures=sigs)
+    _dump_signatures(name, {s: {key: feeds[key]} for s in sigs})
+
+
+def zoo_mobilenet_v2(rng) -> None:
+    tf.keras.utils.set_random_seed(11)
+    model = tf.keras.applications.MobileNetV2(input_shape=(32, 32, 3), alpha=0.35,
+                                              weights=None, classes=10)
+    _randomize_and_calibrate(model, rng, rng.standard_normal((16, 32, 32, 3)).astype(np.float32))
+    print("  sensitivity", _sensitivity(model, rng, (2, 32, 32, 3)))
+    x = rng.standard_normal((2, 32, 32, 3)).astype(np.float32)
+    _save_keras("zoo_mobilenet_v2", model, tf.TensorSpec([None, 32, 32, 3], tf.float32, "image"),
+                {"image": x})
+
+
+def _res_block(x, filters: int, stride: int, name: str):
+    L = tf.keras.layers
+    shortcut = x
+    if stride != 1 or x.shape[-1] != filters:
+        shortcut = L.Conv2D(filters, 1, stride, use_bias=False, name=name + "_proj")(x)
+        shortcut = L.BatchNormalization(name=name + "_proj_bn")(shortcut)
+    y = L.Conv2D(filters, 3, stride, padding="same", use_bias=False, name=name + "_c1")(x)
+    y = L.BatchNormalization(name=name + "_bn1")(y)
+    y = L.ReLU(name=name + "_relu1")(y)
+    y = L.Conv2D(filters, 3, padding="same", use_bias=False, name=name + "_c2")(y)
+    y = L.BatchNormalization(name=name + "_bn2")(y)
+    return L.ReLU(name=name + "_out")(L.Add(name=name + "_add")([shortcut, y]))
+
+
+def zoo_resnet(rng) -> None:
+    L = tf.keras.layers
+    tf.keras.utils.set_random_seed(12)
+    inp = tf.keras.Input((32, 32, 3), name="image")
+    x = L.ZeroPadding2D(1)(inp)
+    x = L.Conv2D(16, 3, use_bias=True, name="stem")(x)
+    x = L.BatchNormalization(name="stem_bn")(x)
+    x = L.ReLU()(x)
+    x = L.MaxPooling2D(3, 2, padding="same")(x)
+    for i, (f, s) in enumerate([(16, 1), (16, 1), (32, 2), (32, 1), (64, 2)]):
+        x = _res_block(x, f, s, f"block{i}")
+    x = L.GlobalAveragePooling2D()(x)
+    out = L.Dense(10, activation="softmax", name="predictions")(x)
+    model = tf.keras.Model(inp, out, name="resnet_small")
+    _randomize_and_calibrate(model, rng, rng.standard_normal((16, 32, 32, 3)).astype(np.float32))
+    print("  sensitivity", _sensitivity(model, rng, (2, 32, 32, 3)))
+    x = rng.standard_normal((2, 32, 32, 3)).astype(np.float32)
+    _save_keras("zoo_resnet", model, tf.TensorSpec([None, 32, 32, 3], tf.float32, "image"),
+                {"image": x})
+
+
+def zoo_text_lstm(rng) -> None:
+    L = tf.keras.layers
+    tf.keras.utils.set_random_seed(13)
+    inp = tf.keras.Input((12,), dtype="int32", name="tokens")
+    x = L.Embedding(200, 16, mask_zero=True, name="embed")(inp)
+    x = L.LSTM(24, name="lstm")(x)
+    logits = L.Dense(5, name="logits")(x)
+    out = L.Softmax(name="probs")(logits)
+    model = tf.keras.Model(inp, out, name="text_lstm")
+    head = tf.keras.Model(inp, logits)
+    _randomize_and_calibrate(model, rng, None)
+    spec = tf.TensorSpec([None, 12], tf.int32, "tokens")
+
+    @tf.function(input_signature=[spec])
+    def logits_fn(tokens):
+        return {"logits": head(tokens, training=False)}
+
+    tokens = rng.integers(1, 200, (3, 12)).astype(np.int32)
+    tokens[0, 8:] = 0   # padding: the mask makes the LSTM keep its state over these steps
+    tokens[1, 5:] = 0
+    _save_keras("zoo_text_lstm", model, spec, {"tokens": tokens}, {"logits": logits_fn})
+
+
+class Iterate(tf.Module):
+    """A tf.Module with variables whose functions loop: what hand-written TF2 code does."""
+
+    def __init__(self, rng) -> None:
+        super().__init__()
+        a = rng.standard_normal((4, 4)).astype(np.float32) * 0.3
+        self.a = tf.Variable(a, name="a")
+        self.b = tf.Variable(rng.standard_normal(4).astype(np.float32), name="b")
+        self.tol = tf.Variable(1e-5, name="tol")
+        self.max_iter = tf.Variable(50, dtype=tf.int32, name="max_iter")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x")])
+    def solve(self, x):
+        # fixed point of z = tanh(z A + b) + x: a while loop whose trip count depends on data
+        def cond(i, z, delta):
+            return tf.logical_and(i < self.max_iter, delta > self.tol)
+
+        def body(i, z, delta):
+            z_new = tf.tanh(tf.matmul(z, self.a) + self.b) + x
+            return i + 1, z_new, tf.reduce_max(tf.abs(z_new - z))
+
+        i, z, delta = tf.while_loop(cond, body, [tf.constant(0), x, tf.constant(1e9)])
+        return {"z": z, "iterations": i, "delta": delta}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="v")])
+    def cumulative(self, v):
+        prods = tf.scan(lambda acc, e: acc * e + self.b[0], v, initializer=tf.constant(1.0))
+        return {"scan": prods, "total": tf.reduce_sum(prods)}
+
+
+def zoo_module(rng) -> None:
+    name = "zoo_module"
+    _fresh(HERE / name)
+    _fresh(HERE / f"{name}_io")
+    m = Iterate(rng)
+    tf.saved_model.save(m, str(HERE / name), signatures={
+        "serving_default": m.solve, "cumulative": m.cumulative})
+    _dump_signatures(name, {
+        "serving_default": {"x": rng.standard_normal((3, 4)).astype(np.float32)},
+        "cumulative": {"v": rng.uniform(0.5, 1.5, 7).astype(np.float32)},
+    })
+
+
+BUILDERS = (mlp, cnn, lstm, module, zoo_mobilenet_v2, zoo_resnet, zoo_text_lstm, zoo_module)
+
+
 def main() -> int:
-    rng = np.random.default_rng(0)
-    for build in (mlp, cnn, lstm, module):
-        build(rng)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", default="", help="comma-separated model names")
+    args = ap.parse_args()
+    only = {s for s in args.only.split(",") if s}
+    for build in BUILDERS:
+        if only and build.__name__ not in only:
+            continue
+        # one generator per model, so building one model alone gives the same data
+        build(np.random.default_rng(0) if build.__name__.startswith("zoo_") else RNG)
         print("wrote", build.__name__)
     return 0
 
