@@ -116,7 +116,13 @@ def bind_attrs(opdef: Any, node: Any) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
     for ad in opdef.attr:
         if ad.name in node.attr:
-            attrs[ad.name] = to_python(node.attr[ad.name], numpy_types=True)
+            try:
+                attrs[ad.name] = to_python(node.attr[ad.name], numpy_types=True)
+            except DfgError as e:   # a Const too large to decode, say: name the node
+                if e.node is None:
+                    e.node, e.op = node.name, node.op
+                    e.args = (e._render(),)
+                raise
         elif ad.HasField("default_value"):
             attrs[ad.name] = to_python(ad.default_value, numpy_types=True)
         else:

@@ -25,6 +25,7 @@ from dfg.graphdef.errors import (
 from dfg.graphdef.graph import Graph, parse_tensor_name
 from dfg.graphdef.tensors import format_shape
 
+from . import blas
 from .executor import Step, WorkerPool
 from .plan import Plan, build_plan
 from .programs import add_programs
@@ -105,6 +106,7 @@ class Session:
         self.optimize = optimize and validate
         # the calling thread schedules and runs cheap kernels; the pool the expensive ones
         self._pool = WorkerPool(self.threads - 1) if self.threads > 1 else None
+        blas.configure(self.threads)   # BLAS threads vs the executor's (executor/blas.py)
 
     # --- plans ----------------------------------------------------------------------------
     def _plan(self, fetches: list[str], feeds: list[str], targets: list[str]) -> Plan:
@@ -119,6 +121,14 @@ class Session:
         return plan
 
     def _build_plan(self, fetches: list[str], feeds: list[str], targets: list[str]) -> Plan:
+        from dfg.graphdef.tensors import materialize_limit
+
+        # Consts decoded while optimizing and binding obey the step's memory budget
+        with materialize_limit(self.max_bytes):
+            return self._build_plan_within_budget(fetches, feeds, targets)
+
+    def _build_plan_within_budget(self, fetches: list[str], feeds: list[str],
+                                  targets: list[str]) -> Plan:
         from dfg.graphdef.frames import analyze_frames
 
         graph, frames, report = self.graph, None, None

@@ -8,6 +8,10 @@ patterns in int32s; complex values are stored as (real, imag) pairs.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -16,8 +20,24 @@ from . import dtypes as D
 from .errors import InvalidArgumentError, ResourceExhaustedError
 
 # Refuse to materialize a constant bigger than this (bytes): a 1-element proto can claim a
-# shape of billions of elements through the repeat-last-value rule.
+# shape of billions of elements through the repeat-last-value rule. It applies to each tensor
+# alone; inside :func:`materialize_limit` (a Session binding its nodes) the limit is the
+# step's memory budget instead.
 MAX_MATERIALIZE_BYTES = 8 << 30
+
+# the byte limit of to_numpy in this thread/context; None: MAX_MATERIALIZE_BYTES
+_limit: ContextVar[int | None] = ContextVar("dfg_materialize_limit", default=None)
+
+
+@contextmanager
+def materialize_limit(max_bytes: int | None) -> Iterator[None]:
+    """Decode tensors with ``max_bytes`` as the limit of each one (None: the default
+    :data:`MAX_MATERIALIZE_BYTES`), in this thread only, while the block runs."""
+    token = _limit.set(max_bytes)
+    try:
+        yield
+    finally:
+        _limit.reset(token)
 
 # DataType -> name of the typed value field and the numpy dtype it is read as.
 _VAL_FIELD = {
@@ -63,12 +83,15 @@ def to_numpy(t: Any) -> np.ndarray:
     shape = shape_from_proto(t.tensor_shape) or ()
     if any(d is None for d in shape):
         raise InvalidArgumentError(f"tensor has a partially unknown shape {format_shape(shape)}")
-    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    if n * max(np_dtype.itemsize, 1) > MAX_MATERIALIZE_BYTES:
+    # Python ints: a product of hostile dims must not wrap around to a small number
+    n = math.prod(shape) if shape else 1
+    limit = _limit.get()
+    limit = MAX_MATERIALIZE_BYTES if limit is None else limit
+    if n * max(np_dtype.itemsize, 1) > limit:
         raise ResourceExhaustedError(
             f"tensor of shape {format_shape(shape)} and dtype {D.name(t.dtype)} would need "
-            f"{n * np_dtype.itemsize} bytes; refusing to materialize more than "
-            f"{MAX_MATERIALIZE_BYTES}")
+            f"{n * np_dtype.itemsize:,} bytes; refusing to materialize more than "
+            f"{limit:,}")
     base = D.base(t.dtype)
     if t.tensor_content and base != D.DT_STRING:
         size = np_dtype.itemsize
@@ -98,7 +121,12 @@ def to_numpy(t: Any) -> np.ndarray:
             f"{format_shape(shape)} takes ({n})")
     # TensorFlow's rule: fill up with the last value given (zeros / b"" when none is).
     fill = flat[-1] if flat.size else (b"" if base == D.DT_STRING else np.zeros((), np_dtype))
-    out = np.empty(n, dtype=np_dtype)
+    try:
+        out = np.empty(n, dtype=np_dtype)
+    except MemoryError:  # under the limit, but more than this process may map
+        raise ResourceExhaustedError(
+            f"tensor of shape {format_shape(shape)} and dtype {D.name(t.dtype)}: out of "
+            f"memory allocating {n * np_dtype.itemsize:,} bytes") from None
     out[: flat.size] = flat
     out[flat.size:] = fill
     return out.reshape(shape)

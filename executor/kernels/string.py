@@ -16,18 +16,20 @@ kernels:
   is not a continuation byte); negative ``pos`` counts from the end, a negative ``len`` takes
   the rest.
 * StaticRegexReplace follows RE2's rewrite syntax (``\\0``-``\\9``, ``\\\\``) and its global
-  replace, which skips an empty match right after the previous match. Patterns are run by
-  Python's ``re`` with ASCII classes, which agrees with RE2 on the common syntax.
+  replace, which skips an empty match right after the previous match (one UTF-8 character
+  ahead). Every pattern runs on RE2 (``google-re2``), as in TensorFlow: linear time on any
+  input, byte strings matched as UTF-8, and the patterns RE2 rejects (backreferences,
+  lookaround) rejected with TensorFlow's ``Invalid pattern: P, error: E``.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import re2
 
 from dfg.graphdef.errors import InvalidArgumentError, OutOfRangeError
 
@@ -56,11 +58,13 @@ def _show(b: bytes) -> str:
 
 # --- StringToNumber ---------------------------------------------------------------------------
 
-_FLOAT_RE = re.compile(rb"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?|inf(?:inity)?|nan)",
-                       re.IGNORECASE)
-_HEX_RE = re.compile(rb"[+-]?0x(?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)(?:p[+-]?\d+)?",
-                     re.IGNORECASE)
-_INT_RE = re.compile(rb"[+-]?\d+")
+# RE2 (linear time), like every pattern here: a backtracking engine is quadratic on a long run
+# of digits that fails at its end
+_FLOAT_RE = re2.compile(
+    rb"(?i)[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?|inf(?:inity)?|nan)")
+_HEX_RE = re2.compile(rb"(?i)[+-]?0x(?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)(?:p[+-]?\d+)?")
+_INT_RE = re2.compile(rb"[+-]?\d+")
+_B64_RE = re2.compile(rb"[A-Za-z0-9_-]*")
 
 
 def _parse_float(text: bytes) -> float | None:
@@ -233,120 +237,164 @@ def substr(ctx: KernelContext, x: np.ndarray, pos: np.ndarray, length: np.ndarra
     return out.reshape(shape)
 
 
-# --- StaticRegexReplace -----------------------------------------------------------------------
+# --- StaticRegexReplace / RegexReplace / RegexFullMatch (RE2) ---------------------------------
 
-def _rewrite_parts(rewrite: str) -> list[str | int] | None:
-    """RE2 rewrite string as literal pieces and group numbers; None if malformed."""
-    parts: list[str | int] = []
-    i, lit = 0, []
+# RE2's default options, as TensorFlow's kernels build ``RE2(pattern)``: UTF-8, Perl syntax,
+# 8 MiB of program memory; errors are raised here, not logged to stderr.
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
+def _compile(pattern: str | bytes) -> Any:
+    """``pattern`` compiled by RE2 (linear time: a backtracking engine would let a pattern
+    such as ``(a+)+$`` run for hours), or TensorFlow's InvalidArgumentError."""
+    pb = pattern if isinstance(pattern, bytes) else pattern.encode("utf-8", "surrogateescape")
+    try:
+        return re2.compile(pb, _RE2_OPTIONS)
+    except re2.error as e:
+        msg = e.args[0] if e.args else e
+        msg = msg.decode("utf-8", "replace") if isinstance(msg, bytes) else str(msg)
+        raise InvalidArgumentError(
+            f"Invalid pattern: {_show(pb)}, error: {msg}") from None
+
+
+def _rewrite_parts(rewrite: bytes) -> tuple[list[bytes | int], int, bool]:
+    """RE2's rewrite string: (literal pieces and group numbers up to the first malformed
+    escape, the highest group named anywhere, whether a malformed escape was found).
+    ``\\0``-``\\9`` name groups and ``\\\\`` is a backslash; anything else after a backslash
+    (also a backslash at the end) is malformed."""
+    parts: list[bytes | int] = []
+    lit = bytearray()
+    top, bad, i = 0, False, 0
     while i < len(rewrite):
         c = rewrite[i]
-        if c != "\\":
-            lit.append(c)
+        if c != 0x5C:  # backslash
+            if not bad:
+                lit.append(c)
             i += 1
             continue
-        nxt = rewrite[i + 1] if i + 1 < len(rewrite) else ""
-        if nxt.isdigit():
-            if lit:
-                parts.append("".join(lit))
-                lit = []
-            parts.append(int(nxt))
-        elif nxt == "\\":
-            lit.append("\\")
+        nxt = rewrite[i + 1] if i + 1 < len(rewrite) else -1
+        if 0x30 <= nxt <= 0x39:
+            top = max(top, nxt - 0x30)   # RE2's MaxSubmatch scans past a malformed escape
+            if not bad:
+                if lit:
+                    parts.append(bytes(lit))
+                    lit = bytearray()
+                parts.append(nxt - 0x30)
+        elif nxt == 0x5C:
+            if not bad:
+                lit.append(0x5C)
         else:
-            return None
+            bad = True
         i += 2
     if lit:
-        parts.append("".join(lit))
-    return parts
+        parts.append(bytes(lit))
+    return parts, top, bad
 
 
-@kernel("StaticRegexReplace")
-def static_regex_replace(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
-    pattern = ctx.attrs.get("pattern", "")
-    rewrite = ctx.attrs.get("rewrite", "")
-    pattern = pattern.decode("utf-8", "surrogateescape") if isinstance(pattern, bytes) \
-        else pattern
-    rewrite = rewrite.decode("utf-8", "surrogateescape") if isinstance(rewrite, bytes) \
-        else rewrite
+def _utf8_step(b: bytes, p: int) -> int:
+    """Bytes of the UTF-8 character at ``p`` (1 for an invalid or truncated sequence), as
+    RE2's GlobalReplace steps over a character after an empty match."""
+    c = b[p]
+    n = 1 if c < 0x80 else 2 if 0xC2 <= c < 0xE0 else 3 if 0xE0 <= c < 0xF0 else \
+        4 if 0xF0 <= c < 0xF5 else 1
+    if n == 1 or p + n > len(b):
+        return 1
     try:
-        rx = re.compile(pattern, re.ASCII)
-    except re.error as e:
-        raise InvalidArgumentError(f"Invalid pattern: {pattern}, error: {e}") from None
-    parts = _rewrite_parts(rewrite)
-    if parts is not None and any(isinstance(p, int) and p > rx.groups for p in parts):
-        parts = None  # RE2 refuses a rewrite naming a missing group: input unchanged
-    global_ = bool(ctx.attrs.get("replace_global", True))
+        b[p:p + n].decode("utf-8")
+    except UnicodeDecodeError:
+        return 1
+    return n
 
-    def expand(m: re.Match) -> str:
-        assert parts is not None
-        return "".join(p if isinstance(p, str) else (m.group(p) or "") for p in parts)
+
+def _replace_all(ctx: KernelContext, x: np.ndarray, pattern: str | bytes,
+                 rewrite: str | bytes, global_: bool) -> np.ndarray:
+    """RE2::GlobalReplace (or RE2::Replace) on every element of ``x``."""
+    rx = _compile(pattern)
+    rw = rewrite if isinstance(rewrite, bytes) else rewrite.encode("utf-8", "surrogateescape")
+    parts, top, bad = _rewrite_parts(rw)
+    # RE2 leaves the text unchanged when the rewrite names a group the pattern lacks, and
+    # Replace (not GlobalReplace) also when the rewrite is malformed
+    unchanged = top > rx.groups or (bad and not global_)
+    ngroups = top + 1
+
+    def expand(m: Any, out: list[bytes]) -> None:
+        for q in parts:
+            if type(q) is int:
+                g = m.group(q) if q < ngroups else None
+                if g:
+                    out.append(g)
+            else:
+                out.append(q)
 
     def replace(v: Any) -> bytes:
         b = _as_bytes(v)
-        if parts is None:
+        if unchanged:
             return b
-        s = b.decode("utf-8", "surrogateescape")
-        out: list[str] = []
+        out: list[bytes] = []
+        n = len(b)
         p, last_end, count = 0, -1, 0
-        while p <= len(s):
-            m = rx.search(s, p)
+        while p <= n:
+            m = rx.search(b, p)  # the whole text is the context: ^ and \b see before p
             if m is None:
                 break
-            out.append(s[p:m.start()])
-            if m.start() == m.end() == last_end:
-                # RE2 never takes an empty match where the previous match ended.
-                out.append(s[p:p + 1])
-                p += 1
+            s, e = m.span()
+            out.append(b[p:s])
+            if s == e == last_end:
+                # RE2 never takes an empty match where the previous match ended: step over
+                # one character
+                step = _utf8_step(b, p) if p < n else 1
+                out.append(b[p:p + step])
+                p += step
                 continue
-            out.append(expand(m))
-            p = last_end = m.end()
+            expand(m, out)
+            p = last_end = e
             count += 1
             if not global_:
                 break
         if count == 0:
             return b
-        out.append(s[p:])
-        return "".join(out).encode("utf-8", "surrogateescape")
+        out.append(b[p:])
+        return b"".join(out)
 
     return _map(replace, x)
 
 
-# --- RegexReplace / RegexFullMatch --------------------------------------------------------------
+@kernel("StaticRegexReplace")
+def static_regex_replace(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    a = ctx.attrs
+    return _replace_all(ctx, x, a.get("pattern", ""), a.get("rewrite", ""),
+                        bool(a.get("replace_global", True)))
 
-def _scalar_str(x: np.ndarray, what: str) -> str:
+
+def _scalar(x: np.ndarray, what: str) -> bytes:
     if x.ndim != 0:
         raise InvalidArgumentError(f"{what} must be scalar, but received {_fmt(x.shape)}")
-    return _as_bytes(x.item()).decode("utf-8", "surrogateescape")
+    return _as_bytes(x.item())
 
 
 @kernel("RegexReplace")
 def regex_replace(ctx: KernelContext, x: np.ndarray, pattern: np.ndarray,
                   rewrite: np.ndarray) -> np.ndarray:
-    inner = KernelContext(ctx.node, ctx.op, {
-        "pattern": _scalar_str(pattern, "Pattern"), "rewrite": _scalar_str(rewrite, "Rewrite"),
-        "replace_global": ctx.attrs.get("replace_global", True)})
-    return static_regex_replace(inner, x)
+    p = _scalar(pattern, "Pattern")
+    _compile(p)  # TF checks the pattern before it looks at the rewrite
+    return _replace_all(ctx, x, p, _scalar(rewrite, "Rewrite"),
+                        bool(ctx.attrs.get("replace_global", True)))
 
 
-def _full_match(x: np.ndarray, pattern: str) -> np.ndarray:
-    try:
-        rx = re.compile(pattern, re.ASCII)
-    except re.error as e:
-        raise InvalidArgumentError(f"Invalid pattern: {pattern}, error: {e}") from None
-    return _map(lambda v: rx.fullmatch(_as_bytes(v).decode("utf-8", "surrogateescape"))
-                is not None, x, dtype=np.bool_)
+def _full_match(x: np.ndarray, pattern: str | bytes) -> np.ndarray:
+    rx = _compile(pattern)
+    return _map(lambda v: rx.fullmatch(_as_bytes(v)) is not None, x, dtype=np.bool_)
 
 
 @kernel("RegexFullMatch")
 def regex_full_match(ctx: KernelContext, x: np.ndarray, pattern: np.ndarray) -> np.ndarray:
-    return _full_match(x, _scalar_str(pattern, "Pattern"))
+    return _full_match(x, _scalar(pattern, "Pattern"))
 
 
 @kernel("StaticRegexFullMatch")
 def static_regex_full_match(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
-    p = ctx.attrs.get("pattern", "")
-    return _full_match(x, p.decode("utf-8", "surrogateescape") if isinstance(p, bytes) else p)
+    return _full_match(x, ctx.attrs.get("pattern", ""))
 
 
 # --- simple per-string functions ----------------------------------------------------------------
@@ -412,7 +460,7 @@ def decode_base64(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
         b = _as_bytes(v)
         body = b.rstrip(b"=")
         if len(b) - len(body) > 2 or len(body) % 4 == 1 or \
-                re.fullmatch(rb"[A-Za-z0-9_-]*", body) is None:
+                _B64_RE.fullmatch(body) is None:
             raise InvalidArgumentError(f"Invalid character found in base64: {_show(b)}")
         try:
             return base64.urlsafe_b64decode(body + b"=" * (-len(body) % 4))
@@ -433,6 +481,14 @@ def _sparse_out(rows: list[list[bytes]]) -> tuple[np.ndarray, np.ndarray, np.nda
             np.asarray([len(rows), width], dtype=np.int64))
 
 
+def _one_separator(delim: bytes) -> bytes:
+    """A translation table mapping every byte of ``delim`` to its first byte."""
+    table = bytearray(range(256))
+    for c in delim:
+        table[c] = delim[0]
+    return bytes(table)
+
+
 @kernel("StringSplit")
 def string_split(ctx: KernelContext, x: np.ndarray, delimiter: np.ndarray):
     if x.ndim != 1:
@@ -448,7 +504,7 @@ def string_split(ctx: KernelContext, x: np.ndarray, delimiter: np.ndarray):
         if not delim:  # an empty delimiter splits into single bytes
             parts = [b[i:i + 1] for i in range(len(b))]
         else:  # every byte of the delimiter is a separator on its own
-            parts = re.split(b"[" + re.escape(delim) + b"]", b) if b else [b""]
+            parts = b.translate(_one_separator(delim)).split(delim[:1]) if b else [b""]
         # an empty string yields no token, also when empty tokens are kept
         rows.append([p for p in parts if p or not skip_empty] if b else [])
     return _sparse_out(rows)

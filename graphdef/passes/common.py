@@ -519,7 +519,7 @@ class EvalError(Exception):
     """The node could not be evaluated (kernel error, missing kernel ...): leave it."""
 
 
-def evaluate(nd: Any, inputs: list[np.ndarray]) -> list[Any]:
+def evaluate(nd: Any, inputs: list[np.ndarray], max_bytes: int | None = None) -> list[Any]:
     """Run ``nd``'s kernel on ``inputs`` as the executor does (``kernel_call``: attrs bound
     with OpDef defaults, outputs checked against the dtypes the OpDef promises). Outside any
     graph and session, so only for stateless ops on plain values. Any failure raises
@@ -528,7 +528,8 @@ def evaluate(nd: Any, inputs: list[np.ndarray]) -> list[Any]:
 
     try:
         k = bind(nd)
-        res = run_once(k, list(inputs), context(k, None, {}))
+        # max_bytes: refuse (executor/limits.py) an output too big to keep, before allocating
+        res = run_once(k, list(inputs), context(k, None, {}, max_bytes=max_bytes))
     except Exception as e:  # noqa: BLE001 - any failure means "do not fold"
         raise EvalError(f"{type(e).__name__}: {e}") from e
     # outputs were checked against the OpDef by kernel_call (count and dtypes)

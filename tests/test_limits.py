@@ -1,0 +1,363 @@
+"""Output-size estimators (executor/limits.py) and the Const-size rule (graphdef/tensors.py).
+
+Each estimator is checked against the real output of its kernel on ordinary inputs: the
+bound must be at least what the kernel produced (counted independently here: ``nbytes`` of
+numeric arrays, the bytes of each string plus its 8-byte pointer), and not so loose that an
+ordinary graph would be refused. Then a Session with a budget refuses the hostile sizes
+before allocating, naming the node, and runs the ordinary ones.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dfg.executor import Session, limits
+from dfg.executor.kernel_call import bind_op, context, run_once
+from dfg.executor.kernels.registry import complete_attrs
+from dfg.graphdef import tensors
+from dfg.graphdef.errors import InvalidArgumentError, ResourceExhaustedError
+from dfg.schemas import graph_pb2, types_pb2
+
+S = np.array  # short
+
+
+def strs(*vals: bytes | str, shape: tuple | None = None) -> np.ndarray:
+    a = np.empty(len(vals), dtype=object)
+    a[:] = [v.encode() if isinstance(v, str) else v for v in vals]
+    return a.reshape(shape) if shape is not None else a
+
+
+def true_bytes(out: Any) -> int:
+    """What the outputs hold: numeric bytes, or one pointer per string element plus the
+    bytes of each distinct string object."""
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    n = 0
+    for o in outs:
+        if not isinstance(o, np.ndarray):
+            continue
+        if o.dtype.kind == "O":
+            objs = {id(v): v for v in o.reshape(-1).tolist()}
+            n += sum(len(v) for v in objs.values()) + 8 * o.size
+        else:
+            n += o.nbytes
+    return n
+
+
+def bound_and_true(op: str, *inputs: Any, **attrs: Any) -> tuple[int, int]:
+    args = [x if isinstance(x, np.ndarray) else np.asarray(x) for x in inputs]
+    k = bind_op(op, complete_attrs(op, dict(attrs), args))
+    assert k.size_check is not None, f"{op} has no estimator"
+    bound = k.size_check(k, list(args))
+    out = run_once(k, list(args), context(k, None, {}))
+    return bound, true_bytes(out)
+
+
+F = np.float32
+I32 = np.int32
+I64 = np.int64
+
+# op, inputs, attrs: ordinary uses of every estimated op
+CASES: list[tuple[str, tuple, dict]] = [
+    ("Fill", (S([2, 3], I32), S(1.5, F)), {}),
+    ("Fill", (S([4], I32), S(b"abc", dtype=object)), {}),
+    ("BroadcastTo", (S([1.0, 2.0, 3.0], F), S([4, 3], I32)), {}),
+    ("Tile", (S([[1, 2]], I32), S([3, 2], I32)), {}),
+    ("Tile", (strs("ab", "c"), S([5], I32)), {}),
+    ("Range", (S(0, I32), S(10, I32), S(3, I32)), {}),
+    ("Range", (S(1.0, F), S(0.0, F), S(-0.25, F)), {}),
+    ("LinSpace", (S(0.0, F), S(1.0, F), S(7, I32)), {}),
+    ("Pad", (np.ones((2, 3), F), S([[1, 2], [0, 3]], I32)), {}),
+    ("PadV2", (np.ones((2, 3), F), S([[1, 1], [2, 2]], I32), S(0.5, F)), {}),
+    ("MirrorPad", (np.ones((3, 3), F), S([[1, 2], [2, 1]], I32)), {"mode": "REFLECT"}),
+    ("SpaceToBatchND", (np.ones((1, 4, 4, 1), F), S([2, 2], I32), S([[1, 1], [1, 1]], I32)),
+     {}),
+    ("OneHot", (S([0, 2, 1], I32), S(5, I32), S(1.0, F), S(0.0, F)), {"axis": -1}),
+    ("RandomUniform", (S([3, 4], I32),), {"dtype": np.dtype(F), "seed": 1, "seed2": 2}),
+    ("RandomStandardNormal", (S([5], I32),), {"dtype": np.dtype(np.float64), "seed": 1,
+                                              "seed2": 2}),
+    ("TruncatedNormal", (S([2, 2], I32),), {"dtype": np.dtype(F), "seed": 1, "seed2": 2}),
+    ("RandomUniformInt", (S([6], I32), S(0, I64), S(9, I64)), {"seed": 1, "seed2": 2}),
+    ("Multinomial", (np.zeros((2, 3), F), S(4, I32)), {"seed": 1, "seed2": 2,
+                                                     "output_dtype": np.dtype(I64)}),
+    ("SparseToDense", (S([[0, 1], [2, 3]], I64), S([3, 4], I64), S([5.0, 6.0], F), S(0.0, F)),
+     {}),
+    ("ScatterNd", (S([[1], [3]], I32), S([9.0, 10.0], F), S([6], I32)), {}),
+    ("UnsortedSegmentSum", (np.ones((4, 2), F), S([0, 2, 2, 5], I32), S(7, I32)), {}),
+    ("SparseSegmentSumWithNumSegments",
+     (np.ones((3, 2), F), S([0, 1, 2], I32), S([0, 0, 3], I32), S(6, I32)), {}),
+    ("Bincount", (S([1, 1, 4], I32), S(8, I32), np.zeros(0, F)), {}),
+    ("DenseBincount", (S([[1, 2], [0, 0]], I32), S(5, I32), np.zeros(0, F)), {}),
+    ("MatrixDiag", (np.ones((2, 3), F),), {}),
+    ("Diag", (np.ones((2, 2), F),), {}),
+    ("MatrixDiagV3", (np.ones((2, 3), F), S(1, I32), S(-1, I32), S(-1, I32), S(0.0, F)), {}),
+    ("MatrixDiagV3", (np.ones((2, 3), F), S([-1, 0], I32), S(4, I32), S(3, I32), S(0.0, F)),
+     {}),
+    ("Gather", (np.ones((5, 3), F), S([0, 4, 4, 1], I32)), {}),
+    ("GatherV2", (np.ones((5, 3), F), S([[0, 2], [1, 1]], I32), S(1, I32)), {}),
+    ("GatherNd", (np.ones((4, 5, 6), F), S([[0, 1], [3, 4], [2, 2]], I32)), {}),
+    ("MatMul", (np.ones((3, 4), F), np.ones((5, 4), F)), {"transpose_b": True}),
+    ("BatchMatMulV2", (np.ones((2, 1, 3, 4), F), np.ones((5, 4, 2), F)), {}),
+    ("Einsum", (np.ones((3, 4), F), np.ones((4, 5), F)), {"equation": "ij,jk->ik"}),
+    ("Einsum", (np.ones((2, 3, 4), F), np.ones((2, 4, 5), F)), {"equation": "...ij,...jk->...ik"}),
+    ("Einsum", (np.ones(3, F), np.ones(4, F)), {"equation": "i,j->ij"}),
+    ("AddV2", (np.ones((4, 1), F), np.ones((1, 5), F)), {}),
+    ("Less", (np.ones((4, 1), F), np.ones((3, 1, 5), F)), {}),
+    ("SelectV2", (np.ones((4, 1), bool), np.ones((1, 5), F), S(0.0, F)), {}),
+    ("ResizeBilinear", (np.ones((1, 2, 3, 2), F), S([5, 7], I32)), {}),
+    ("ResizeNearestNeighbor", (np.ones((1, 2, 3, 2), np.uint8), S([4, 4], I32)), {}),
+    ("ResizeBicubic", (np.ones((1, 4, 4, 1), F), S([6, 3], I32)), {}),
+    ("ResizeArea", (np.ones((2, 4, 4, 1), F), S([2, 3], I32)), {}),
+    ("CropAndResize", (np.ones((1, 4, 4, 2), F), S([[0, 0, 1, 1], [0.2, 0.2, .8, .8]], F),
+                       S([0, 0], I32), S([3, 5], I32)), {}),
+    ("SparseTensorDenseMatMul", (S([[0, 1], [2, 0]], I64), S([1.0, 2.0], F), S([3, 2], I64),
+                                 np.ones((2, 4), F)), {}),
+    ("Conv2D", (np.ones((1, 5, 5, 2), F), np.ones((3, 3, 2, 4), F)),
+     {"strides": [1, 1, 1, 1], "padding": "SAME"}),
+    ("Conv2D", (np.ones((1, 5, 5, 2), F), np.ones((3, 3, 2, 4), F)),
+     {"strides": [1, 2, 2, 1], "padding": "EXPLICIT",
+      "explicit_paddings": [0, 0, 2, 3, 1, 4, 0, 0]}),
+    ("DepthwiseConv2dNative", (np.ones((1, 4, 4, 2), F), np.ones((2, 2, 2, 3), F)),
+     {"strides": [1, 1, 1, 1], "padding": "VALID"}),
+    ("AsString", (S([1.5, -2.25, 1e30, np.inf], F),), {}),
+    ("AsString", (S([3, -40000], I64),), {"width": 12, "fill": "0"}),
+    ("AsString", (S([1 + 2j], np.complex64),), {"precision": 3}),
+    ("AsString", (S([1e300, -5.0], np.float64),), {"scientific": True}),
+    ("AsString", (S([True, False]),), {}),
+    ("AsString", (strs("a", "bcd"),), {"width": 9}),
+    ("StringJoin", (strs("a", "bb", "ccc"), strs("x", shape=()), strs("1", "22", "333")),
+     {"separator": "--", "N": 3}),
+    ("StringJoin", (strs("ab", shape=()), strs("c", "de")), {"separator": "", "N": 2}),
+    ("Substr", (strs("hello", "world!"), S([1, 2], I32), S([3, 10], I32)), {}),
+    ("Substr", (strs("hello", shape=()), S([0, 1, 2], I32), S([5, 1, 2], I32)), {}),
+    ("StringSplit", (strs("a b c", "", "d"), strs(" ", shape=())), {}),
+    ("StringSplit", (strs("abc", "de"), strs("", shape=())), {}),
+    ("StringSplitV2", (strs("a,b,,c", "x"), strs(",", shape=())), {}),
+    ("ReduceJoin", (strs("a", "bc", "d", "ef", shape=(2, 2)), S([1], I32)), {"separator": "+"}),
+    ("UnsortedSegmentJoin", (strs("a", "bc", "d"), S([0, 3, 0], I32), S(5, I32)),
+     {"separator": ", "}),
+    ("TensorListReserve", (S([2], I32), S(6, I32)), {"element_dtype": np.dtype(F)}),
+]
+
+
+@pytest.mark.parametrize("op,inputs,attrs", CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_bound_covers_the_real_output(op: str, inputs: tuple, attrs: dict) -> None:
+    bound, true = bound_and_true(op, *inputs, **attrs)
+    if bound == 0:  # "no larger than an input": no check needed
+        assert true <= max(true_bytes(list(inputs)), 1), (op, true)
+        return
+    assert bound >= true, (op, bound, true)
+    # loose enough to be safe, tight enough that ordinary graphs are never refused
+    assert bound <= 64 * true + 4096, (op, bound, true)
+
+
+def test_every_estimated_op_has_a_kernel_and_a_case() -> None:
+    from dfg.executor.kernels.registry import has_kernel
+
+    tested = {c[0] for c in CASES}
+    for op in limits.ESTIMATORS:
+        assert has_kernel(op), op
+    # every non-elementwise estimator is checked against its kernel above
+    elementwise = {op for op, fn in limits.ESTIMATORS.items()
+                   if fn.__name__ in ("_broadcast2", "_broadcast3")}
+    untested = set(limits.ESTIMATORS) - elementwise - tested
+    # these share an estimator with a tested op (same inputs, same output rule)
+    siblings = {"Conv2DBackpropInput", "Conv3DBackpropInputV2", "AvgPoolGrad",
+                "Conv2DBackpropFilter", "UnsortedSegmentMax", "UnsortedSegmentMin",
+                "UnsortedSegmentProd", "SparseSegmentMeanWithNumSegments",
+                "SparseSegmentSqrtNWithNumSegments", "ResourceGather", "BatchMatMul",
+                "BatchMatMulV3", "MatrixDiagV2", "ScaleAndTranslate", "TensorListResize",
+                "TensorArrayV3", "SparseFillEmptyRows", "CombinedNonMaxSuppression"}
+    assert untested <= siblings, sorted(untested - siblings)
+
+
+def test_elementwise_same_shape_is_not_estimated_as_growth() -> None:
+    # equal shapes and scalars cannot grow: the estimator says 0 (no check needed)
+    k = bind_op("AddV2", {"T": np.dtype(F)})
+    assert k.size_check(k, [np.ones((3, 3), F), np.ones((3, 3), F)]) == 0
+    assert k.size_check(k, [np.ones((3, 3), F), np.ones((), F)]) == 0
+
+
+# --- hostile sizes are refused before the kernel allocates ------------------------------------
+
+def shared(n: int, value: bytes) -> np.ndarray:
+    """``n`` references to one string (as Fill makes them; np.full would copy each)."""
+    a = np.empty(n, dtype=object)
+    a.fill(value)
+    return a
+
+
+HOSTILE: list[tuple[str, tuple, dict, int]] = [
+    ("Fill", (S([1 << 20, 1 << 20], I64), S(1.0, F)), {}, 4 << 40),
+    ("Tile", (S([1.0], F), S([1 << 40], I64)), {}, 4 << 40),
+    ("Range", (S(0, I64), S(1 << 50, I64), S(1, I64)), {}, 8 << 50),
+    ("BroadcastTo", (S([1.0], F), S([1 << 30, 1 << 10], I64)), {}, 4 << 40),
+    ("OneHot", (np.zeros(1000, I32), S(1 << 30, I32), S(1.0, F), S(0.0, F)), {}, 4000 << 30),
+    ("AsString", (np.ones(1000, F),), {"width": 2_000_000_000}, 2_000_000_000_000),
+    ("StringJoin", (shared(100_000, b"x" * (1 << 20)),) * 2, {"N": 2}, 200_000 << 20),
+    ("MatMul", (np.ones((100_000, 1), F), np.ones((1, 100_000), F)), {}, 40_000_000_000),
+    ("AddV2", (np.ones((100_000, 1), F), np.ones((1, 100_000), F)), {}, 40_000_000_000),
+    ("GatherV2", (np.ones((1, 1_000_000), F), np.zeros(1_000_000, I32), S(0, I32)), {},
+     4_000_000_000_000),
+    ("UnsortedSegmentSum", (np.ones((1, 1000), F), S([0], I32), S(1 << 40, I64)), {},
+     4000 << 40),
+    ("Diag", (np.ones(1_000_000, F),), {}, 4_000_000_000_000),
+    ("Conv2D", (np.ones((1, 1000, 1000, 1), F), np.ones((1, 1, 1, 1_000_000), F)),
+     {"strides": [1, 1, 1, 1], "padding": "VALID"}, 4_000_000_000_000),
+    ("ResizeBilinear", (np.ones((1, 2, 2, 3), F), S([1 << 20, 1 << 20], I32)), {}, 12 << 40),
+    ("TensorListReserve", (S([], I32), S(1 << 40, I64)), {"element_dtype": np.dtype(F)},
+     8 << 40),
+]
+
+
+@pytest.mark.parametrize("op,inputs,attrs,at_least", HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_sizes_are_refused_fast(op: str, inputs: tuple, attrs: dict,
+                                        at_least: int) -> None:
+    from dfg.executor.kernel_call import call
+
+    args = list(inputs)
+    k = bind_op(op, complete_attrs(op, dict(attrs), args))
+    t0 = time.perf_counter()
+    assert k.size_check(k, args) >= at_least
+    with pytest.raises(ResourceExhaustedError, match="memory budget") as e:
+        call(k, args, context(k, None, {}, max_bytes=1 << 30))
+    assert time.perf_counter() - t0 < 0.5
+    assert e.value.node == op  # bind_op names the kernel after its op
+
+
+# --- through a Session: the budget, the node named, ordinary graphs unaffected ----------------
+
+def graph(*nodes: tuple) -> graph_pb2.GraphDef:
+    """(name, op, inputs, attrs) tuples; attrs: dtype ints as ('type', v), tensors as arrays."""
+    g = graph_pb2.GraphDef()
+    for name, op, inputs, attrs in nodes:
+        n = g.node.add(name=name, op=op)
+        n.input.extend(inputs)
+        for key, v in attrs.items():
+            if isinstance(v, tuple) and v[0] == "type":
+                n.attr[key].type = v[1]
+            elif isinstance(v, bool):
+                n.attr[key].b = v
+            elif isinstance(v, int):
+                n.attr[key].i = v
+            elif isinstance(v, str):
+                n.attr[key].s = v.encode()
+            else:
+                tensors.from_numpy(v, proto=n.attr[key].tensor)
+    return g
+
+
+def const(name: str, value: np.ndarray) -> tuple:
+    from dfg.graphdef import dtypes as D
+
+    return (name, "Const", [], {"dtype": ("type", D.from_numpy(value.dtype)), "value": value})
+
+
+T_F = ("type", types_pb2.DT_FLOAT)
+T_I32 = ("type", types_pb2.DT_INT32)
+
+
+def test_session_budget_refuses_fill_and_names_the_node() -> None:
+    g = graph(const("dims", S([1 << 16, 1 << 16], I32)), const("v", S(1.0, F)),
+              ("big", "Fill", ["dims", "v"], {"T": T_F, "index_type": T_I32}))
+    sess = Session(g, max_bytes=1 << 30)
+    t0 = time.perf_counter()
+    with pytest.raises(ResourceExhaustedError) as e:
+        sess.run("big")
+    assert time.perf_counter() - t0 < 1.0
+    assert e.value.node == "big" and e.value.op == "Fill"
+    assert "17,179,869,184 bytes" in str(e.value) and "1,073,741,824" in str(e.value)
+
+
+def test_session_budget_zero_means_unlimited_and_ordinary_graphs_run() -> None:
+    # v is fed, so nothing here is folded into a Const before the step
+    g = graph(const("dims", S([300, 200], I32)),
+              ("v", "Placeholder", [], {"dtype": T_F}),
+              ("f", "Fill", ["dims", "v"], {"T": T_F, "index_type": T_I32}),
+              const("m", S([2, 1], I32)),
+              ("t", "Tile", ["f", "m"], {"T": T_F, "Tmultiples": T_I32}))
+    for budget in (0, None, 1 << 20):  # the Tile's 480,000 bytes fit all three
+        out = Session(g, max_bytes=budget).run("t", {"v": S(2.0, F)})
+        assert out.shape == (600, 200) and float(out.sum()) == 2.0 * 600 * 200
+    with pytest.raises(ResourceExhaustedError) as e:
+        Session(g, max_bytes=400_000).run("t", {"v": S(2.0, F)})
+    assert e.value.node == "t" and "480,000 bytes" in str(e.value)
+
+
+def test_as_string_width_in_a_session_is_refused() -> None:
+    x = np.ones(1000, F)
+    g = graph(const("x", x), ("s", "AsString", ["x"], {"T": T_F, "width": 2_000_000_000}))
+    with pytest.raises(ResourceExhaustedError) as e:
+        Session(g).run("s")  # the default budget: half the physical memory
+    assert e.value.node == "s"
+
+
+# --- the Const-size rule ----------------------------------------------------------------------
+
+def huge_const_proto(n: int) -> Any:
+    from dfg.schemas import tensor_pb2
+
+    t = tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT)
+    t.tensor_shape.dim.add().size = n
+    t.float_val.append(1.0)
+    return t
+
+
+def test_const_limit_is_the_context_budget() -> None:
+    t = huge_const_proto(1 << 20)                       # 4 MiB when decoded
+    assert tensors.to_numpy(t).shape == (1 << 20,)      # the default: 8 GiB per tensor
+    with tensors.materialize_limit(1 << 20):
+        with pytest.raises(ResourceExhaustedError, match="4,194,304 bytes"):
+            tensors.to_numpy(t)
+    with tensors.materialize_limit(4 << 20):            # exactly the size: allowed
+        assert float(tensors.to_numpy(t).sum()) == float(1 << 20)
+    assert tensors.to_numpy(t).size == 1 << 20          # the limit ends with the block
+
+
+def test_const_shape_product_cannot_wrap_around() -> None:
+    from dfg.schemas import tensor_pb2
+
+    t = tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT)
+    t.tensor_shape.dim.add().size = 1 << 40
+    t.tensor_shape.dim.add().size = 1 << 40    # 2^80 elements: int64 would wrap to 0
+    t.float_val.append(1.0)
+    with pytest.raises(ResourceExhaustedError, match="refusing to materialize"):
+        tensors.to_numpy(t)
+
+
+def test_const_over_the_session_budget_names_the_const() -> None:
+    """The issue's 535-byte graph is a Const of 2^31 floats, summed (tests/data/
+    hostile_kernels/const_2g_floats.pbtxt, run under a cap by test_hostile_kernels). Here
+    2^26 floats (256 MiB) against a 1 MiB budget: decoding a Const is bound by the Session's
+    budget (``plan._make_item`` binds under ``tensors.materialize_limit(max_bytes)``) and the
+    error names the Const (``kernel_call.bind_attrs``)."""
+    from dfg.schemas import attr_value_pb2
+
+    g = graph_pb2.GraphDef()
+    n = g.node.add(name="big", op="Const")
+    n.attr["dtype"].type = types_pb2.DT_FLOAT
+    n.attr["value"].CopyFrom(attr_value_pb2.AttrValue(tensor=huge_const_proto(1 << 26)))
+    g.node.extend(graph(const("axis", S([0], I32)),
+                        ("total", "Sum", ["big", "axis"],
+                         {"T": T_F, "Tidx": T_I32, "keep_dims": False})).node)
+    t0 = time.perf_counter()
+    with pytest.raises(ResourceExhaustedError) as e:
+        Session(g, max_bytes=1 << 20).run("total")
+    assert time.perf_counter() - t0 < 1.0
+    assert e.value.node == "big" and "268,435,456 bytes" in str(e.value)
+    assert "1,048,576" in str(e.value)
+
+
+def test_invalid_inputs_still_reach_the_kernel_error() -> None:
+    # an estimator never words errors: a negative dim is the kernel's InvalidArgumentError
+    k = bind_op("Fill", {"T": np.dtype(F), "index_type": np.dtype(I32)})
+    args = [S([-1, 3], I32), S(1.0, F)]
+    assert k.size_check(k, args) == 0
+    from dfg.executor.kernel_call import call
+
+    with pytest.raises(InvalidArgumentError):
+        call(k, args, context(k, None, {}, max_bytes=1 << 30))
