@@ -91,6 +91,8 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
       fuse_conv_bias_act *   Conv2D/DepthwiseConv2dNative + BiasAdd + activation as one
                         _FusedConv2D (what the Session does at run time)
       fuse_matmul_bias_act * MatMul + BiasAdd + activation as one _FusedMatMul
+      fuse_elementwise *     a chain of elementwise ops as one dfg-private
+                        _DfgElementwiseChain node (TensorFlow cannot run it)
 
     \b
     Output: the graph goes to FILE (-o; default standard output as pbtxt; format from

@@ -17,6 +17,9 @@ from . import (
     dead_branches,
     debug_strip,
     fold_batch_norm,
+    fuse_conv_bias_act,
+    fuse_elementwise,
+    fuse_matmul_bias_act,
     identity_removal,
     loop_invariant,
     lower_functional,
@@ -59,6 +62,14 @@ PASSES: dict[str, PassInfo] = {p.name: p for p in [
              "compute identical expressions once"),
     PassInfo("identity_removal", identity_removal.run, True,
              "forwarding nodes and no-op control edges cost a scheduling step each"),
+    # run-time fusions (the Session's per-signature pipeline): dfg's kernels take every
+    # combination they write, TensorFlow's CPU kernels not all of them, so not by default
+    PassInfo("fuse_conv_bias_act", fuse_conv_bias_act.run, False,
+             "conv + BiasAdd + activation as one _FusedConv2D: no temporaries, one step"),
+    PassInfo("fuse_matmul_bias_act", fuse_matmul_bias_act.run, False,
+             "MatMul + BiasAdd + activation as one _FusedMatMul"),
+    PassInfo("fuse_elementwise", fuse_elementwise.run, False,
+             "a chain of elementwise ops as one node reusing its buffers (dfg-private op)"),
 ]}
 
 DEFAULT_PASSES: tuple[str, ...] = tuple(n for n, p in PASSES.items() if p.default)

@@ -14,6 +14,16 @@ and the values are float32:
 
 The new constants are computed in float64 and rounded once. (MatMul cannot precede a
 FusedBatchNorm in a valid graph: its output is 2-D, which the batch norm rejects.)
+
+Batch norm written out as arithmetic (Keras 3 freezes ``BatchNormalization`` as
+``x * a + b`` with per-channel constants, and so does this pass's scale-shift form) is folded
+too: after a ``Conv2D``, ``DepthwiseConv2dNative`` (NHWC) or ``MatMul`` whose constant filter
+nothing else reads, a chain of single-reader float32 ``BiasAdd``/``Add``/``AddV2``/``Sub``
+(``x - c``)/``Mul``/``RealDiv`` (``x / c``) nodes with constant per-channel (or scalar)
+operands is an affine map per output channel, ``y = x * s + t``: the filter's output channel
+``c`` is multiplied by ``s[c]`` and the chain becomes one ``BiasAdd(conv, t)`` under the
+last node's name. A constant operand must broadcast without changing the output's shape
+(every dimension 1 but the last, which is 1 or the channel count, rank at most the output's).
 """
 
 from __future__ import annotations
@@ -54,6 +64,10 @@ def run(graph: Graph, options: PassOptions) -> Any:
             continue
         if not _into_conv(ed, prot, nd, params):
             _scale_shift(ed, prot, shapes, nd, params)
+    for node in graph.topological_order():
+        nd = ed.get(node.name)
+        if nd is not None and nd.op in CONTRACTIONS:
+            _fold_affine(ed, prot, nd)
     return ed.finish()
 
 
@@ -175,3 +189,156 @@ def _become_bias_add(ed: Editor, prot: Protected, bn: Any, x: tuple[str, int], p
     for n in set(p.names):
         if n in ed and not ed.readers.get(n) and not prot.keeps_name(n):
             ed.remove(n)
+
+
+# --- affine chains after a contraction -------------------------------------------------------
+
+# contraction op -> rank of its output
+CONTRACTIONS = {"Conv2D": 4, "DepthwiseConv2dNative": 4, "MatMul": 2}
+_AFFINE_OPS = frozenset({"BiasAdd", "Add", "AddV2", "Sub", "Mul", "RealDiv"})
+
+
+def _nhwc(nd: Any) -> bool:
+    return "data_format" not in nd.attr or nd.attr["data_format"].s.decode() == "NHWC"
+
+
+def _channels(op: str, nd: Any, w: np.ndarray) -> int | None:
+    """The number of output channels of contraction ``nd`` with filter ``w``."""
+    if w.ndim == 4 and op == "Conv2D":
+        return w.shape[3]
+    if w.ndim == 4 and op == "DepthwiseConv2dNative":
+        return w.shape[2] * w.shape[3]
+    if w.ndim == 2 and op == "MatMul":
+        tb = attr(nd, "transpose_b")
+        return w.shape[0] if tb is not None and tb.b else w.shape[1]
+    return None
+
+
+def _scaled_filter(op: str, nd: Any, w: np.ndarray, s: np.ndarray) -> np.ndarray:
+    w64 = w.astype(np.float64)
+    if op == "DepthwiseConv2dNative":
+        out = (w64.reshape(w.shape[0], w.shape[1], -1) * s).reshape(w.shape)
+    elif op == "MatMul" and attr(nd, "transpose_b") is not None and nd.attr["transpose_b"].b:
+        out = w64 * s[:, None]
+    else:
+        out = w64 * s
+    return out.astype(np.float32)
+
+
+def _per_channel(v: np.ndarray | None, rank: int, c: int) -> np.ndarray | None:
+    """``v`` as a float64 vector of ``c`` channels, when broadcasting it against the output
+    cannot change the output's shape; else None."""
+    if v is None or v.dtype != np.float32 or v.ndim > rank:
+        return None
+    if v.ndim == 0:
+        return np.full(c, float(v), np.float64)
+    if any(d != 1 for d in v.shape[:-1]) or v.shape[-1] not in (1, c):
+        return None
+    return np.broadcast_to(v.reshape(-1).astype(np.float64), (c,)).copy()
+
+
+def _affine_step(ed: Editor, prot: Protected, cur: str, nd: Any, rank: int, c: int
+                 ) -> tuple[str, np.ndarray | None, str] | None:
+    """How reader ``nd`` of ``cur:0`` acts: (kind, per-channel constant, const name), kind in
+    add | sub | mul | div; None when it is not an affine step."""
+    if nd.op not in _AFFINE_OPS or attr_type(nd) != DT_FLOAT:
+        return None
+    data = ed.data_inputs(nd.name)
+    if len(data) != 2 or data.count((cur, 0)) != 1:
+        return None
+    k = data.index((cur, 0))
+    other, slot = data[1 - k]
+    if slot != 0 or not is_const(ed, prot, other):
+        return None
+    if nd.op == "BiasAdd":
+        if k != 0 or not _nhwc(nd):
+            return None
+        v = const_value(ed.get(other))
+        if v is None or v.ndim != 1 or v.shape[0] != c or v.dtype != np.float32:
+            return None
+        return "add", v.astype(np.float64), other
+    if nd.op in ("Sub", "RealDiv") and k != 0:
+        return None   # c - x, c / x: not x * s + t
+    v = _per_channel(const_value(ed.get(other)), rank, c)
+    if v is None or nd.op == "RealDiv" and not np.all(v != 0):
+        return None
+    kind = {"Add": "add", "AddV2": "add", "Sub": "sub", "Mul": "mul", "RealDiv": "div"}[nd.op]
+    return kind, v, other
+
+
+def _fold_affine(ed: Editor, prot: Protected, p: Any) -> bool:
+    """Fold the affine chain after contraction ``p`` into its filter (see the module doc)."""
+    rank = CONTRACTIONS[p.op]
+    if attr_type(p) != DT_FLOAT or rank == 4 and not _nhwc(p):
+        return False
+    if prot.keeps_name(p.name) or prot.pinned(p.name):
+        return False
+    data = ed.data_inputs(p.name)
+    if len(data) != 2 or data[1][1] != 0 or not is_const(ed, prot, data[1][0]):
+        return False
+    w_name = data[1][0]
+    if not _private(ed, prot, w_name, p.name):
+        return False
+    w = const_value(ed.get(w_name))
+    if w is None or w.dtype != np.float32:
+        return False
+    c = _channels(p.op, p, w)
+    if c is None:
+        return False
+    scale = np.ones(c)
+    shift = np.zeros(c)
+    chain: list[str] = []
+    consts: list[str] = []
+    cur = p.name
+    while True:
+        readers = ed.data_readers(cur)
+        if len(readers) != 1 or ed.control_readers(cur) or ed.used_slots(cur) != {0}:
+            break
+        if cur != p.name and (prot.keeps_name(cur) or prot.pinned(cur)):
+            break
+        nd = ed.get(readers[0][0])
+        if nd.device != p.device or prot.pinned(nd.name):
+            break
+        step = _affine_step(ed, prot, cur, nd, rank, c)
+        if step is None:
+            break
+        kind, v, const_name = step
+        if kind == "add":
+            shift = shift + v
+        elif kind == "sub":
+            shift = shift - v
+        elif kind == "mul":
+            scale, shift = scale * v, shift * v
+        else:
+            scale, shift = scale / v, shift / v
+        chain.append(nd.name)
+        consts.append(const_name)
+        cur = nd.name
+    scaled = not np.all(scale == 1)
+    if not chain or len(chain) == 1 and not scaled and ed.op(chain[0]) == "BiasAdd":
+        return False
+    if not np.all(np.isfinite(scale)) or not np.all(np.isfinite(shift)):
+        return False
+    last = ed.get(chain[-1])
+    controls = [ctl for n in chain for ctl in ed.control_inputs(n)]
+    const_controls = list(dict.fromkeys(ctl for n in consts for ctl in ed.control_inputs(n)))
+    if scaled:
+        new_w = ed.unique_name(f"{p.name}/_folded_filter")
+        ed.make_const(new_w, _scaled_filter(p.op, p, w, scale), DT_FLOAT,
+                      ed.control_inputs(w_name), p.device, before=p.name)
+        ed.set_inputs(p.name, [data[0], (new_w, 0)], ed.control_inputs(p.name))
+        ed.remove(w_name)
+    b_name = ed.unique_name(f"{last.name}/_folded_bias")
+    ed.make_const(b_name, shift.astype(np.float32), DT_FLOAT, const_controls, p.device,
+                  before=last.name)
+    for n in chain[:-1]:
+        ed.remove(n)
+    last.op = "BiasAdd"
+    last.attr.clear()
+    last.attr["T"].type = DT_FLOAT
+    last.attr["data_format"].s = b"NHWC"
+    ed.set_inputs(last.name, [(p.name, 0), (b_name, 0)], controls)
+    for n in set(consts):
+        if n in ed and not ed.readers.get(n) and not prot.keeps_name(n):
+            ed.remove(n)
+    return True

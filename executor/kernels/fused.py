@@ -1,0 +1,349 @@
+"""Fused kernels: a convolution or matmul followed by its bias, batch norm and activation.
+
+These are TensorFlow's own fused ops (``_FusedConv2D``, ``_FusedDepthwiseConv2dNative``,
+``_FusedMatMul``, which Grappler's remapper writes and TensorFlow's CPU kernels run), made by
+dfg's run-time fusion passes (``graphdef/passes/fuse_*.py``). ``fused_ops`` names what follows
+the contraction, in order:
+
+* ``["BiasAdd"]`` (1 arg: the bias) or ``["FusedBatchNorm"]`` (4 args: scale, offset, mean,
+  variance, with ``epsilon``), then optionally ``"Add"`` (1 more arg, added elementwise: a
+  residual connection), then optionally one activation: Relu, Relu6, Elu, LeakyRelu
+  (``leakyrelu_alpha``), Tanh, Sigmoid, or ``_MklSwish`` (x * sigmoid(x)). ``Add`` and
+  ``_MklSwish`` are the names oneDNN builds of TensorFlow give these fusions.
+
+The speed comes from working in place: the bias and the activation are applied to the
+convolution's freshly allocated output, with ``out=`` everywhere, so a fused node allocates
+one tensor where the unfused chain allocates one per op. float16 is computed in float32 and
+rounded once at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
+
+from . import nn
+from .registry import KernelContext, kernel
+
+_HALF = np.dtype(np.float16)
+
+
+def _sigmoid_(y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """sigmoid(y) into ``out`` (default: y itself), exactly as the Sigmoid kernel: with
+    e = exp(-|y|) (never overflows), 1/(1+e) for y >= 0 and e/(1+e) below. No masked ufuncs
+    (``where=`` is several times slower than a select)."""
+    out = y if out is None else out
+    neg = y < 0
+    e = np.abs(y, out=np.empty_like(y))     # out=: an array even when y is 0-d
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    num = np.where(neg, e, e.dtype.type(1))
+    np.add(e, 1, out=out)
+    return np.divide(num, out, out=out)
+
+
+def _relu_(y: np.ndarray, ctx: KernelContext) -> None:
+    np.maximum(y, y.dtype.type(0), out=y)     # keeps NaN, as Relu
+
+
+def _relu6_(y: np.ndarray, ctx: KernelContext) -> None:
+    np.maximum(y, y.dtype.type(0), out=y)
+    np.minimum(y, y.dtype.type(6), out=y)
+
+
+def _elu_(y: np.ndarray, ctx: KernelContext) -> None:
+    neg = y < 0
+    np.exp(y, out=y, where=neg)            # exp(y) - 1, as the Elu kernel computes it
+    np.subtract(y, 1, out=y, where=neg)
+
+
+def _leaky_relu_(y: np.ndarray, ctx: KernelContext) -> None:
+    alpha = y.dtype.type(ctx.attrs.get("leakyrelu_alpha", 0.2))
+    np.multiply(y, alpha, out=y, where=~(y > 0))   # NaN is not > 0: NaN * alpha stays NaN
+
+
+def _tanh_(y: np.ndarray, ctx: KernelContext) -> None:
+    np.tanh(y, out=y)
+
+
+def _sigmoid_act(y: np.ndarray, ctx: KernelContext) -> None:
+    _sigmoid_(y)
+
+
+def _swish_(y: np.ndarray, ctx: KernelContext) -> None:
+    np.multiply(y, _sigmoid_(y, np.empty_like(y)), out=y)
+
+
+# activation name in ``fused_ops`` -> in-place function
+ACTIVATIONS: dict[str, Callable[[np.ndarray, KernelContext], None]] = {
+    "Relu": _relu_, "Relu6": _relu6_, "Elu": _elu_, "LeakyRelu": _leaky_relu_,
+    "Tanh": _tanh_, "Sigmoid": _sigmoid_act, "_MklSwish": _swish_,
+}
+# the first fused op and how many ``args`` it takes
+_FIRST = {"BiasAdd": 1, "FusedBatchNorm": 4}
+
+
+def _plan(ctx: KernelContext, args: tuple[np.ndarray, ...]
+          ) -> tuple[str | None, bool, str | None]:
+    """(first op, whether an Add follows, activation) from ``fused_ops``, checked against
+    the number of args."""
+    ops = list(ctx.attrs.get("fused_ops") or [])
+    first = ops.pop(0) if ops and ops[0] in _FIRST else None
+    add = bool(ops) and ops[0] == "Add" and first is not None
+    if add:
+        ops.pop(0)
+    act = ops.pop(0) if ops and ops[0] in ACTIVATIONS else None
+    if ops or (first is None and act is not None):
+        raise UnimplementedError(
+            f"fusion is not implemented: {list(ctx.attrs.get('fused_ops') or [])} (supported: "
+            f"BiasAdd or FusedBatchNorm, then optionally Add, then optionally one of "
+            f"{', '.join(ACTIVATIONS)})")
+    want = (_FIRST.get(first, 0) if first else 0) + add
+    num_args = int(ctx.attrs.get("num_args", len(args)))
+    if num_args != want or len(args) < want:
+        raise InvalidArgumentError(
+            f"fused_ops {list(ctx.attrs.get('fused_ops') or [])} take {want} argument"
+            f"{'s' if want != 1 else ''}, found num_args={num_args}")
+    return first, add, act
+
+
+def _channel_shape(fmt: str, ndim: int) -> tuple[int, ...]:
+    """How a per-channel vector broadcasts against the output (-1: the channel axis)."""
+    if fmt == "NCHW":
+        return (-1,) + (1,) * (ndim - 2)
+    return (-1,)
+
+
+def _epilogue(ctx: KernelContext, y: np.ndarray, args: tuple[np.ndarray, ...],
+              first: str | None, add: bool, act: str | None, fmt: str = "NHWC",
+              inputs: tuple[np.ndarray, ...] = ()) -> np.ndarray:
+    """Apply bias or batch norm, then the activation, to ``y`` in place; returns the result
+    in the output dtype. ``inputs``: arrays ``y`` must not alias (a contraction that returned
+    a view of its input would otherwise have that input overwritten)."""
+    out_dtype = y.dtype
+    if not y.flags.writeable or any(np.may_share_memory(y, a) for a in inputs):
+        y = y.copy()
+    if y.dtype == _HALF:
+        y = y.astype(np.float32)
+    c = y.shape[1] if fmt == "NCHW" else (y.shape[-1] if y.ndim else 1)
+    if first == "BiasAdd":
+        bias = np.asarray(args[0])
+        if bias.ndim != 1 or bias.shape[0] != c:
+            raise InvalidArgumentError(
+                f"bias must be 1-D with the output's {c} channels, found shape "
+                f"{list(bias.shape)}")
+        np.add(y, bias.astype(y.dtype, copy=False).reshape(_channel_shape(fmt, y.ndim)), out=y)
+    elif first == "FusedBatchNorm":
+        scale, offset, mean, var = (np.asarray(a, np.float64) for a in args[:4])
+        for name, v in (("scale", scale), ("offset", offset), ("mean", mean),
+                        ("variance", var)):
+            if v.shape != (c,):
+                raise InvalidArgumentError(
+                    f"{name} must be 1-D with the output's {c} channels, found shape "
+                    f"{list(v.shape)}")
+        eps = float(ctx.attrs.get("epsilon", 1e-4))
+        s = scale / np.sqrt(var + eps)
+        shape = _channel_shape(fmt, y.ndim)
+        np.multiply(y, s.astype(y.dtype).reshape(shape), out=y)
+        np.add(y, (offset - mean * s).astype(y.dtype).reshape(shape), out=y)
+    if add:
+        other = np.asarray(args[_FIRST[first]])
+        if other.dtype != out_dtype:
+            raise InvalidArgumentError(
+                f"the added tensor must be {out_dtype}, found {other.dtype}")
+        try:
+            shape = np.broadcast_shapes(y.shape, other.shape)
+        except ValueError:
+            raise InvalidArgumentError(
+                f"Incompatible shapes: {list(y.shape)} vs. {list(other.shape)}") from None
+        if shape == y.shape:
+            np.add(y, other, out=y)
+        else:   # the addend broadcasts the result larger: no longer in place
+            y = np.add(y, other, dtype=y.dtype)
+    if act is not None:
+        ACTIVATIONS[act](y, ctx)
+    return y.astype(out_dtype, copy=False)
+
+
+def _conv_call(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
+               f: np.ndarray, args: tuple[np.ndarray, ...]) -> np.ndarray:
+    first, add, act = _plan(ctx, args)
+    fmt = ctx.attrs.get("data_format", "NHWC") or "NHWC"
+    y = fn(ctx, x, f)
+    return _epilogue(ctx, y, args, first, add, act, fmt, (x, f))
+
+
+@kernel("_FusedConv2D")
+def fused_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray, *args: Any) -> np.ndarray:
+    if (ctx.attrs.get("filter_format") or "HWIO") != "HWIO":
+        raise UnimplementedError(
+            f"filter_format {ctx.attrs.get('filter_format')!r} is not implemented (HWIO is)")
+    if int(ctx.attrs.get("num_host_args", 0) or 0):
+        raise UnimplementedError("host args of _FusedConv2D are not implemented")
+    return _conv_call(nn.conv2d, ctx, x, f, args)
+
+
+@kernel("_FusedDepthwiseConv2dNative")
+def fused_depthwise_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray,
+                           *args: Any) -> np.ndarray:
+    return _conv_call(nn.depthwise_conv2d, ctx, x, f, args)
+
+
+@kernel("_FusedMatMul")
+def fused_matmul(ctx: KernelContext, a: np.ndarray, b: np.ndarray, *args: Any) -> np.ndarray:
+    first, add, act = _plan(ctx, args)
+    if a.ndim != 2 or b.ndim != 2:
+        raise InvalidArgumentError(
+            f"inputs must be 2-D matrices, found shapes {list(a.shape)} and {list(b.shape)}")
+    if a.dtype != b.dtype:
+        raise InvalidArgumentError(f"a and b must have the same dtype, found {a.dtype} and "
+                                   f"{b.dtype}")
+    dt = a.dtype
+    if dt == _HALF:
+        a, b = a.astype(np.float32), b.astype(np.float32)
+    if ctx.attrs.get("transpose_a"):
+        a = a.T
+    if ctx.attrs.get("transpose_b"):
+        b = b.T
+    if a.shape[1] != b.shape[0]:
+        raise InvalidArgumentError(
+            f"matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: {list(b.shape)}")
+    y = np.matmul(a, b)
+    return _epilogue(ctx, y, args, first, add, act).astype(dt, copy=False)
+
+
+# --- chains of elementwise ops -----------------------------------------------------------------
+
+def _ew_relu(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    return np.maximum(x, x.dtype.type(0), out=out)
+
+
+def _ew_relu6(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    r = np.maximum(x, x.dtype.type(0), out=out)
+    return np.minimum(r, r.dtype.type(6), out=_own(r))
+
+
+def _ew_sigmoid(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    r = np.array(x) if out is None else out     # np.array: a 0-d array, not a scalar
+    _sigmoid_(r)
+    return r
+
+
+def _ew_rsqrt(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    r = np.sqrt(x, out=out)
+    return np.reciprocal(r, out=_own(r))
+
+
+def _ew_squared_difference(x: np.ndarray, y: np.ndarray, out: np.ndarray | None
+                           ) -> np.ndarray:
+    r = np.subtract(x, y, out=out)
+    return np.multiply(r, r, out=_own(r))
+
+
+# op -> (arity, function called as fn(*operands, out=buffer or None)); each computes exactly
+# what the op's own kernel computes on float32/float64 (the same numpy functions)
+CHAIN_OPS: dict[str, tuple[int, Callable[..., np.ndarray]]] = {
+    **{op: (2, f) for op, f in (
+        ("Add", np.add), ("AddV2", np.add), ("Sub", np.subtract), ("Mul", np.multiply),
+        ("RealDiv", np.true_divide), ("Div", np.true_divide), ("Maximum", np.maximum),
+        ("Minimum", np.minimum), ("SquaredDifference", _ew_squared_difference))},
+    **{op: (1, f) for op, f in (
+        ("Neg", np.negative), ("Abs", np.abs), ("Exp", np.exp), ("Log", np.log),
+        ("Sqrt", np.sqrt), ("Square", np.square), ("Tanh", np.tanh),
+        ("Reciprocal", np.reciprocal), ("Rsqrt", _ew_rsqrt), ("Relu", _ew_relu),
+        ("Relu6", _ew_relu6), ("Sigmoid", _ew_sigmoid))},
+}
+
+
+def _own(buf: Any) -> np.ndarray | None:
+    """``buf`` as an output buffer for a unary op (None: a numpy scalar, not writable)."""
+    return buf if type(buf) is np.ndarray else None
+
+
+def _fits(buf: Any, other: np.ndarray) -> np.ndarray | None:
+    """``buf`` when ``buf op other`` has ``buf``'s shape (it can be written in place)."""
+    if type(buf) is not np.ndarray:
+        return None
+    s = other.shape
+    if s == buf.shape or not s:
+        return buf
+    try:
+        return buf if np.broadcast_shapes(buf.shape, s) == buf.shape else None
+    except ValueError:
+        return None     # the op itself reports the incompatible shapes
+
+
+_PROGRAMS: dict[tuple[tuple[str, ...], int], Callable[..., Any]] = {}
+
+
+def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
+    """``program`` as a straight-line Python function of its inputs, cached. Each op writes
+    into the buffer of a result operand that dies there (when the shapes allow), so the chain
+    allocates about once. The code holds slot indices only: op names are checked against
+    CHAIN_OPS and operands parsed as integers, nothing of the graph's text is copied in."""
+    key = (program, n_inputs)
+    fn = _PROGRAMS.get(key)
+    if fn is not None:
+        return fn
+    parsed = []
+    last_use: dict[int, int] = {}
+    for k, text in enumerate(program):
+        op, *args = text.split()
+        spec = CHAIN_OPS.get(op)
+        if spec is None:
+            raise UnimplementedError(f"_DfgElementwiseChain: op {op} is not supported "
+                                     f"(supported: {', '.join(sorted(CHAIN_OPS))})")
+        if len(args) != spec[0]:
+            raise InvalidArgumentError(f"_DfgElementwiseChain: {op} takes {spec[0]} "
+                                       f"operand(s), found {text!r}")
+        refs = []
+        for a in args:
+            kind, digits = a[:1], a[1:]
+            idx = int(digits) if digits.isdigit() else -1
+            if kind not in ("i", "r") or idx < 0 or kind == "r" and idx >= k \
+                    or kind == "i" and idx >= n_inputs:
+                raise InvalidArgumentError(
+                    f"_DfgElementwiseChain: bad operand {a!r} in entry {k} ({text!r})")
+            refs.append(f"{kind}{idx}")
+            if kind == "r":
+                last_use[idx] = k
+        parsed.append((op, refs))
+    lines = [f"def chain({', '.join(f'i{j}' for j in range(n_inputs))}):"]
+    env: dict[str, Any] = {"_own": _own, "_fits": _fits}
+    for k, (op, refs) in enumerate(parsed):
+        env[f"f{k}"] = CHAIN_OPS[op][1]
+        dying = [r for r in refs if r[0] == "r" and last_use.get(int(r[1:])) == k]
+        if not dying:
+            out = "None"
+        elif len(refs) == 1:
+            out = f"_own({dying[0]})"
+        else:
+            buf = dying[0]
+            other = refs[1] if refs[0] == buf else refs[0]
+            out = f"_fits({buf}, {other})"
+        lines.append(f"    r{k} = f{k}({', '.join(refs)}, out={out})")
+    lines.append(f"    return r{len(parsed) - 1}")
+    exec(compile("\n".join(lines), "<_DfgElementwiseChain>", "exec"), env)  # noqa: S102
+    fn = _PROGRAMS[key] = env["chain"]
+    return fn
+
+
+@kernel("_DfgElementwiseChain")
+def elementwise_chain(ctx: KernelContext, *inputs: np.ndarray) -> np.ndarray:
+    """Evaluate ``program`` (see the OpDef) as compiled straight-line code."""
+    program = tuple(ctx.attrs.get("program") or ())
+    if not program:
+        raise InvalidArgumentError("_DfgElementwiseChain: empty program")
+    fn = _compile(program, len(inputs))
+    try:
+        out = fn(*inputs)
+    except ValueError:
+        raise InvalidArgumentError(
+            "Incompatible shapes: " + " vs. ".join(str(list(x.shape)) for x in inputs)
+        ) from None
+    dtype = ctx.output_dtypes[0] if ctx.output_dtypes else inputs[0].dtype
+    return out if type(out) is np.ndarray and out.dtype == dtype else np.asarray(out, dtype)

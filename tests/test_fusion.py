@@ -1,0 +1,414 @@
+"""Run-time fusion: fused kernels (executor/kernels/fused.py), the fusion passes, batch norm
+folded into conv/matmul weights, and ``optimize_for_signature`` (graphdef/passes/pipeline.py).
+
+Fused kernels are checked against math (a direct numpy convolution written here); optimized
+graphs against TensorFlow's outputs stored with the Keras zoo and the bench conformance cases,
+and against the unoptimized graph run by the same Session code (``optimize=False``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conformance import assert_close
+
+from dfg.executor import Session
+from dfg.executor.kernels.registry import invoke
+from dfg.graphdef import builder as B
+from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
+from dfg.graphdef.io import load_graph
+from dfg.graphdef.passes import PASSES, PassOptions
+from dfg.graphdef.passes.pipeline import optimize_for_signature, run_passes
+
+DATA = Path(__file__).resolve().parent / "data"
+ZOO = sorted(p.parent for p in (DATA / "models").glob("*/case.json")
+             if not p.parent.name.startswith("layer_"))
+BENCH = sorted(p.parent for p in (DATA / "conformance").glob("*/case.json")
+               if "bench" in json.loads(p.read_text()).get("features", []))
+RNG = np.random.default_rng(7)
+
+
+# --- math references ------------------------------------------------------------------------
+
+def _conv_ref(x: np.ndarray, w: np.ndarray, stride: int, pad: str) -> np.ndarray:
+    """NHWC/HWIO convolution by its definition (float64), SAME or VALID."""
+    n, h, wd, c = x.shape
+    kh, kw, _, o = w.shape
+    if pad == "SAME":
+        oh, ow = -(-h // stride), -(-wd // stride)
+        ph = max(0, (oh - 1) * stride + kh - h)
+        pw = max(0, (ow - 1) * stride + kw - wd)
+        x = np.pad(x, ((0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0)))
+    else:
+        oh, ow = (h - kh) // stride + 1, (wd - kw) // stride + 1
+    out = np.zeros((n, oh, ow, o))
+    for i in range(kh):
+        for j in range(kw):
+            patch = x[:, i:i + (oh - 1) * stride + 1:stride, j:j + (ow - 1) * stride + 1:stride]
+            out += np.einsum("nhwc,co->nhwo", patch.astype(np.float64), w[i, j])
+    return out
+
+
+def _depthwise_ref(x: np.ndarray, w: np.ndarray, pad: str) -> np.ndarray:
+    c, m = w.shape[2], w.shape[3]
+    outs = [_conv_ref(x[..., k:k + 1], w[:, :, k:k + 1, :], 1, pad) for k in range(c)]
+    return np.concatenate(outs, axis=-1).reshape(outs[0].shape[:3] + (c * m,))
+
+
+def _sigmoid(y: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-y))
+
+
+ACTS = {
+    None: lambda y: y,
+    "Relu": lambda y: np.maximum(y, 0),
+    "Relu6": lambda y: np.clip(y, 0, 6),
+    "Elu": lambda y: np.where(y < 0, np.expm1(y), y),
+    "LeakyRelu": lambda y: np.where(y > 0, y, 0.3 * y),
+    "Tanh": np.tanh,
+    "Sigmoid": _sigmoid,
+    "_MklSwish": lambda y: y * _sigmoid(y),
+}
+
+
+def _rand(*shape: int, scale: float = 1.0) -> np.ndarray:
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+# --- fused kernels --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("act", list(ACTS), ids=lambda a: str(a))
+def test_fused_conv2d_kernel(act):
+    x, w, b = _rand(2, 9, 7, 3), _rand(3, 3, 3, 5), _rand(5)
+    ops = ["BiasAdd"] + ([act] if act else [])
+    got = invoke("_FusedConv2D", x, w, b, attrs={
+        "strides": [1, 2, 2, 1], "padding": "SAME", "fused_ops": ops, "num_args": 1,
+        "leakyrelu_alpha": 0.3})
+    want = ACTS[act](_conv_ref(x, w, 2, "SAME") + b)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_fused_conv2d_batch_norm_and_nchw():
+    x, w = _rand(2, 6, 6, 4), _rand(1, 1, 4, 3)
+    scale, offset, mean = _rand(3), _rand(3), _rand(3)
+    var = np.abs(_rand(3)) + 0.5
+    got = invoke("_FusedConv2D", x.transpose(0, 3, 1, 2), w, scale, offset, mean, var,
+                 attrs={"strides": [1, 1, 1, 1], "padding": "VALID", "data_format": "NCHW",
+                        "fused_ops": ["FusedBatchNorm", "Relu"], "num_args": 4,
+                        "epsilon": 0.01})
+    y = _conv_ref(x, w, 1, "VALID")
+    want = np.maximum((y - mean) * scale / np.sqrt(var + np.float32(0.01)) + offset, 0)
+    np.testing.assert_allclose(got, want.transpose(0, 3, 1, 2), rtol=1e-5, atol=1e-5)
+
+
+def test_fused_depthwise_and_matmul_kernels():
+    x, w, b = _rand(1, 6, 5, 3), _rand(3, 3, 3, 2), _rand(6)
+    got = invoke("_FusedDepthwiseConv2dNative", x, w, b, attrs={
+        "strides": [1, 1, 1, 1], "padding": "SAME", "fused_ops": ["BiasAdd", "Relu6"],
+        "num_args": 1})
+    np.testing.assert_allclose(got, np.clip(_depthwise_ref(x, w, "SAME") + b, 0, 6),
+                               rtol=1e-5, atol=1e-5)
+    a, m, bias = _rand(4, 7), _rand(5, 7), _rand(5)
+    got = invoke("_FusedMatMul", a, m, bias, attrs={
+        "transpose_b": True, "fused_ops": ["BiasAdd", "_MklSwish"], "num_args": 1})
+    want = a.astype(np.float64) @ m.T + bias
+    np.testing.assert_allclose(got, want * _sigmoid(want), rtol=1e-5, atol=1e-5)
+
+
+def test_fused_conv2d_residual_add_kernel():
+    x, w, b = _rand(2, 5, 5, 3), _rand(3, 3, 3, 4), _rand(4)
+    attrs = {"strides": [1, 1, 1, 1], "padding": "SAME", "fused_ops": ["BiasAdd", "Add",
+                                                                     "Relu"], "num_args": 2}
+    y = _conv_ref(x, w, 1, "SAME") + b
+    res = _rand(2, 5, 5, 4)
+    np.testing.assert_allclose(invoke("_FusedConv2D", x, w, b, res, attrs=attrs),
+                               np.maximum(y + res, 0), rtol=1e-5, atol=1e-5)
+    # an addend that broadcasts the result larger still gives Add's result
+    big = _rand(3, 2, 5, 5, 4)
+    got = invoke("_FusedConv2D", x, w, b, big, attrs=attrs)
+    assert got.shape == (3, 2, 5, 5, 4)
+    np.testing.assert_allclose(got, np.maximum(y + big, 0), rtol=1e-5, atol=1e-5)
+
+
+def test_fused_kernel_errors_name_what_is_wrong():
+    x, w = _rand(1, 4, 4, 2), _rand(1, 1, 2, 3)
+    attrs = {"strides": [1, 1, 1, 1], "padding": "VALID", "num_args": 1}
+    with pytest.raises(InvalidArgumentError, match="bias must be 1-D with the output's 3"):
+        invoke("_FusedConv2D", x, w, _rand(4), attrs={**attrs, "fused_ops": ["BiasAdd"]})
+    with pytest.raises(UnimplementedError, match="Gelu"):
+        invoke("_FusedConv2D", x, w, _rand(3), attrs={**attrs, "fused_ops": ["BiasAdd",
+                                                                            "Gelu"]})
+    with pytest.raises(InvalidArgumentError, match="take 4 arguments"):
+        invoke("_FusedConv2D", x, w, _rand(3), attrs={**attrs,
+                                                     "fused_ops": ["FusedBatchNorm"]})
+
+
+def test_elementwise_chain_kernel_equals_the_ops_kernels():
+    from dfg.executor.kernels.fused import CHAIN_OPS
+    from dfg.graphdef.passes.fuse_elementwise import CHAIN_OPS as PASS_OPS
+
+    assert {k: v[0] for k, v in CHAIN_OPS.items()} == PASS_OPS
+    for shape in [(2, 5, 5, 3), (3,), ()]:
+        x = np.asarray(_rand(*shape, scale=3.0))
+        y = np.asarray(np.abs(_rand(*shape)) + 0.5)
+        for op, (arity, _) in CHAIN_OPS.items():
+            # op applied to (op applied to the inputs): a result operand that dies, reused
+            args = [x, y][:arity]
+            inner = "i0" if arity == 1 else "i0 i1"
+            outer = "r0" if arity == 1 else "r0 i1"
+            prog = [f"{op} {inner}", f"{op} {outer}"]
+            got = invoke("_DfgElementwiseChain", *args, attrs={"program": prog,
+                                                               "N": len(args)})
+            first = invoke(op, *args)
+            want = invoke(op, first, *args[1:])
+            assert got.dtype == want.dtype and got.shape == want.shape, (op, shape)
+            np.testing.assert_array_equal(got, want, err_msg=f"{op} {shape}")
+    # hard-swish with a broadcast constant, and a scalar input broadcast against a result
+    x = _rand(2, 4, 4, 3)
+    got = invoke("_DfgElementwiseChain", x, np.float32(3), np.float32(6), attrs={
+        "program": ["AddV2 i0 i1", "Relu6 r0", "RealDiv r1 i2", "Mul i0 r2"], "N": 3})
+    np.testing.assert_allclose(got, x * np.clip(x + 3, 0, 6) / 6, rtol=1e-6, atol=1e-6)
+    with pytest.raises(InvalidArgumentError, match="Incompatible shapes"):
+        invoke("_DfgElementwiseChain", _rand(2, 3), _rand(4), attrs={
+            "program": ["Mul i0 i1", "Relu r0"], "N": 2})
+    with pytest.raises(UnimplementedError, match="MatMul"):
+        invoke("_DfgElementwiseChain", _rand(2), attrs={"program": ["MatMul i0 i0"],
+                                                        "N": 1})
+
+
+# --- small graphs ---------------------------------------------------------------------------
+
+def _conv_graph(act: str | None, bn: bool = True, swish: bool = False):
+    """x -> Conv2D -> BiasAdd -> [Mul, AddV2 (Keras 3's batch norm)] -> activation."""
+    with B.Graph().as_default() as g:
+        x = B.placeholder("float32", [2, 8, 8, 3], name="x")
+        y = B.conv2d(x, B.constant(_rand(3, 3, 3, 4), name="w"), padding="SAME", name="conv")
+        y = B.apply_op("BiasAdd", [y, B.constant(_rand(4), name="b")], name="bias").outputs[0]
+        if bn:
+            y = B.multiply(y, B.constant(_rand(1, 1, 1, 4), name="bn_scale"), name="bn_mul")
+            y = B.add(y, B.constant(_rand(4), name="bn_shift"), name="bn_add")
+        if swish:
+            y = B.multiply(y, B.sigmoid(y, name="sig"), name="swish")
+        elif act:
+            attrs = {"alpha": 0.3} if act == "LeakyRelu" else {}
+            y = B.apply_op(act, [y], attrs, name="act").outputs[0]
+    return g.as_graph_def(), y.name
+
+
+def _run(graph, fetches, feed):
+    # optimize=False: the graph exactly as given (the Session would otherwise optimize it
+    # for the signature itself, with this very pipeline)
+    with Session(graph, threads=1, optimize=False) as s:
+        return s.run(fetches, feed)
+
+
+def _ops(graph_def) -> dict[str, str]:
+    return {n.name: n.op for n in graph_def.node}
+
+
+@pytest.mark.parametrize("act", ["Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid",
+                                 "swish"])
+def test_conv_bias_bn_activation_fuse_into_one_node(act):
+    gd, out = _conv_graph(None if act == "swish" else act, swish=act == "swish")
+    x = _rand(2, 8, 8, 3)
+    res = optimize_for_signature(gd, [out], ["x:0"])
+    ops = _ops(res.graph_def)
+    last = out.split(":")[0]
+    assert ops[last] == "_FusedConv2D"
+    assert sorted(ops.values()) == ["Const", "Const", "Placeholder", "_FusedConv2D"]
+    node = next(n for n in res.graph_def.node if n.name == last)
+    assert [s.decode() for s in node.attr["fused_ops"].list.s] == \
+        ["BiasAdd", "_MklSwish" if act == "swish" else act]
+    # against the graph as written, and against math
+    got, = _run(res.graph_def, [out], {"x:0": x})
+    want, = _run(gd, [out], {"x:0": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    v = {n.name: n for n in gd.node}
+    from dfg.graphdef.tensors import to_numpy
+    c = {k: to_numpy(v[k].attr["value"].tensor).astype(np.float64)
+         for k in ("w", "b", "bn_scale", "bn_shift")}
+    y = (_conv_ref(x, c["w"], 1, "SAME") + c["b"]) * c["bn_scale"] + c["bn_shift"]
+    np.testing.assert_allclose(got, ACTS["_MklSwish" if act == "swish" else act](y),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_residual_add_fuses_with_its_activation():
+    with B.Graph().as_default() as g:
+        x = B.placeholder("float32", [2, 6, 6, 3], name="x")
+        skip = B.placeholder("float32", [2, 6, 6, 4], name="skip")
+        y = B.conv2d(x, B.constant(_rand(1, 1, 3, 4)), name="conv")
+        y = B.apply_op("BiasAdd", [y, B.constant(_rand(4))], name="bias").outputs[0]
+        y = B.relu(B.add(skip, y, name="residual"), name="out")
+    gd = g.as_graph_def()
+    res = optimize_for_signature(gd, ["out:0"], ["x:0", "skip:0"])
+    node = next(n for n in res.graph_def.node if n.name == "out")
+    assert node.op == "_FusedConv2D" and node.attr["num_args"].i == 2
+    assert [s.decode() for s in node.attr["fused_ops"].list.s] == ["BiasAdd", "Add", "Relu"]
+    feed = {"x:0": _rand(2, 6, 6, 3), "skip:0": _rand(2, 6, 6, 4)}
+    np.testing.assert_allclose(_run(res.graph_def, ["out:0"], feed)[0],
+                               _run(gd, ["out:0"], feed)[0], rtol=1e-6, atol=1e-6)
+
+
+def test_fetched_or_fed_intermediates_are_not_swallowed():
+    gd, out = _conv_graph("Relu")
+    x = _rand(2, 8, 8, 3)
+    # fetching the conv and the batch norm's Mul keeps both (same name, same meaning)
+    fetches = ["conv:0", "bn_mul:0", out]
+    res = optimize_for_signature(gd, fetches, ["x:0"])
+    ops = _ops(res.graph_def)
+    assert ops["conv"] == "Conv2D" and ops["bn_mul"] == "Mul"
+    for got, want in zip(_run(res.graph_def, fetches, {"x:0": x}), _run(gd, fetches,
+                                                                        {"x:0": x})):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # feeding the BiasAdd: it stays as it is, under its name (nothing folds into it)
+    fed = _rand(2, 8, 8, 4)
+    res = optimize_for_signature(gd, [out], ["bias:0"])
+    ops = _ops(res.graph_def)
+    assert ops["bias"] == "BiasAdd" and ops["conv"] == "Conv2D"
+    got, = _run(res.graph_def, [out], {"bias:0": fed})
+    want, = _run(gd, [out], {"bias:0": fed})
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_affine_fold_keeps_shape_changing_broadcasts():
+    # a (2,1,1,4) "scale" broadcasts the batch: not per-channel, so it must not fold
+    with B.Graph().as_default() as g:
+        x = B.placeholder("float32", [1, 5, 5, 2], name="x")
+        y = B.conv2d(x, B.constant(_rand(1, 1, 2, 4)), name="conv")
+        y = B.multiply(y, B.constant(_rand(2, 1, 1, 4)), name="scale")
+    gd = g.as_graph_def()
+    res = run_passes(gd, PassOptions(fetches=("scale:0",)), ["fold_batch_norm"])
+    assert _ops(res.graph_def)["scale"] == "Mul"
+    x = _rand(1, 5, 5, 2)
+    assert _run(res.graph_def, ["scale:0"], {"x:0": x})[0].shape == (2, 5, 5, 4)
+
+
+def test_dense_and_depthwise_fuse():
+    with B.Graph().as_default() as g:
+        x = B.placeholder("float32", [2, 6, 6, 3], name="x")
+        y = B.apply_op("DepthwiseConv2dNative", [x, B.constant(_rand(3, 3, 3, 2))], {
+            "strides": [1, 1, 1, 1], "padding": "SAME"}, name="dw").outputs[0]
+        y = B.multiply(y, B.constant(_rand(6)), name="dw_scale")
+        y = B.add(y, B.constant(_rand(6)), name="dw_shift")
+        y = B.apply_op("Relu6", [y], name="dw_act").outputs[0]
+        y = B.reduce_mean(y, [1, 2], name="gap")
+        y = B.matmul(y, B.constant(_rand(6, 5)), name="dense")
+        y = B.apply_op("BiasAdd", [y, B.constant(_rand(5))], name="dense_bias").outputs[0]
+        y = B.tanh(y, name="dense_act")
+    gd = g.as_graph_def()
+    res = optimize_for_signature(gd, ["dense_act:0"], ["x:0"])
+    ops = _ops(res.graph_def)
+    assert ops["dw_act"] == "_FusedDepthwiseConv2dNative"
+    assert ops["dense_act"] == "_FusedMatMul"
+    x = _rand(2, 6, 6, 3)
+    np.testing.assert_allclose(_run(res.graph_def, ["dense_act:0"], {"x:0": x})[0],
+                               _run(gd, ["dense_act:0"], {"x:0": x})[0], rtol=1e-5, atol=1e-5)
+
+
+def test_stateful_nodes_keep_their_order_and_targets_run():
+    # v += x*2 + 1 each step, then read after the update (a control edge): the constant
+    # arithmetic may fold, the update and its order may not
+    with B.Graph().as_default() as g:
+        x = B.placeholder("float32", [3], name="x")
+        v = B.variable(np.zeros(3, np.float32), name="v")
+        init = B.global_variables_initializer()
+        upd = v.assign_add(B.add(B.multiply(x, B.constant(2.0)), B.constant(1.0)),
+                           name="upd")
+        with B.control_dependencies([upd]):
+            B.identity(v.read_value(), name="out")
+    gd = g.as_graph_def()
+    step = optimize_for_signature(gd, ["out:0"], ["x:0"])
+    setup = optimize_for_signature(gd, [], [], [init.name])
+    assert not step.warnings and not setup.warnings
+    ops = _ops(step.graph_def)
+    assert "upd" in ops and init.name not in ops
+    x = np.array([1, 2, 3], np.float32)
+    # one Session's state seen through the plans of two optimized graphs, as a Session
+    # running one optimized graph per signature does
+    with Session(setup.graph_def, threads=1, optimize=False) as s0, \
+            Session(step.graph_def, threads=1, optimize=False) as s1:
+        s1.resources = s0.resources
+        s0.run([], targets=[init.name])
+        got = [s1.run(["out:0"], {"x:0": x})[0].tolist() for _ in range(3)]
+    assert got == [[3, 5, 7], [6, 10, 14], [9, 15, 21]]
+
+
+def test_elementwise_chains_are_opt_in_and_keep_fetched_nodes():
+    with B.Graph().as_default() as g:
+        x = B.placeholder("float32", [2, 3, 4], name="x")
+        a = B.add(x, B.constant(np.float32(3)), name="plus3")
+        r = B.apply_op("Relu6", [a], name="relu6").outputs[0]
+        h = B.multiply(x, B.divide(r, B.constant(np.float32(6)), name="div6"), name="hswish")
+        B.tanh(B.multiply(h, h, name="sq"), name="out")
+    gd = g.as_graph_def()
+    feed = {"x:0": _rand(2, 3, 4, scale=4.0)}
+    assert "_DfgElementwiseChain" not in [
+        n.op for n in optimize_for_signature(gd, ["out:0"], ["x:0"]).graph_def.node]
+    res = optimize_for_signature(gd, ["out:0"], ["x:0"], elementwise=True)
+    ops = _ops(res.graph_def)
+    # hswish is read twice (by sq): it ends a chain of its own; sq + out form another
+    assert ops["hswish"] == ops["out"] == "_DfgElementwiseChain"
+    assert sorted(ops.values()).count("_DfgElementwiseChain") == 2
+    xv = feed["x:0"].astype(np.float64)
+    h = xv * np.clip(xv + 3, 0, 6) / 6
+    got, = _run(res.graph_def, ["out:0"], feed)
+    np.testing.assert_allclose(got, np.tanh(h * h), rtol=1e-6, atol=1e-6)
+    # fetching the Relu6 keeps it: the chain stops there
+    res = optimize_for_signature(gd, ["out:0", "relu6:0"], ["x:0"], elementwise=True)
+    ops = _ops(res.graph_def)
+    assert ops["relu6"] == "_DfgElementwiseChain" and "plus3" not in ops
+    for got, want in zip(_run(res.graph_def, ["out:0", "relu6:0"], feed),
+                         _run(gd, ["out:0", "relu6:0"], feed)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_deterministic_and_reports():
+    gd, out = _conv_graph("Relu")
+    a = optimize_for_signature(gd, [out], ["x:0"])
+    b = optimize_for_signature(gd, [out], ["x:0"])
+    assert a.graph_def.SerializeToString(deterministic=True) == \
+        b.graph_def.SerializeToString(deterministic=True)
+    assert a.nodes_before == len(gd.node) and a.nodes_after == 4
+    assert "fuse_conv_bias_act" in a.summary() and a.seconds > 0
+    assert not a.warnings
+
+
+def test_fusion_passes_are_opt_in_for_dfg_optimize():
+    assert not PASSES["fuse_conv_bias_act"].default
+    assert not PASSES["fuse_matmul_bias_act"].default
+    assert not PASSES["fuse_elementwise"].default
+
+
+# --- real graphs: TensorFlow's outputs ------------------------------------------------------
+
+def _case_run(d: Path, graph) -> tuple[list, dict]:
+    case = json.loads((d / "case.json").read_text())
+    step = case["steps"][0]
+    feed = {k: np.load(d / v, allow_pickle=False) for k, v in step["feed"].items()}
+    return _run(graph, step["fetch"], feed), case
+
+
+@pytest.mark.parametrize("d", ZOO + BENCH, ids=lambda d: d.name)
+def test_optimized_graph_gives_tensorflows_outputs(d: Path):
+    g = load_graph(d / "graph.pb" if (d / "graph.pb").exists() else d / "graph.pbtxt")
+    case = json.loads((d / "case.json").read_text())
+    step = case["steps"][0]
+    feeds = [k if ":" in k else f"{k}:0" for k in step["feed"]]
+    # elementwise chains (opt-in) are checked on the models that have them
+    res = optimize_for_signature(g, step["fetch"], feeds, elementwise=d.name in (
+        "mobilenet_v3_small", "densenet121", "convnext_tiny", "resnet50_v2"))
+    assert not res.warnings, res.warnings
+    out, _ = _case_run(d, res.graph_def)
+    base, _ = _case_run(d, g)
+    rtol, atol = case.get("rtol", 1e-4), case.get("atol", 1e-4)
+    for name, got, ref in zip(step["fetch"], out, base):
+        expected = np.load(d / step["expect"][name], allow_pickle=False)
+        assert_close(got, expected, rtol, atol, f"{d.name} {name} vs TensorFlow")
+        assert_close(got, np.asarray(ref), rtol, atol, f"{d.name} {name} vs unoptimized")
+    if d.name in ("resnet50", "vgg16", "mobilenet_v2"):
+        ops = [n.op for n in res.graph_def.node]
+        assert "Conv2D" not in ops and "BiasAdd" not in ops, sorted(set(ops))
