@@ -46,7 +46,15 @@ from typing import TYPE_CHECKING, Any
 from . import dtypes as D
 from .errors import InvalidArgumentError, InvalidGraphError, NotFoundError, UsageError
 from .frames import ENTER_OPS, EXIT_OPS, ROOT, FrameAnalysis, analyze_frames
-from .graph import CONTROL_SLOT, Graph, Node, input_string, parse_input, parse_tensor_name
+from .graph import (
+    CONTROL_SLOT,
+    Graph,
+    Node,
+    gc_paused,
+    input_string,
+    parse_input,
+    parse_tensor_name,
+)
 from .validate import NAME_RE, NameSuggester
 
 if TYPE_CHECKING:
@@ -122,11 +130,12 @@ def _walk(graph: Graph, roots: Iterable[str], feeds: set[tuple[str, int]],
     fed_nodes = {name for name, _ in feeds}
     stack = [r for r in roots if r not in c.kept]
     kept = c.kept
+    get = graph.get
     while stack:
         name = stack.pop()
         if name in kept:
             continue
-        node = graph.get(name)
+        node = get(name)
         if node is None:
             continue  # an input naming a missing node; prune reports it, validate too
         kept.add(name)
@@ -143,7 +152,7 @@ def _walk(graph: Graph, roots: Iterable[str], feeds: set[tuple[str, int]],
                 continue
             if src not in kept:
                 stack.append(src)
-        if colocation and "_class" in node.attr:
+        if colocation and "_class" in node.proto.attr:
             for t in _colocated(node):
                 if (t, 0) in feeds:
                     c.cut.add((t, 0))   # the feed's Placeholder keeps the name: enough
@@ -194,7 +203,8 @@ def _closure(graph: Graph, fetch_keys: list[tuple[str, int]], feed_set: set[tupl
     # a fetched tensor that is also fed needs nothing: its value is the feed
     roots = [name for name, slot in fetch_keys if (name, slot) not in feed_set]
     _walk(graph, [*roots, *targets], feed_set, c, colocation)
-    if any(graph.get(n).op in ENTER_OPS for n in c.kept):
+    if (fa is not None or any(n.op in ENTER_OPS for n in graph.nodes)) \
+            and any(graph.get(n).op in ENTER_OPS for n in c.kept):
         if fa is None:
             fa = analyze_frames(graph)
         _complete_loops(graph, fa, feed_set, c, colocation)
@@ -244,6 +254,12 @@ def prune(graph: Graph, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef]
     Placeholders (see the module docstring); versions and node order are kept, colocated
     nodes too, and of the library exactly the functions the kept nodes run.
     """
+    with gc_paused():
+        return _prune(graph, fetches, feeds, targets)
+
+
+def _prune(graph: Graph, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef],
+           targets: Iterable[str]) -> GraphDef:
     from dfg.schemas import graph_pb2
 
     from .opdefs.registry import SignatureError, registry
@@ -342,16 +358,19 @@ def prune(graph: Graph, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef]
 
     out = graph_pb2.GraphDef()
     out.versions.CopyFrom(graph.graph_def.versions)
+    kept = c.kept
+    dups = graph.duplicates
     for n in graph.nodes:
-        if graph.get(n.name) is not n:
+        if dups and graph.get(n.name) is not n:
             continue  # a duplicate name: the first node wins, as everywhere in dfg
-        for proto in new_nodes.get(n.name, ()):
-            out.node.add().CopyFrom(proto)
-        if n.name not in c.kept or n.name in in_place:
+        if new_nodes:
+            for proto in new_nodes.get(n.name, ()):
+                out.node.add().CopyFrom(proto)
+        if n.name not in kept or n.name in in_place:
             continue
         nd = out.node.add()
         nd.CopyFrom(n.proto)
-        if any(k in ph_name for k in n.inputs):
+        if ph_name and any(k in ph_name for k in n.inputs):
             del nd.input[:]
             for s in n.proto.input:
                 src, slot = parse_input(s)

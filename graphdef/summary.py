@@ -8,7 +8,7 @@ from typing import Any
 
 from . import dtypes as D
 from .frames import analyze_frames
-from .graph import Graph
+from .graph import Graph, gc_paused
 from .tensors import format_shape, shape_from_proto
 
 PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
@@ -33,6 +33,11 @@ def summarize(graph: Graph, node_outputs: bool = False) -> dict[str, Any]:
     Dtypes and shapes of outputs are static (``_output_shapes``, attrs, and the shape rules
     of :class:`dfg.graphdef.viz.TensorFacts`); None where they cannot be told. With
     ``node_outputs`` a last key ``tensors`` lists every output of every node."""
+    with gc_paused():
+        return _summarize(graph, node_outputs)
+
+
+def _summarize(graph: Graph, node_outputs: bool) -> dict[str, Any]:
     from .functions import Library, signature
     from .opdefs.registry import SignatureError, registry
     from .viz import TensorFacts

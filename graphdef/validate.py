@@ -41,7 +41,7 @@ from .functions import (
     instantiate_checked,
     signature,
 )
-from .graph import CONTROL_SLOT, Graph, Node, parse_input
+from .graph import CONTROL_SLOT, Graph, Node, gc_paused, parse_input
 
 ERROR = "error"
 WARNING = "warning"
@@ -78,7 +78,10 @@ CODES: dict[str, tuple[str, str]] = {
     "recursion": (ERROR, "a function calls itself, directly or through others"),
     "duplicate-function": (ERROR, "two or more library functions share a name"),
     "missing-return": (ERROR, "a function result without a 'ret' entry, or a stray one"),
+    "shape-overflow": (ERROR, "a shape or tensor attr has more elements than int64 counts"),
 }
+INT64_MAX = 2 ** 63 - 1
+_UNSET: Any = object()
 
 # TensorFlow's node-name rule (graph/node_builder and importer use the same pattern)
 NAME_RE = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*\Z")
@@ -136,11 +139,23 @@ def validate(graph: Graph) -> list[Diagnostic]:
     """Every diagnostic for ``graph``: the top level first, ordered by the node they concern
     (file order), then the function library (duplicate names, recursion, then each function's
     body in library order, see :func:`_check_library`)."""
-    lib = Library(graph.library)
-    out = _Validator(graph, lib).run()
-    if len(lib) or lib.duplicates:
-        out.extend(_check_library(graph, lib))
+    with gc_paused():
+        lib = Library(graph.library)
+        out = _Validator(graph, lib).run()
+        if len(lib) or lib.duplicates:
+            out.extend(_check_library(graph, lib))
     return out
+
+
+@dataclass(frozen=True)
+class _OpFacts:
+    """What the attr and signature checks found for one (op, attrs) combination that had
+    nothing to report: nodes with the same op and attrs share it (a big graph has few)."""
+
+    placeholder: bool              # a polymorphic body's attr: no signature to check
+    in_types: list[int] | None
+    out_types: list[int] | None
+    calls: bool                    # some attr names a function: check_calls has work
 
 
 class _Validator:
@@ -158,15 +173,26 @@ class _Validator:
         # op names are flat (no scopes to bucket by) and few: search them all
         self.ops = NameSuggester(self.reg.names(), search_all=True)
         self._out_types: dict[str, list[int] | None] = {}
+        # (op, attrs) -> facts, or None when that combination has something to report (its
+        # nodes are then checked one by one, so every message is exactly the per-node one)
+        self._facts: dict[tuple[Any, ...], _OpFacts | None] = {}
+        self._node_facts: dict[int, _OpFacts | None] = {}
+        self._devices: dict[str, bool] = {}
         # the node each name resolves to (the first of duplicates), by identity
         self.unique = [n for n in graph.nodes if graph.get(n.name) is n]
 
     def run(self) -> list[Diagnostic]:
         self.check_names()
+        irregular = self.g.irregular_inputs
         for n in self.g.nodes:
-            self.check_inputs(n)
-            self.check_op(n)
-            self.check_calls(n)
+            facts = self.facts(n)
+            if facts is None or facts.in_types is None or n.index in irregular \
+                    or len(n.inputs) != len(facts.in_types) or not self._edges_clean(n, facts):
+                # something may be wrong: the full checks, which say exactly what
+                self.check_inputs(n)
+                self.check_op(n)
+            if facts is None or facts.calls:
+                self.check_calls(n)
             self.check_hints(n)
         self.check_cycles()
         self.check_frames()
@@ -180,15 +206,63 @@ class _Validator:
     def suggest(self, name: str) -> str | None:
         return self.names.suggest(name)
 
+    def facts(self, n: Node) -> _OpFacts | None:
+        """The shared attr/signature facts of ``n``'s (op, attrs), computed with the first
+        node that has them; None: ``n`` needs the full per-node checks."""
+        facts = self._node_facts.get(n.index, _UNSET)
+        if facts is not _UNSET:
+            return facts
+        facts = None
+        if n.op and n.op in self.reg and not (self.lib is not None and n.op in self.lib):
+            key = _attrs_key(n)
+            facts = self._facts.get(key, _UNSET)
+            if facts is _UNSET:
+                facts = self._facts[key] = self._compute_facts(n)
+        self._node_facts[n.index] = facts
+        return facts
+
+    def _compute_facts(self, n: Node) -> _OpFacts | None:
+        from .opdefs.registry import SignatureError
+
+        calls = any(k == "func" or (k == "list" and len(av.list.func))
+                    for av in n.attr.values() for k in [av.WhichOneof("value")])
+        saved, self.out = self.out, []
+        try:
+            ok = self.check_attrs(n, self.reg.get(n.op))
+            quiet = ok and not self.out
+        finally:
+            self.out = saved
+        if not quiet:
+            return None
+        if any(av.WhichOneof("value") == "placeholder" for av in n.attr.values()):
+            return _OpFacts(True, None, self._output_types(n), calls)
+        try:
+            in_types = self.reg.input_types(n.proto)
+        except SignatureError:
+            return None
+        return _OpFacts(False, in_types, self._output_types(n), calls)
+
+    def _output_types(self, n: Node) -> list[int] | None:
+        from .opdefs.registry import SignatureError
+
+        try:
+            return self.reg.output_types(n.proto)
+        except SignatureError:
+            return None
+
     def out_types(self, name: str) -> list[int] | None:
         """Output DataTypes of node ``name`` (None: unknown op or undetermined signature)."""
-        if name in self._out_types:
-            return self._out_types[name]
+        types = self._out_types.get(name, _UNSET)
+        if types is not _UNSET:
+            return types
         from .opdefs.registry import SignatureError
 
         n = self.g.get(name)
         types = None
-        if n is not None and self.lib is not None and n.op in self.lib:
+        facts = self.facts(n) if n is not None else None
+        if facts is not None:
+            types = facts.out_types
+        elif n is not None and self.lib is not None and n.op in self.lib:
             # a call by op name: the function's signature is its OpDef (DT_INVALID: unbound)
             sig = signature(self.lib.function(n.op), dict(n.attr))
             types = [t for _, t in sig.outputs]
@@ -222,6 +296,15 @@ class _Validator:
 
     # --- inputs -------------------------------------------------------------------------
     def check_inputs(self, n: Node) -> None:
+        if n.index not in self.g.irregular_inputs:
+            # every producer exists and no control input comes first: only the output
+            # index can be wrong
+            for src, slot in n.inputs:
+                types = self.out_types(src)
+                if types is not None and slot >= len(types):
+                    break
+            else:
+                return
         g = self.g
         first_control: str | None = None
         reported_order = False
@@ -267,6 +350,14 @@ class _Validator:
 
     # --- op, attrs, signature, edge dtypes ------------------------------------------------
     def check_op(self, n: Node) -> None:
+        facts = self.facts(n)
+        if facts is not None:
+            # the attrs and signature of this (op, attrs) were checked clean already
+            if facts.placeholder or facts.in_types is None:
+                return
+            if len(n.inputs) == len(facts.in_types):
+                self.check_edge_types(n, facts.in_types)
+                return
         from .opdefs.registry import SignatureError
 
         reg = self.reg
@@ -311,6 +402,24 @@ class _Validator:
                 expected=len(in_types), found=len(n.inputs)))
             return
         self.check_edge_types(n, in_types)
+
+    def _edges_clean(self, n: Node, facts: _OpFacts) -> bool:
+        """The common case in one loop: every data edge reads an existing output whose dtype
+        is exactly what the input takes. False sends ``n`` through the full checks (which
+        also accept what differs only legitimately, e.g. a ref read as its value)."""
+        in_types = facts.in_types
+        assert in_types is not None
+        out_types = self.out_types
+        for e in n.in_edges:
+            k = e.dst_input
+            if k == CONTROL_SLOT:
+                break   # control edges come after the data edges
+            types = out_types(e.src)
+            if types is None:
+                continue
+            if e.src_output >= len(types) or types[e.src_output] != in_types[k]:
+                return False
+        return True
 
     def check_edge_types(self, n: Node, in_types: list[int]) -> None:
         """Each data edge's dtype against what input k of ``n`` takes (DT_INVALID: unknown,
@@ -364,6 +473,9 @@ class _Validator:
                 continue
             if kind == "placeholder":
                 continue  # its value comes from the caller: nothing more to check here
+            if kind in ("tensor", "shape"):
+                self.check_shape_size(n, name, av.tensor.tensor_shape if kind == "tensor"
+                                      else av.shape)
             if ad.type in ("type", "list(type)"):
                 refs = [t for t in (av.list.type if ad.type == "list(type)" else [av.type])
                         if D.is_ref(t)]
@@ -409,6 +521,19 @@ class _Validator:
                     attr=name))
         return ok
 
+    def check_shape_size(self, n: Node, attr: str, shape: Any) -> None:
+        """TensorFlow's TensorShape refuses more than 2**63-1 elements (known dims only)."""
+        dims = [d.size for d in shape.dim]
+        count = 1
+        for d in dims:
+            if d > 0:
+                count *= d
+        if count > INT64_MAX or any(d > INT64_MAX for d in dims):
+            self.out.append(_diag(
+                "shape-overflow", n,
+                f"attr '{attr}' has shape [{','.join(map(str, dims))}]: {count} elements, "
+                f"more than int64 can count ({INT64_MAX})", attr=attr))
+
     # --- calls into the function library -------------------------------------------------------
     def check_call_by_name(self, n: Node) -> None:
         """A node whose op is a library function: its signature stands in for the OpDef."""
@@ -437,6 +562,9 @@ class _Validator:
         """Func-valued attrs: the function exists and its signature matches the call's types
         (PartitionedCall Tin/Tout, If/Case Tin/Tout against each branch, While T against
         cond's arguments and body's arguments and results)."""
+        facts = self.facts(n)
+        if facts is not None and not facts.calls:
+            return
         sites = call_sites(n.proto)   # func attrs only: calls by op name are check_op's
         if not sites:
             return
@@ -516,15 +644,36 @@ class _Validator:
                             "colocation-missing", n,
                             f"colocation hint '{text}' names node '{target}', which does not "
                             "exist", target=target))
-        if n.device and not parse_device(n.device):
+        if n.device and not self._device_ok(n.device):
             self.out.append(_diag(
                 "invalid-device", n,
                 f"device '{n.device}' does not parse: expected a spec like "
                 "/job:x/replica:0/task:0/device:CPU:0 (or legacy /cpu:0, /gpu:0)",
                 device=n.device))
 
+    def _device_ok(self, device: str) -> bool:
+        ok = self._devices.get(device)
+        if ok is None:
+            ok = self._devices[device] = parse_device(device)
+        return ok
+
     # --- cycles -------------------------------------------------------------------------
+    def _in_file_order(self) -> bool:
+        """Whether every edge but the loop back edges runs forward in file order, as in the
+        graphs TensorFlow writes: then there is no cycle, and no need to look for one."""
+        get = self.g.get
+        for n in self.unique:
+            i = n.index
+            merge = n.op in MERGE_OPS
+            for e in n.in_edges:
+                p = get(e.src)
+                if p.index >= i and not (merge and p.op in NEXT_ITERATION_OPS):
+                    return False
+        return True
+
     def check_cycles(self) -> None:
+        if self._in_file_order():
+            return
         nodes = self.unique
         idx = {n.name: i for i, n in enumerate(nodes)}
         # adjacency (dataflow direction) minus the legal loop back edges NextIteration -> Merge
@@ -538,6 +687,8 @@ class _Validator:
                 if back and nodes[j].op in MERGE_OPS:
                     continue
                 succ[i].append(j)
+        if _acyclic(succ):
+            return   # the usual case, settled by one Kahn pass (cheaper than Tarjan's)
         for comp in _strongly_connected(succ):
             if len(comp) == 1:
                 v = comp[0]
@@ -777,6 +928,26 @@ def _types_text(types: list[int]) -> str:
     return ", ".join(D.name(t) if t else "?" for t in types) or "none"
 
 
+# ops whose "value" attr is a tensor that may be large: keyed by its dtype and shape only
+_TENSOR_VALUE_OPS = frozenset({"Const", "HostConst"})
+
+
+def _attrs_key(n: Node) -> tuple[Any, ...]:
+    """A hashable key of everything the attr and signature checks read from ``n``: its op
+    and attrs (a Const's value only by dtype and shape: no check reads the values)."""
+    attr = n.proto.attr
+    if n.op in _TENSOR_VALUE_OPS:
+        parts: list[Any] = []
+        for name, v in attr.items():
+            if name == "value" and v.WhichOneof("value") == "tensor":
+                t = v.tensor
+                parts.append((name, t.dtype, t.tensor_shape.SerializeToString()))
+            else:
+                parts.append((name, v.SerializeToString()))
+        return (n.op, *parts)
+    return (n.op, *[(name, v.SerializeToString()) for name, v in attr.items()])
+
+
 class NameSuggester:
     """"Did you mean" for names: difflib's closest match among likely candidates, cached.
 
@@ -934,6 +1105,24 @@ def _consume(s: str, pattern: re.Pattern[str]) -> tuple[str, bool]:
     if not m:
         return s, False
     return s[m.end():], True
+
+
+def _acyclic(succ: list[list[int]]) -> bool:
+    """Whether the graph has no cycle: Kahn's algorithm reaches every node."""
+    indeg = [0] * len(succ)
+    for edges in succ:
+        for w in edges:
+            indeg[w] += 1
+    ready = [v for v, d in enumerate(indeg) if d == 0]
+    done = 0
+    while ready:
+        v = ready.pop()
+        done += 1
+        for w in succ[v]:
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                ready.append(w)
+    return done == len(succ)
 
 
 def _strongly_connected(succ: list[list[int]]) -> Iterator[list[int]]:

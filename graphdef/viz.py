@@ -83,23 +83,50 @@ class GraphvizNotFoundError(UsageError):
 # DOT quoting
 
 
+# XML 1.0 allows no C0 control but tab/newline/CR, no U+FFFE/U+FFFF, no lone surrogates; SVG
+# is XML, and Graphviz copies names into it, so such characters never reach DOT raw
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff\ud800-\udfff]")
+# an '&' that Graphviz would take for an entity and copy into SVG as is (any other '&' it
+# writes as &amp; itself). Escaping exactly these is one-to-one: every '&amp;' in the result
+# was such an '&', since a name's own "&amp;" is itself entity-like and gets escaped.
+_ENTITY_AMP = re.compile(r"&(?=[A-Za-z][A-Za-z0-9]*;|#[0-9]+;|#[xX][0-9A-Fa-f]+;)")
+
+
+def _xml_safe(s: str) -> str:
+    """``s`` for a DOT label: characters XML cannot hold shown as ``\\xNN``/``\\uNNNN``
+    (as :func:`dfg.graphdef.text.printable` shows them), and ``&`` as ``&amp;``: Graphviz
+    reads ``&name;`` in any string as an entity and copies it into SVG as is, where an
+    unknown entity makes the file invalid XML (see :data:`_ENTITY_AMP`)."""
+    s = _NOT_XML.sub(lambda m: (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                                else f"\\u{ord(m.group()):04x}"), s)
+    return _ENTITY_AMP.sub("&amp;", s)
+
+
+def _id_char(m: re.Match[str]) -> str:
+    # a character reference Graphviz copies into SVG: the control's picture (U+2400 block),
+    # U+FFFD for the rest. No name yields it, since a name's own '&#x...;' becomes '&amp;#x...;'
+    c = ord(m.group())
+    code = 0x2400 + c if c < 0x20 else 0x2421 if c == 0x7F else 0xFFFD
+    return f"&#x{code:x};" if c < 0x80 or c > 0x9F else m.group()  # C1 is valid XML 1.0
+
+
 def quote(s: str) -> str:
-    """A DOT double-quoted string for an id or a label.
+    """A DOT double-quoted string for a label.
 
     Backslash and quote are escaped for the DOT lexer; newlines become ``\\n``. The record
     characters ``{}|<>`` are escaped too, which Graphviz renders literally in every shape, so
-    a name can never be parsed as record fields should a shape ever become a record.
+    a name can never be parsed as record fields should a shape ever become a record. Control
+    characters show as ``\\xNN`` and ``&`` as itself (see :func:`_xml_safe`), so the SVG
+    Graphviz writes is valid XML whatever the names hold.
     """
     out = []
-    for ch in s:
+    for ch in _xml_safe(s.replace("\r", "")):
         if ch == "\\":
             out.append("\\\\")
         elif ch == '"':
             out.append('\\"')
         elif ch == "\n":
             out.append("\\n")
-        elif ch == "\r":
-            continue
         elif ch in "{}|<>":
             out.append("\\" + ch)
         else:
@@ -109,7 +136,9 @@ def quote(s: str) -> str:
 
 def quote_id(s: str) -> str:
     """A DOT double-quoted id: ids are never split into record fields, so only the lexer's
-    characters need escaping (the mapping stays one-to-one)."""
+    characters need escaping, plus what XML cannot hold (see :func:`_id_char`, an entity-like
+    ``&`` as ``&amp;``); the mapping stays one-to-one."""
+    s = _NOT_XML.sub(_id_char, _ENTITY_AMP.sub("&amp;", s))
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 

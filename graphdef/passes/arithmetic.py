@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..frames import SWITCH_OPS
-from ..graph import Graph
+from ..graph import Graph, without_gc
 from .common import (
     Editor,
     EvalError,
@@ -49,6 +49,7 @@ ADD_OPS = frozenset({"Add", "AddV2"})
 NUMERIC = D.FLOATING | D.INTEGER | D.COMPLEX
 
 
+@without_gc
 def run(graph: Graph, options: PassOptions) -> Any:
     s = _Simplifier(graph, options)
     for node in graph.topological_order():

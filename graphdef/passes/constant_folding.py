@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..frames import SWITCH_OPS, analyze_frames
-from ..graph import Graph
+from ..graph import Graph, without_gc
 from .common import (
     PLACEHOLDER_OPS,
     Editor,
@@ -50,6 +50,7 @@ SHAPE_OPS = frozenset({"Shape", "ShapeN", "Rank", "Size"})
 NEVER_FOLD = PLACEHOLDER_OPS | frozenset({"Const", "NoOp", "HostConst"})
 
 
+@without_gc
 def run(graph: Graph, options: PassOptions) -> Any:
     ed = Editor(graph)
     prot = Protected(graph, options)
@@ -106,7 +107,8 @@ def _fold(ed: Editor, prot: Protected, nd: Any, values: dict[str, list[Any]],
     if predicted is not None and predicted > limit:
         return
     try:
-        outs = evaluate(nd, args)
+        # a budget well above the limit (estimates are upper bounds) stops AsString(width=2e9)
+        outs = evaluate(nd, args, max_bytes=64 * limit + (1 << 16))
     except EvalError:
         return
     used = ed.used_slots(name) | {0}

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..graph import Graph
+from ..graph import Graph, without_gc
 from .common import (
     Editor,
     PassOptions,
@@ -40,6 +40,7 @@ from .common import (
 )
 
 
+@without_gc
 def run(graph: Graph, options: PassOptions) -> Any:
     ed = Editor(graph)
     prot = Protected(graph, options)
@@ -64,17 +65,28 @@ def run(graph: Graph, options: PassOptions) -> Any:
             seen[key] = name
         else:
             survivor, victim = other, name
+        # a survivor may itself be merged later: alias links form chains that _find follows
+        # (rewriting every earlier entry here instead was quadratic in the merges)
         alias[victim] = survivor
-        for k, v in alias.items():      # a survivor may itself have been merged before
-            if v == victim:
-                alias[k] = survivor
     if alias:
         for r in sorted({r for v in alias for r in ed.readers.get(v, ())} - set(alias)):
-            ed.set_inputs(r, [(alias.get(s, s), k) for s, k in ed.data_inputs(r)],
-                          [alias.get(c, c) for c in ed.control_inputs(r)])
+            ed.set_inputs(r, [(_find(alias, s), k) for s, k in ed.data_inputs(r)],
+                          [_find(alias, c) for c in ed.control_inputs(r)])
         for v in alias:
             ed.remove(v)
     return ed.finish()
+
+
+def _find(alias: dict[str, str], name: str) -> str:
+    """The node ``name`` was finally merged into (itself if none), shortening the chain."""
+    root = name
+    while root in alias:
+        root = alias[root]
+    while name != root:
+        nxt = alias[name]
+        alias[name] = root
+        name = nxt
+    return root
 
 
 def _eligible(prot: Protected, nd: Any) -> bool:
@@ -94,7 +106,7 @@ def _is_constant_enter(nd: Any) -> bool:
 
 
 def _key(ed: Editor, nd: Any, alias: dict[str, str]) -> tuple | None:
-    controls = frozenset(alias.get(c, c) for c in ed.control_inputs(nd.name))
+    controls = frozenset(_find(alias, c) for c in ed.control_inputs(nd.name))
     if nd.op == "Const":
         v = const_value(nd)
         if v is None:
@@ -102,7 +114,7 @@ def _key(ed: Editor, nd: Any, alias: dict[str, str]) -> tuple | None:
         body = repr(v.tolist()).encode() if v.dtype.kind == "O" else v.tobytes()
         return ("Const", nd.device, attr_type(nd, "dtype"), v.shape,
                 hashlib.sha256(body).hexdigest(), controls)
-    data: tuple = tuple((alias.get(s, s), k) for s, k in ed.data_inputs(nd.name))
+    data: tuple = tuple((_find(alias, s), k) for s, k in ed.data_inputs(nd.name))
     opdef = registry().get(nd.op)
     if opdef is not None and opdef.is_commutative:
         data = tuple(sorted(data))

@@ -32,12 +32,13 @@ from ..frames import (
     FrameAnalysis,
     analyze_frames,
 )
-from ..graph import Graph
+from ..graph import Graph, without_gc
 from .common import Editor, PassOptions, Protected, attr_type, const_value, is_const
 
 LOOP_OPS = ENTER_OPS | EXIT_OPS | NEXT_ITERATION_OPS | LOOP_COND_OPS
 
 
+@without_gc
 def run(graph: Graph, options: PassOptions) -> Any:
     ed = Editor(graph)
     prot = Protected(graph, options)

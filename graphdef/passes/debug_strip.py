@@ -20,13 +20,14 @@ from typing import Any
 
 from .. import dtypes as D
 from ..frames import SWITCH_OPS
-from ..graph import Graph
+from ..graph import Graph, without_gc
 from .common import Editor, PassOptions, Protected, input_types
 
 DEBUG_OPS = frozenset({"Assert", "CheckNumerics", "CheckNumericsV2", "Print", "PrintV2"})
 FORWARDS = frozenset({"CheckNumerics", "CheckNumericsV2", "Print"})   # output 0 = input 0
 
 
+@without_gc
 def run(graph: Graph, options: PassOptions) -> Any:
     ed = Editor(graph)
     prot = Protected(graph, options)

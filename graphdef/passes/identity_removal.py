@@ -22,7 +22,7 @@ from typing import Any
 
 from .. import dtypes as D
 from ..frames import analyze_frames
-from ..graph import Graph
+from ..graph import Graph, without_gc
 from .common import (
     Editor,
     PassOptions,
@@ -37,6 +37,7 @@ FORWARD_OPS = frozenset({"Identity", "StopGradient", "Snapshot"})
 VARIABLE_OPS = frozenset({"VariableV2", "Variable", "TemporaryVariable"})
 
 
+@without_gc
 def run(graph: Graph, options: PassOptions) -> Any:
     ed = Editor(graph)
     prot = Protected(graph, options)

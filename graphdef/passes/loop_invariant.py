@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import dtypes as D
 from ..frames import ROOT, analyze_frames
-from ..graph import Graph
+from ..graph import Graph, without_gc
 from .common import (
     Editor,
     PassOptions,
@@ -37,6 +37,7 @@ INT_DIVISION = frozenset({"Div", "FloorDiv", "FloorMod", "TruncateDiv", "Truncat
                           "DivNoNan", "Reciprocal", "Inv", "Pow"})
 
 
+@without_gc
 def run(graph: Graph, options: PassOptions) -> Any:
     from dfg.schemas import node_def_pb2
 

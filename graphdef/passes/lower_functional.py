@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..graph import Graph
+from ..graph import Graph, without_gc
 from ..lowering import lower_functional
 from .common import PassOptions
 
 
+@without_gc
 def run(graph: Graph, options: PassOptions) -> Any:
     return lower_functional(graph.graph_def)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..graph import Graph, parse_tensor_name
+from ..graph import Graph, parse_tensor_name, without_gc
 from ..prune import prune
 from .common import PLACEHOLDER_OPS, PassOptions
 
 
+@without_gc
 def run(graph: Graph, options: PassOptions) -> Any:
     fed_nodes = [parse_tensor_name(f)[0] for f in options.feeds]
     placeholders = [n.name for n in graph.nodes if n.op in PLACEHOLDER_OPS]

@@ -1,0 +1,5 @@
+*
+"serve
+
+xPlaceholder*
+dtype0
