@@ -3,16 +3,18 @@
 Conventions shared by the windowed ops (conv, pool):
 
 * ``data_format`` NHWC or NCHW; kernels work in NHWC internally (NCHW is transposed in and
-  out) except pooling, which indexes the spatial axes of either layout directly.
+  out) except large pooling, which indexes the spatial axes of either layout directly.
 * Output sizes and SAME padding follow TensorFlow's windowed-output rule: VALID gives
   ``(in - eff_k + stride) // stride`` (C++ truncating division), SAME gives
   ``ceil(in / stride)`` with the total padding split so that the extra element goes after,
   EXPLICIT takes ``explicit_paddings`` (pairs per dimension, in data_format order).
-* Conv2D (and its filter gradient) is im2col plus one BLAS matmul: all windows are gathered by
-  a single strided-view copy of the input, zero-padded just enough (a copy the size of the
-  input, not of the patches). Pooling, depthwise conv and the input gradient never pad: for
-  each filter tap they compute the range of output positions that reads real input and work
-  on that range only. Loops run over filter taps (or groups), never over pixels.
+* Conv2D, DepthwiseConv2dNative, MaxPool and AvgPool are plain functions in ``_conv.py``
+  (plans cached per shape and attrs; a GEMM per 1x1 conv, one gather and one GEMM for small
+  windows, per-tap accumulation into preallocated buffers for large ones); the kernels here
+  only read their attrs. The filter gradient is im2col plus one BLAS matmul; the input
+  gradient never pads: for each filter tap it computes the range of output positions that
+  reads real input and works on that range only. Loops run over filter taps (or groups),
+  never over pixels.
 * float16 is computed in float32 and rounded back once; every output has the input's dtype
   (ResizeBilinear always outputs float32, as its OpDef says).
 """
@@ -20,7 +22,7 @@ Conventions shared by the windowed ops (conv, pool):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -28,311 +30,55 @@ from numpy.lib.stride_tricks import as_strided
 
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
+from . import _conv
+from ._conv import AXES as _AXES
+from ._conv import PATCH_BYTES as _PATCH_BYTES
+from ._conv import Geom as _Geom
+from ._conv import batch_chunks as _batch_chunks
+from ._conv import check_rank as _check_rank
+from ._conv import compute_dtype as _compute_dtype
+from ._conv import from_nhwc as _from_nhwc
+from ._conv import groups_of as _groups
+from ._conv import patches as _patches
+from ._conv import same_dtype as _conv_inputs
+from ._conv import tap_range as _tap_range
+from ._conv import to_nhwc as _to_nhwc
+from ._conv import window as _window
 from .registry import KernelContext, kernel
-
-_HALF = np.dtype(np.float16)
-# Spatial (h, w) and channel axes of the 4-D layouts.
-_AXES = {"NHWC": (1, 2, 3), "NCHW": (2, 3, 1)}
-
 
 # ----------------------------------------------------------------------------------------------
 # Shared helpers
 
 
-def _compute_dtype(dt: np.dtype) -> np.dtype:
-    """The dtype arithmetic runs in: float32 for float16, the dtype itself otherwise."""
-    return np.dtype(np.float32) if dt == _HALF else dt
-
-
 def _data_format(ctx: KernelContext, allowed: tuple[str, ...] = ("NHWC", "NCHW")) -> str:
-    fmt = ctx.attrs.get("data_format", "NHWC") or "NHWC"
-    if fmt not in allowed:
-        raise InvalidArgumentError(
-            f"unsupported data_format {fmt!r}: expected one of {', '.join(allowed)}")
-    return fmt
-
-
-def _check_rank(x: np.ndarray, rank: int, what: str) -> None:
-    if x.ndim != rank:
-        raise InvalidArgumentError(
-            f"{what} must be {rank}-dimensional, found shape {list(x.shape)}")
-
-
-def _nhw_c(vals: Any, fmt: str, name: str) -> tuple[int, int, int, int]:
-    """A 4-entry attr (strides, ksize, ...) as (n, h, w, c) whatever the layout."""
-    vals = [int(v) for v in (vals if vals is not None else [])]
-    if len(vals) != 4:
-        raise InvalidArgumentError(
-            f"{name} must specify 4 dimensions, found {len(vals)}: {vals}")
-    h, w, c = _AXES[fmt]
-    return vals[0], vals[h], vals[w], vals[c]
-
-
-def _to_nhwc(x: np.ndarray, fmt: str) -> np.ndarray:
-    return x.transpose(0, 2, 3, 1) if fmt == "NCHW" else x
-
-
-def _from_nhwc(x: np.ndarray, fmt: str) -> np.ndarray:
-    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if fmt == "NCHW" else x
-
-
-def _explicit_pads(ctx: KernelContext, fmt: str) -> tuple[tuple[int, int], tuple[int, int]]:
-    """((top, bottom), (left, right)) from explicit_paddings, validated as TensorFlow does."""
-    pads = [int(p) for p in (ctx.attrs.get("explicit_paddings") or [])]
-    if len(pads) != 8:
-        raise InvalidArgumentError(
-            f"explicit_paddings must contain 8 values for EXPLICIT padding, found {len(pads)}")
-    if any(p < 0 for p in pads):
-        raise InvalidArgumentError(f"explicit_paddings must be nonnegative, found {pads}")
-    h, w, c = _AXES[fmt]
-    if pads[0] or pads[1] or pads[2 * c] or pads[2 * c + 1]:
-        raise InvalidArgumentError(
-            f"explicit padding in the batch or depth dimension is not supported, found {pads}")
-    return (pads[2 * h], pads[2 * h + 1]), (pads[2 * w], pads[2 * w + 1])
-
-
-def _padding(ctx: KernelContext, fmt: str) -> tuple[str, Any]:
-    padding = ctx.attrs.get("padding")
-    if padding not in ("SAME", "VALID", "EXPLICIT"):
-        raise InvalidArgumentError(
-            f"padding must be SAME, VALID or EXPLICIT, found {padding!r}")
-    if padding == "EXPLICIT":
-        return padding, _explicit_pads(ctx, fmt)
-    if ctx.attrs.get("explicit_paddings"):
-        raise InvalidArgumentError(
-            "explicit_paddings must be empty when padding is not EXPLICIT, found "
-            f"{list(ctx.attrs['explicit_paddings'])}")
-    return padding, None
-
-
-def _trunc_div(a: int, b: int) -> int:
-    """C++ integer division (truncates toward zero), which TF's size formula relies on."""
-    q = abs(a) // b
-    return q if a >= 0 else -q
-
-
-def _window(size: int, k: int, dilation: int, stride: int, padding: str,
-            explicit: tuple[int, int] | None) -> tuple[int, int]:
-    """(output size, padding before) of one spatial dimension."""
-    if stride <= 0:
-        raise InvalidArgumentError(f"strides must be > 0, found {stride}")
-    if dilation < 1:
-        raise InvalidArgumentError(f"dilations must be >= 1, found {dilation}")
-    eff = (k - 1) * dilation + 1
-    if padding == "VALID":
-        out, before = _trunc_div(size - eff + stride, stride), 0
-    elif padding == "EXPLICIT":
-        assert explicit is not None
-        before = explicit[0]
-        out = _trunc_div(size + explicit[0] + explicit[1] - eff + stride, stride)
-    else:
-        out = (size + stride - 1) // stride
-        before = max(0, (out - 1) * stride + eff - size) // 2
-    if out < 0:
-        raise InvalidArgumentError(
-            f"computed output size would be negative: {out} (input size {size}, effective "
-            f"filter size {eff}, stride {stride})")
-    return out, before
-
-
-def _tap_range(n_out: int, start: int, stride: int, size: int) -> tuple[int, int]:
-    """Output positions [lo, hi) whose input index ``start + o*stride`` lies in [0, size)."""
-    lo = max(0, -(start // stride))
-    hi = min(n_out, (size - 1 - start) // stride + 1)
-    return lo, max(lo, hi)
-
-
-@dataclass(frozen=True)
-class _Geom:
-    """Geometry of a 2-D windowed op on an NHWC tensor."""
-
-    n: int
-    h: int
-    w: int
-    c: int
-    kh: int
-    kw: int
-    sh: int
-    sw: int
-    dh: int
-    dw: int
-    oh: int
-    ow: int
-    pt: int
-    pl: int
-
-    def taps(self) -> Any:
-        """Per filter tap (i, j): output slices and the matching strided input slices."""
-        for i in range(self.kh):
-            r0 = i * self.dh - self.pt
-            a, b = _tap_range(self.oh, r0, self.sh, self.h)
-            rows = slice(r0 + a * self.sh, r0 + (b - 1) * self.sh + 1, self.sh)
-            for j in range(self.kw):
-                c0 = j * self.dw - self.pl
-                c, d = _tap_range(self.ow, c0, self.sw, self.w)
-                cols = slice(c0 + c * self.sw, c0 + (d - 1) * self.sw + 1, self.sw)
-                yield i, j, (a, b, c, d), rows, cols
+    return _conv.check_format(ctx.attrs.get("data_format"), allowed)
 
 
 def _geometry(ctx: KernelContext, fmt: str, x_shape: tuple[int, ...], kh: int,
               kw: int) -> _Geom:
     """Convolution geometry from the node's strides/dilations/padding attrs."""
-    n, h, w, c = x_shape
-    sn, sh, sw, sc = _nhw_c(ctx.attrs.get("strides"), fmt, "strides")
-    if sn != 1 or sc != 1:
-        raise InvalidArgumentError(
-            f"strides in the batch and depth dimensions must be 1, found {sn} and {sc}")
-    dn, dh, dw, dc = _nhw_c(ctx.attrs.get("dilations") or [1, 1, 1, 1], fmt, "dilations")
-    if dn != 1 or dc != 1:
-        raise InvalidArgumentError(
-            f"dilations in the batch and depth dimensions must be 1, found {dn} and {dc}")
-    padding, explicit = _padding(ctx, fmt)
-    oh, pt = _window(h, kh, dh, sh, padding, explicit[0] if explicit else None)
-    ow, pl = _window(w, kw, dw, sw, padding, explicit[1] if explicit else None)
-    return _Geom(n, h, w, c, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl)
-
-
-def _channel_major(g: _Geom) -> bool:
-    # Copy along whichever axis gives the longer contiguous runs: with few channels (the
-    # first layer of a CNN) runs along output columns beat C-wide ones (measured).
-    return g.c < 8 or 8 * g.c <= g.ow
-
-
-def _padded(x: np.ndarray, g: _Geom, channel_major: bool) -> np.ndarray:
-    """``x`` zero-padded just enough for every window read, as (N,Hp,Wp,C) or (C,N,Hp,Wp).
-
-    This copy is the size of the input (small next to the patch matrix); with no padding in
-    the NHWC layout the input itself is used.
-    """
-    hp = max(g.pt + g.h, (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1)
-    wp = max(g.pl + g.w, (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1)
-    src = x.transpose(3, 0, 1, 2) if channel_major else x
-    if hp == g.h and wp == g.w:
-        # No padding: NHWC windows are views of x itself; channel-major needs its copy.
-        return np.ascontiguousarray(src) if channel_major else x
-    xp = np.zeros((g.c, g.n, hp, wp) if channel_major else (g.n, hp, wp, g.c), x.dtype)
-    xp[(slice(None),) * (2 if channel_major else 1)
-       + (slice(g.pt, g.pt + g.h), slice(g.pl, g.pl + g.w))] = src
-    return xp
-
-
-def _patches(x: np.ndarray, g: _Geom) -> tuple[np.ndarray, np.ndarray]:
-    """im2col of NHWC ``x``: a (M, KH*KW*C) matrix and its (M, KH*KW, C) view, M = N*OH*OW.
-
-    The matrix may be a transposed (Fortran-ordered) view, which BLAS consumes directly.
-    Every window is gathered by one strided-view copy of the (padded) input.
-    """
-    m, k = g.n * g.oh * g.ow, g.kh * g.kw
-    if (g.kh == g.kw == 1 and g.pt == g.pl == 0
-            and (g.oh - 1) * g.sh < g.h and (g.ow - 1) * g.sw < g.w):
-        # A 1x1 filter without padding reads each (strided) pixel once: no im2col at all.
-        flat = np.ascontiguousarray(x[:, ::g.sh, ::g.sw][:, :g.oh, :g.ow]).reshape(m, g.c)
-        return flat, flat.reshape(m, 1, g.c)
-    cm = _channel_major(g)
-    xp = _padded(x, g, cm)
-    if cm:
-        sc, sn, sh, sw = xp.strides
-        windows = as_strided(xp, (g.kh, g.kw, g.c, g.n, g.oh, g.ow),
-                             (sh * g.dh, sw * g.dw, sc, sn, sh * g.sh, sw * g.sw),
-                             writeable=False)
-        cols = np.ascontiguousarray(windows)
-        return cols.reshape(k * g.c, m).T, cols.reshape(k, g.c, m).transpose(2, 0, 1)
-    sn, sh, sw, sc = xp.strides
-    windows = as_strided(xp, (g.n, g.oh, g.ow, g.kh, g.kw, g.c),
-                         (sn, sh * g.sh, sw * g.sw, sh * g.dh, sw * g.dw, sc), writeable=False)
-    cols = np.ascontiguousarray(windows)
-    return cols.reshape(m, k * g.c), cols.reshape(m, k, g.c)
-
-
-def _groups(in_depth: int, filter_depth: int) -> int:
-    if filter_depth <= 0 or in_depth % filter_depth:
-        raise InvalidArgumentError(
-            f"input depth must be evenly divisible by filter depth: {in_depth} vs "
-            f"{filter_depth}")
-    return in_depth // filter_depth
+    a = ctx.attrs
+    return _conv.geometry(x_shape, fmt, kh, kw, a.get("strides"), a.get("dilations"),
+                          a.get("padding"), a.get("explicit_paddings"))
 
 
 # ----------------------------------------------------------------------------------------------
 # Convolutions
 
 
-def _conv2d_nhwc(x: np.ndarray, f: np.ndarray, g: _Geom) -> np.ndarray:
-    kh, kw, fc, oc = f.shape
-    groups = _groups(g.c, fc)
-    if oc % groups:
-        raise InvalidArgumentError(
-            f"output depth must be evenly divisible by the number of groups: {oc} vs {groups}")
-    if min(g.n, g.oh, g.ow, oc) == 0 or g.c == 0:
-        return np.zeros((g.n, g.oh, g.ow, oc), x.dtype)
-    out = np.empty((g.n, g.oh, g.ow, oc), x.dtype)
-    k = kh * kw * fc
-    for n0, n1 in _batch_chunks(g, x.dtype.itemsize):
-        gc = replace(g, n=n1 - n0)
-        mat, view = _patches(x[n0:n1], gc)
-        dst = out[n0:n1].reshape(-1, oc)
-        if groups == 1:
-            np.matmul(mat, f.reshape(k, oc), out=dst)
-            continue
-        ocg = oc // groups
-        for gi in range(groups):
-            pg = view[:, :, gi * fc:(gi + 1) * fc].reshape(-1, k)
-            dst[:, gi * ocg:(gi + 1) * ocg] = pg @ f[:, :, :, gi * ocg:(gi + 1) * ocg] \
-                .reshape(k, ocg)
-    return out
-
-
-# Bound on the im2col matrix of one chunk: large batches are processed a few images at a time
-# so the patch matrix neither exhausts memory nor falls out of cache needlessly.
-_PATCH_BYTES = 64 << 20
-
-
-def _batch_chunks(g: _Geom, itemsize: int) -> list[tuple[int, int]]:
-    per_image = g.oh * g.ow * g.kh * g.kw * g.c * itemsize
-    step = max(1, _PATCH_BYTES // max(per_image, 1))
-    return [(n0, min(n0 + step, g.n)) for n0 in range(0, g.n, step)]
-
-
-def _conv_inputs(x: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.dtype]:
-    if x.dtype != f.dtype:
-        raise InvalidArgumentError(
-            f"input and filter must have the same dtype, found {x.dtype} and {f.dtype}")
-    cdt = _compute_dtype(x.dtype)
-    return x.astype(cdt, copy=False), f.astype(cdt, copy=False), x.dtype
-
-
 @kernel("Conv2D")
 def conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
-    fmt = _data_format(ctx)
-    _check_rank(x, 4, "input")
-    _check_rank(f, 4, "filter")
-    x, f, dt = _conv_inputs(x, f)
-    xn = _to_nhwc(x, fmt)
-    g = _geometry(ctx, fmt, xn.shape, f.shape[0], f.shape[1])
-    out = _conv2d_nhwc(xn, f, g)
-    return _from_nhwc(out, fmt).astype(dt, copy=False)
+    a = ctx.attrs
+    return _conv.conv2d(x, f, a.get("strides"), a.get("padding"), a.get("dilations"),
+                        a.get("data_format") or "NHWC", a.get("explicit_paddings"))
 
 
 @kernel("DepthwiseConv2dNative")
 def depthwise_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
-    fmt = _data_format(ctx)
-    _check_rank(x, 4, "input")
-    _check_rank(f, 4, "filter")
-    x, f, dt = _conv_inputs(x, f)
-    xn = _to_nhwc(x, fmt)
-    kh, kw, fc, mult = f.shape
-    g = _geometry(ctx, fmt, xn.shape, kh, kw)
-    if fc != g.c:
-        raise InvalidArgumentError(
-            f"input and filter must have the same depth: {g.c} vs {fc}")
-    # Each channel is convolved with its own filters: accumulate tap by tap as a broadcast
-    # multiply (N, OH, OW, C, 1) * (C, M) over the valid output range of the tap.
-    out = np.zeros((g.n, g.oh, g.ow, g.c, mult), x.dtype)
-    if out.size:
-        for i, j, (a, b, c, d), rows, cs in g.taps():
-            if b > a and d > c:
-                out[:, a:b, c:d] += xn[:, rows, cs, :, None] * f[i, j]
-    out = out.reshape(g.n, g.oh, g.ow, g.c * mult)
-    return _from_nhwc(out, fmt).astype(dt, copy=False)
+    a = ctx.attrs
+    return _conv.depthwise_conv2d(x, f, a.get("strides"), a.get("padding"),
+                                  a.get("dilations"), a.get("data_format") or "NHWC",
+                                  a.get("explicit_paddings"))
 
 
 def _sizes_vector(v: np.ndarray, name: str) -> list[int]:
@@ -434,66 +180,12 @@ def conv2d_backprop_filter(ctx: KernelContext, x: np.ndarray, filter_sizes: np.n
 # Pooling
 
 
-def _pool_params(ctx: KernelContext, x: np.ndarray, ksize: Any, strides: Any,
-                 fmt: str) -> tuple[_Geom, int, int]:
-    """Pool geometry plus the depth window and depth stride (1 and 1 for spatial pooling)."""
-    _check_rank(x, 4, "input")
-    kn, kh, kw, kc = _nhw_c(ksize, fmt, "ksize")
-    sn, sh, sw, sc = _nhw_c(strides, fmt, "strides")
-    if min(kn, kh, kw, kc) <= 0 or min(sn, sh, sw, sc) <= 0:
-        raise InvalidArgumentError(
-            f"ksize and strides must be positive, found {list(ksize)} and {list(strides)}")
-    if kn != 1 or sn != 1:
-        raise InvalidArgumentError("pooling is not supported on the batch dimension")
-    h_ax, w_ax, c_ax = _AXES[fmt]
-    padding, explicit = _padding(ctx, fmt)
-    oh, pt = _window(x.shape[h_ax], kh, 1, sh, padding, explicit[0] if explicit else None)
-    ow, pl = _window(x.shape[w_ax], kw, 1, sw, padding, explicit[1] if explicit else None)
-    g = _Geom(x.shape[0], x.shape[h_ax], x.shape[w_ax], x.shape[c_ax], kh, kw, sh, sw, 1, 1,
-              oh, ow, pt, pl)
-    return g, kc, sc
-
-
-def _out_shape(x: np.ndarray, g: _Geom, fmt: str) -> tuple[int, ...]:
-    return (g.n, g.oh, g.ow, g.c) if fmt == "NHWC" else (g.n, g.c, g.oh, g.ow)
-
-
-def _spatial(fmt: str, rows: slice, cols: slice) -> tuple[slice, ...]:
-    """Index selecting (rows, cols) on the spatial axes of a 4-D tensor in ``fmt``."""
-    return (slice(None), rows, cols) if fmt == "NHWC" else (slice(None), slice(None), rows,
-                                                            cols)
-
-
 def _max_pool(ctx: KernelContext, x: np.ndarray, ksize: Any, strides: Any) -> np.ndarray:
     fmt = _data_format(ctx, ("NHWC", "NCHW", "NCHW_VECT_C"))
     if fmt == "NCHW_VECT_C":
         raise InvalidArgumentError("data_format NCHW_VECT_C is not supported on CPU")
-    g, kc, sc = _pool_params(ctx, x, ksize, strides, fmt)
-    if kc != 1 or sc != 1:
-        return _depth_max_pool(x, g, kc, sc, fmt)
-    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    out = np.full(_out_shape(x, g, fmt), lowest, x.dtype)
-    if out.size:
-        for _, _, (a, b, c, d), rows, cs in g.taps():
-            if b > a and d > c:
-                o = out[_spatial(fmt, slice(a, b), slice(c, d))]
-                # np.maximum propagates NaN: a window holding a NaN pools to NaN.
-                np.maximum(o, x[_spatial(fmt, rows, cs)], out=o)
-    return out
-
-
-def _depth_max_pool(x: np.ndarray, g: _Geom, k: int, s: int, fmt: str) -> np.ndarray:
-    # TF's depthwise max pooling: non-overlapping windows along channels only.
-    if g.kh != 1 or g.kw != 1 or g.sh != 1 or g.sw != 1:
-        raise InvalidArgumentError(
-            "max pooling supports exactly one of pooling across depth or across width/height")
-    if k != s or g.c % k:
-        raise InvalidArgumentError(
-            f"depthwise max pooling needs the depth window ({k}) to equal the depth stride "
-            f"({s}) and to divide the input depth ({g.c})")
-    if fmt != "NHWC":
-        raise InvalidArgumentError("depthwise max pooling is only supported for NHWC")
-    return x.reshape(g.n, g.h, g.w, g.c // k, k).max(axis=-1)
+    return _conv.max_pool(x, ksize, strides, ctx.attrs.get("padding"), fmt,
+                          ctx.attrs.get("explicit_paddings"))
 
 
 @kernel("MaxPool")
@@ -509,25 +201,9 @@ def max_pool_v2(ctx: KernelContext, x: np.ndarray, ksize: np.ndarray,
 
 @kernel("AvgPool")
 def avg_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
-    fmt = _data_format(ctx)
-    g, kc, sc = _pool_params(ctx, x, ctx.attrs.get("ksize"), ctx.attrs.get("strides"), fmt)
-    if kc != 1 or sc != 1:
-        raise InvalidArgumentError("average pooling across depth is not supported")
-    cdt = _compute_dtype(x.dtype)
-    total = np.zeros(_out_shape(x, g, fmt), cdt)
-    if total.size:
-        for _, _, (a, b, c, d), rows, cs in g.taps():
-            if b > a and d > c:
-                total[_spatial(fmt, slice(a, b), slice(c, d))] += x[_spatial(fmt, rows, cs)]
-    # Divide by the number of real (non-padding) elements in each window; it factors into a
-    # row count times a column count.
-    rh = np.arange(g.oh) * g.sh - g.pt
-    rw = np.arange(g.ow) * g.sw - g.pl
-    nh = np.minimum(rh + g.kh, g.h) - np.maximum(rh, 0)
-    nw = np.minimum(rw + g.kw, g.w) - np.maximum(rw, 0)
-    count = (nh[:, None] * nw[None, :]).astype(cdt)
-    count = count[:, :, None] if fmt == "NHWC" else count
-    return (total / count).astype(x.dtype, copy=False)
+    a = ctx.attrs
+    return _conv.avg_pool(x, a.get("ksize"), a.get("strides"), a.get("padding"),
+                          a.get("data_format") or "NHWC")
 
 
 # ----------------------------------------------------------------------------------------------

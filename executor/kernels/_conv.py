@@ -1,0 +1,672 @@
+"""Convolution and pooling on numpy arrays: geometry, plans and the fast paths.
+
+Plain functions (no KernelContext), so that other kernels (the fused ops) can call them:
+:func:`conv2d`, :func:`depthwise_conv2d`, :func:`max_pool` and :func:`avg_pool` take the
+attrs as plain values and return an array of the input's dtype.
+
+Most convolutions in real CNNs are small (a batch of a few 7x7 or 14x14 feature maps), where
+the cost of a kernel is the number of numpy calls, not arithmetic. So every call first finds a
+*plan* (cached per shapes and attrs: validation, geometry, the strategy and its index arrays
+are computed once) and then runs a handful of numpy calls:
+
+* a 1x1 convolution is one GEMM on a reshape of the input (strided: on a strided copy);
+* a small KxK convolution gathers its windows with one ``take`` over the input's pixel rows
+  (a precomputed index; padding reads a zero row appended to the input) and runs one GEMM:
+  three calls whatever the filter size;
+* a large KxK convolution with enough channels accumulates one GEMM per filter tap,
+  ``x_shifted @ W[ky, kx]``, into a preallocated output, so no im2col matrix (9x the input
+  for 3x3) is materialized; with few channels (a CNN's first layer, where the per-tap GEMMs
+  would be too thin) it gathers the windows with one strided-view copy, a batch chunk at a
+  time;
+* depthwise convolutions and pooling gather the windows (small) or accumulate over the taps
+  into ``out=`` buffers on strided views of the input (large), never copying per tap.
+
+Output sizes and SAME padding follow TensorFlow's windowed-output rule: VALID gives
+``(in - eff_k + stride) // stride`` (C++ truncating division), SAME gives ``ceil(in /
+stride)`` with the total padding split so that the extra element goes after, EXPLICIT takes
+``explicit_paddings`` (pairs per dimension, in data_format order). Average pooling divides by
+the number of real (non-padding) elements of each window, as TensorFlow does.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from dfg.graphdef.errors import InvalidArgumentError
+
+__all__ = ["conv2d", "depthwise_conv2d", "max_pool", "avg_pool"]
+
+_HALF = np.dtype(np.float16)
+# Spatial (h, w) and channel axes of the 4-D layouts.
+AXES = {"NHWC": (1, 2, 3), "NCHW": (2, 3, 1)}
+
+# Plans are cached per shapes and attrs (256 of each kind, least recently used first); a
+# gather plan's index holds at most _GATHER_BYTES / (8 channels * 4 bytes) * 8 bytes = 1 MiB.
+# Strategy thresholds (bytes of the gathered window matrix), measured with
+# benchmarks/bench_kernels.py: below them one gather plus one GEMM (or reduction) beats a
+# per-tap loop, whose numpy calls cost more than the extra copy.
+_GATHER_BYTES = 4 << 20
+_DEPTHWISE_GATHER_BYTES = 1 << 20
+_POOL_GATHER_BYTES = 1 << 20
+# The gather copies rows of C elements: with fewer channels, only for small matrices.
+_GATHER_MIN_CHANNELS = 8
+_GATHER_SMALL_BYTES = 64 << 10
+# Per-tap GEMMs need this many input channels (their inner dimension) to run near BLAS speed.
+_TAP_MIN_CHANNELS = 16
+# Bound on the im2col matrix of one chunk: large batches are processed a few images at a time
+# so the patch matrix neither exhausts memory nor falls out of cache needlessly.
+PATCH_BYTES = 64 << 20
+
+
+# ----------------------------------------------------------------------------------------------
+# Geometry
+
+
+def compute_dtype(dt: np.dtype) -> np.dtype:
+    """The dtype arithmetic runs in: float32 for float16, the dtype itself otherwise."""
+    return np.dtype(np.float32) if dt == _HALF else dt
+
+
+def check_format(fmt: str | None, allowed: tuple[str, ...] = ("NHWC", "NCHW")) -> str:
+    fmt = fmt or "NHWC"
+    if fmt not in allowed:
+        raise InvalidArgumentError(
+            f"unsupported data_format {fmt!r}: expected one of {', '.join(allowed)}")
+    return fmt
+
+
+def check_rank(x: np.ndarray, rank: int, what: str) -> None:
+    if x.ndim != rank:
+        raise InvalidArgumentError(
+            f"{what} must be {rank}-dimensional, found shape {list(x.shape)}")
+
+
+def nhw_c(vals: Any, fmt: str, name: str) -> tuple[int, int, int, int]:
+    """A 4-entry attr (strides, ksize, ...) as (n, h, w, c) whatever the layout."""
+    vals = [int(v) for v in (vals if vals is not None else [])]
+    if len(vals) != 4:
+        raise InvalidArgumentError(
+            f"{name} must specify 4 dimensions, found {len(vals)}: {vals}")
+    h, w, c = AXES[fmt]
+    return vals[0], vals[h], vals[w], vals[c]
+
+
+def explicit_pads(pads: Sequence[int], fmt: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((top, bottom), (left, right)) from explicit_paddings, validated as TensorFlow does."""
+    pads = [int(p) for p in pads]
+    if len(pads) != 8:
+        raise InvalidArgumentError(
+            f"explicit_paddings must contain 8 values for EXPLICIT padding, found {len(pads)}")
+    if any(p < 0 for p in pads):
+        raise InvalidArgumentError(f"explicit_paddings must be nonnegative, found {pads}")
+    h, w, c = AXES[fmt]
+    if pads[0] or pads[1] or pads[2 * c] or pads[2 * c + 1]:
+        raise InvalidArgumentError(
+            f"explicit padding in the batch or depth dimension is not supported, found {pads}")
+    return (pads[2 * h], pads[2 * h + 1]), (pads[2 * w], pads[2 * w + 1])
+
+
+def check_padding(padding: Any, explicit: Sequence[int] | None,
+                  fmt: str) -> tuple[str, Any]:
+    """(padding, explicit pads or None), validated."""
+    if padding not in ("SAME", "VALID", "EXPLICIT"):
+        raise InvalidArgumentError(
+            f"padding must be SAME, VALID or EXPLICIT, found {padding!r}")
+    if padding == "EXPLICIT":
+        return padding, explicit_pads(explicit or (), fmt)
+    if explicit:
+        raise InvalidArgumentError(
+            "explicit_paddings must be empty when padding is not EXPLICIT, found "
+            f"{list(explicit)}")
+    return padding, None
+
+
+def _trunc_div(a: int, b: int) -> int:
+    """C++ integer division (truncates toward zero), which TF's size formula relies on."""
+    q = abs(a) // b
+    return q if a >= 0 else -q
+
+
+def window(size: int, k: int, dilation: int, stride: int, padding: str,
+           explicit: tuple[int, int] | None) -> tuple[int, int]:
+    """(output size, padding before) of one spatial dimension."""
+    if stride <= 0:
+        raise InvalidArgumentError(f"strides must be > 0, found {stride}")
+    if dilation < 1:
+        raise InvalidArgumentError(f"dilations must be >= 1, found {dilation}")
+    eff = (k - 1) * dilation + 1
+    if padding == "VALID":
+        out, before = _trunc_div(size - eff + stride, stride), 0
+    elif padding == "EXPLICIT":
+        assert explicit is not None
+        before = explicit[0]
+        out = _trunc_div(size + explicit[0] + explicit[1] - eff + stride, stride)
+    else:
+        out = (size + stride - 1) // stride
+        before = max(0, (out - 1) * stride + eff - size) // 2
+    if out < 0:
+        raise InvalidArgumentError(
+            f"computed output size would be negative: {out} (input size {size}, effective "
+            f"filter size {eff}, stride {stride})")
+    return out, before
+
+
+def tap_range(n_out: int, start: int, stride: int, size: int) -> tuple[int, int]:
+    """Output positions [lo, hi) whose input index ``start + o*stride`` lies in [0, size)."""
+    lo = max(0, -(start // stride))
+    hi = min(n_out, (size - 1 - start) // stride + 1)
+    return lo, max(lo, hi)
+
+
+@dataclass(frozen=True)
+class Geom:
+    """Geometry of a 2-D windowed op on an NHWC tensor."""
+
+    n: int
+    h: int
+    w: int
+    c: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    oh: int
+    ow: int
+    pt: int
+    pl: int
+
+    def taps(self) -> Iterator[tuple[int, int, tuple[int, int, int, int], slice, slice]]:
+        """Per filter tap (i, j): output slices and the matching strided input slices."""
+        for i in range(self.kh):
+            r0 = i * self.dh - self.pt
+            a, b = tap_range(self.oh, r0, self.sh, self.h)
+            rows = slice(r0 + a * self.sh, r0 + (b - 1) * self.sh + 1, self.sh)
+            for j in range(self.kw):
+                c0 = j * self.dw - self.pl
+                c, d = tap_range(self.ow, c0, self.sw, self.w)
+                cols = slice(c0 + c * self.sw, c0 + (d - 1) * self.sw + 1, self.sw)
+                yield i, j, (a, b, c, d), rows, cols
+
+    @property
+    def padded(self) -> bool:
+        """Whether some window reads outside the input."""
+        return (self.pt > 0 or self.pl > 0
+                or (self.oh - 1) * self.sh + (self.kh - 1) * self.dh - self.pt >= self.h
+                or (self.ow - 1) * self.sw + (self.kw - 1) * self.dw - self.pl >= self.w)
+
+
+def geometry(x_shape: tuple[int, ...], fmt: str, kh: int, kw: int, strides: Any,
+             dilations: Any, padding: Any, explicit: Sequence[int] | None) -> Geom:
+    """Convolution geometry of NHWC ``x_shape`` from strides/dilations/padding attrs."""
+    n, h, w, c = x_shape
+    sn, sh, sw, sc = nhw_c(strides, fmt, "strides")
+    if sn != 1 or sc != 1:
+        raise InvalidArgumentError(
+            f"strides in the batch and depth dimensions must be 1, found {sn} and {sc}")
+    dn, dh, dw, dc = nhw_c(dilations or [1, 1, 1, 1], fmt, "dilations")
+    if dn != 1 or dc != 1:
+        raise InvalidArgumentError(
+            f"dilations in the batch and depth dimensions must be 1, found {dn} and {dc}")
+    padding, pads = check_padding(padding, explicit, fmt)
+    oh, pt = window(h, kh, dh, sh, padding, pads[0] if pads else None)
+    ow, pl = window(w, kw, dw, sw, padding, pads[1] if pads else None)
+    return Geom(n, h, w, c, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl)
+
+
+def groups_of(in_depth: int, filter_depth: int) -> int:
+    if filter_depth <= 0 or in_depth % filter_depth:
+        raise InvalidArgumentError(
+            f"input depth must be evenly divisible by filter depth: {in_depth} vs "
+            f"{filter_depth}")
+    return in_depth // filter_depth
+
+
+def to_nhwc(x: np.ndarray, fmt: str) -> np.ndarray:
+    return x.transpose(0, 2, 3, 1) if fmt == "NCHW" else x
+
+
+def from_nhwc(x: np.ndarray, fmt: str) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if fmt == "NCHW" else x
+
+
+def _key(v: Any) -> tuple:
+    """An attr list as a hashable cache key (None as empty); the plan validates its values."""
+    return tuple(v) if v is not None else ()
+
+
+# ----------------------------------------------------------------------------------------------
+# Window gathering
+
+
+def _gather_index(g: Geom, tap_major: bool = False) -> tuple[np.ndarray, bool]:
+    """Row indices into the (N*H*W [+1], C) pixel matrix of every window element.
+
+    Shape (N*OH*OW*KH*KW,), in (n, oh, ow, kh, kw) order, or (kh, kw, n, oh, ow) if
+    ``tap_major`` (reductions over the taps then run over contiguous (M, C) slabs); elements
+    in the padding point to row N*H*W (a fill row the caller appends). Also returns whether
+    any element does.
+    """
+    r = (np.arange(g.oh) * g.sh - g.pt)[:, None] + np.arange(g.kh) * g.dh   # (OH, KH)
+    c = (np.arange(g.ow) * g.sw - g.pl)[:, None] + np.arange(g.kw) * g.dw   # (OW, KW)
+    valid = (((r >= 0) & (r < g.h))[:, None, :, None]
+             & ((c >= 0) & (c < g.w))[None, :, None, :])                     # (OH, OW, KH, KW)
+    pix = r[:, None, :, None] * g.w + c[None, :, None, :]
+    base = (np.arange(g.n) * (g.h * g.w))[:, None, None, None, None]
+    fill = g.n * g.h * g.w
+    idx = np.where(valid, base + pix, fill)
+    if tap_major:
+        idx = idx.transpose(3, 4, 0, 1, 2)
+    idx = np.ascontiguousarray(idx).reshape(-1).astype(np.intp)
+    idx.flags.writeable = False
+    return idx, not bool(valid.all())
+
+
+def _gather(x: np.ndarray, idx: np.ndarray, fill_row: bool, fill: Any) -> np.ndarray:
+    """The (N*OH*OW*KH*KW, C) window elements of NHWC ``x``, padding read as ``fill``."""
+    rows = x.reshape(-1, x.shape[-1])
+    if fill_row:
+        src = np.empty((rows.shape[0] + 1, rows.shape[1]), x.dtype)
+        src[:-1] = rows
+        src[-1] = fill
+        rows = src
+    return rows.take(idx, axis=0)
+
+
+def _padded(x: np.ndarray, g: Geom, channel_major: bool) -> np.ndarray:
+    """``x`` zero-padded just enough for every window read, as (N,Hp,Wp,C) or (C,N,Hp,Wp).
+
+    This copy is the size of the input (small next to the patch matrix); with no padding in
+    the NHWC layout the input itself is used.
+    """
+    hp = max(g.pt + g.h, (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1)
+    wp = max(g.pl + g.w, (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1)
+    src = x.transpose(3, 0, 1, 2) if channel_major else x
+    if hp == g.h and wp == g.w:
+        # No padding: NHWC windows are views of x itself; channel-major needs its copy.
+        return np.ascontiguousarray(src) if channel_major else x
+    xp = np.zeros((g.c, g.n, hp, wp) if channel_major else (g.n, hp, wp, g.c), x.dtype)
+    xp[(slice(None),) * (2 if channel_major else 1)
+       + (slice(g.pt, g.pt + g.h), slice(g.pl, g.pl + g.w))] = src
+    return xp
+
+
+def _tap_views(xp: np.ndarray, g: Geom) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Per filter tap (i, j), the (N, OH, OW, C) strided view of padded NHWC ``xp`` it reads."""
+    # Rows/columns start at the tap's offset inside the padded input (its padding before
+    # is exactly pt/pl, or the input itself when there is none).
+    for i in range(g.kh):
+        r0 = i * g.dh
+        rows = slice(r0, r0 + (g.oh - 1) * g.sh + 1, g.sh)
+        for j in range(g.kw):
+            c0 = j * g.dw
+            yield i, j, xp[:, rows, c0:c0 + (g.ow - 1) * g.sw + 1:g.sw]
+
+
+def _channel_major(g: Geom) -> bool:
+    # Copy along whichever axis gives the longer contiguous runs: with few channels (the
+    # first layer of a CNN) runs along output columns beat C-wide ones (measured).
+    return g.c < 8 or 8 * g.c <= g.ow
+
+
+def patches(x: np.ndarray, g: Geom) -> tuple[np.ndarray, np.ndarray]:
+    """im2col of NHWC ``x``: a (M, KH*KW*C) matrix and its (M, KH*KW, C) view, M = N*OH*OW.
+
+    The matrix may be a transposed (Fortran-ordered) view, which BLAS consumes directly.
+    Every window is gathered by one strided-view copy of the (padded) input.
+    """
+    m, k = g.n * g.oh * g.ow, g.kh * g.kw
+    if g.kh == g.kw == 1 and not g.padded:
+        # A 1x1 filter without padding reads each (strided) pixel once: no im2col at all.
+        flat = np.ascontiguousarray(x[:, ::g.sh, ::g.sw][:, :g.oh, :g.ow]).reshape(m, g.c)
+        return flat, flat.reshape(m, 1, g.c)
+    cm = _channel_major(g)
+    xp = _padded(x, g, cm)
+    if cm:
+        sc, sn, sh, sw = xp.strides
+        windows = as_strided(xp, (g.kh, g.kw, g.c, g.n, g.oh, g.ow),
+                             (sh * g.dh, sw * g.dw, sc, sn, sh * g.sh, sw * g.sw),
+                             writeable=False)
+        cols = np.ascontiguousarray(windows)
+        return cols.reshape(k * g.c, m).T, cols.reshape(k, g.c, m).transpose(2, 0, 1)
+    sn, sh, sw, sc = xp.strides
+    windows = as_strided(xp, (g.n, g.oh, g.ow, g.kh, g.kw, g.c),
+                         (sn, sh * g.sh, sw * g.sw, sh * g.dh, sw * g.dw, sc), writeable=False)
+    cols = np.ascontiguousarray(windows)
+    return cols.reshape(m, k * g.c), cols.reshape(m, k, g.c)
+
+
+def batch_chunks(g: Geom, itemsize: int) -> list[tuple[int, int]]:
+    per_image = g.oh * g.ow * g.kh * g.kw * g.c * itemsize
+    step = max(1, PATCH_BYTES // max(per_image, 1))
+    return [(n0, min(n0 + step, g.n)) for n0 in range(0, g.n, step)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Conv2D
+
+
+@dataclass(frozen=True)
+class _ConvPlan:
+    g: Geom
+    oc: int
+    groups: int
+    # "empty" | "gemm" (1x1 unpadded) | "gather" | "taps" | "im2col" | "grouped"
+    mode: str
+    idx: np.ndarray | None = None
+    fill_row: bool = False
+
+
+@functools.lru_cache(maxsize=256)
+def _conv_plan(x_shape: tuple[int, ...], f_shape: tuple[int, ...], itemsize: int,
+               strides: tuple, padding: Any, dilations: tuple, fmt: str,
+               explicit: tuple) -> _ConvPlan:
+    kh, kw, fc, oc = f_shape
+    g = geometry(x_shape, fmt, kh, kw, strides, dilations, padding, explicit)
+    groups = groups_of(g.c, fc)
+    if oc % groups:
+        raise InvalidArgumentError(
+            f"output depth must be evenly divisible by the number of groups: {oc} vs {groups}")
+    if min(g.n, g.oh, g.ow, oc) == 0 or g.c == 0:
+        return _ConvPlan(g, oc, groups, "empty")
+    if groups > 1:
+        return _ConvPlan(g, oc, groups, "grouped")
+    if kh == kw == 1 and not g.padded:
+        return _ConvPlan(g, oc, groups, "gemm")
+    cols_bytes = g.n * g.oh * g.ow * kh * kw * g.c * itemsize
+    # With few channels the gather moves tiny rows; a strided copy moves longer runs.
+    if cols_bytes <= _GATHER_BYTES and (g.c >= _GATHER_MIN_CHANNELS
+                                        or cols_bytes <= _GATHER_SMALL_BYTES):
+        idx, fill_row = _gather_index(g)
+        return _ConvPlan(g, oc, groups, "gather", idx, fill_row)
+    if g.c >= _TAP_MIN_CHANNELS:
+        return _ConvPlan(g, oc, groups, "taps")
+    return _ConvPlan(g, oc, groups, "im2col")
+
+
+def _conv_taps(x: np.ndarray, f: np.ndarray, g: Geom, oc: int) -> np.ndarray:
+    """Sum over the filter taps of ``x_shifted @ W[i, j]`` into one output buffer."""
+    xp = _padded(x, g, False)
+    out = np.empty((g.n, g.oh, g.ow, oc), x.dtype)
+    tmp = np.empty_like(out)
+    for i, j, view in _tap_views(xp, g):
+        if i == 0 and j == 0:
+            np.matmul(view, f[0, 0], out=out)
+        else:
+            np.matmul(view, f[i, j], out=tmp)
+            out += tmp
+    return out
+
+
+def _conv_im2col(x: np.ndarray, f: np.ndarray, g: Geom, oc: int, groups: int) -> np.ndarray:
+    kh, kw, fc, _ = f.shape
+    out = np.empty((g.n, g.oh, g.ow, oc), x.dtype)
+    k = kh * kw * fc
+    for n0, n1 in batch_chunks(g, x.dtype.itemsize):
+        mat, view = patches(x[n0:n1], replace(g, n=n1 - n0))
+        dst = out[n0:n1].reshape(-1, oc)
+        if groups == 1:
+            np.matmul(mat, f.reshape(k, oc), out=dst)
+            continue
+        ocg = oc // groups
+        for gi in range(groups):
+            pg = view[:, :, gi * fc:(gi + 1) * fc].reshape(-1, k)
+            dst[:, gi * ocg:(gi + 1) * ocg] = pg @ f[:, :, :, gi * ocg:(gi + 1) * ocg] \
+                .reshape(k, ocg)
+    return out
+
+
+def conv2d_nhwc(x: np.ndarray, f: np.ndarray, strides: Any, padding: Any,
+                dilations: Any = (1, 1, 1, 1), data_format: str = "NHWC",
+                explicit_paddings: Any = ()) -> np.ndarray:
+    """Conv2D of NHWC ``x`` (a view of NCHW input is fine) in its compute dtype; NHWC out.
+
+    ``strides``/``dilations``/``explicit_paddings`` are read in ``data_format`` order.
+    """
+    p = _conv_plan(x.shape, f.shape, x.dtype.itemsize, _key(strides), padding,
+                   _key(dilations), data_format, _key(explicit_paddings))
+    g, oc = p.g, p.oc
+    if p.mode == "gemm":
+        if g.sh != 1 or g.sw != 1 or g.oh != g.h or g.ow != g.w:
+            x = x[:, ::g.sh, ::g.sw][:, :g.oh, :g.ow]
+        m = x.reshape(-1, g.c) @ f.reshape(g.c, oc)
+        return m.reshape(g.n, g.oh, g.ow, oc)
+    if p.mode == "gather":
+        cols = _gather(x, p.idx, p.fill_row, 0).reshape(g.n * g.oh * g.ow, -1)
+        return (cols @ f.reshape(-1, oc)).reshape(g.n, g.oh, g.ow, oc)
+    if p.mode == "taps":
+        return _conv_taps(x, f, g, oc)
+    if p.mode == "empty":
+        return np.zeros((g.n, g.oh, g.ow, oc), x.dtype)
+    return _conv_im2col(x, f, g, oc, p.groups)
+
+
+def same_dtype(x: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.dtype]:
+    """Both inputs in their compute dtype, and the dtype of the result."""
+    if x.dtype != f.dtype:
+        raise InvalidArgumentError(
+            f"input and filter must have the same dtype, found {x.dtype} and {f.dtype}")
+    if x.dtype != _HALF:
+        return x, f, x.dtype
+    cdt = compute_dtype(x.dtype)
+    return x.astype(cdt, copy=False), f.astype(cdt, copy=False), x.dtype
+
+
+def conv2d(x: np.ndarray, filter: np.ndarray, strides: Sequence[int], padding: str,
+           dilations: Sequence[int] | None = (1, 1, 1, 1), data_format: str = "NHWC",
+           explicit_paddings: Sequence[int] | None = ()) -> np.ndarray:
+    """TensorFlow's Conv2D: ``x`` (4-D, ``data_format``) with ``filter`` (KH, KW, C/groups,
+    O); attrs as in the OpDef (lists in ``data_format`` order). Result has ``x``'s dtype."""
+    fmt = check_format(data_format)
+    check_rank(x, 4, "input")
+    check_rank(filter, 4, "filter")
+    x, f, dt = same_dtype(x, filter)
+    out = conv2d_nhwc(to_nhwc(x, fmt), f, strides, padding, dilations, fmt, explicit_paddings)
+    return from_nhwc(out, fmt).astype(dt, copy=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# DepthwiseConv2dNative
+
+
+@dataclass(frozen=True)
+class _WindowPlan:
+    g: Geom
+    mode: str   # "empty" | "gather" | "taps"
+    idx: np.ndarray | None = None
+    fill_row: bool = False
+    count: np.ndarray | None = None   # avg pool: real elements per window, (OH*OW, 1)
+    slices: tuple = ()                # pool taps: (output index, input index) pairs
+
+
+@functools.lru_cache(maxsize=256)
+def _depthwise_plan(x_shape: tuple[int, ...], f_shape: tuple[int, ...], itemsize: int,
+                    strides: tuple, padding: Any, dilations: tuple, fmt: str,
+                    explicit: tuple) -> _WindowPlan:
+    kh, kw, fc, mult = f_shape
+    g = geometry(x_shape, fmt, kh, kw, strides, dilations, padding, explicit)
+    if fc != g.c:
+        raise InvalidArgumentError(
+            f"input and filter must have the same depth: {g.c} vs {fc}")
+    if min(g.n, g.oh, g.ow, g.c, mult) == 0:
+        return _WindowPlan(g, "empty")
+    if g.n * g.oh * g.ow * kh * kw * g.c * mult * itemsize <= _DEPTHWISE_GATHER_BYTES:
+        idx, fill_row = _gather_index(g)
+        return _WindowPlan(g, "gather", idx, fill_row)
+    return _WindowPlan(g, "taps")
+
+
+def depthwise_conv2d(x: np.ndarray, filter: np.ndarray, strides: Sequence[int], padding: str,
+                     dilations: Sequence[int] | None = (1, 1, 1, 1),
+                     data_format: str = "NHWC",
+                     explicit_paddings: Sequence[int] | None = ()) -> np.ndarray:
+    """TensorFlow's DepthwiseConv2dNative: each channel convolved with its own ``mult``
+    filters (``filter`` is (KH, KW, C, mult)); output channel ``c * mult + m``."""
+    fmt = check_format(data_format)
+    check_rank(x, 4, "input")
+    check_rank(filter, 4, "filter")
+    x, f, dt = same_dtype(x, filter)
+    xn = to_nhwc(x, fmt)
+    kh, kw, c, mult = f.shape
+    p = _depthwise_plan(xn.shape, f.shape, x.dtype.itemsize, _key(strides), padding,
+                        _key(dilations), fmt, _key(explicit_paddings))
+    g = p.g
+    if p.mode == "gather":
+        cols = _gather(xn, p.idx, p.fill_row, 0).reshape(-1, kh * kw, c)
+        if mult == 1:
+            out = np.einsum("mkc,kc->mc", cols, f.reshape(kh * kw, c))
+        else:
+            out = np.einsum("mkc,kcd->mcd", cols, f.reshape(kh * kw, c, mult))
+    elif p.mode == "taps":
+        # Accumulate tap by tap into preallocated buffers: out += x_shifted * w[i, j].
+        # With mult == 1 everything stays 4-D: a trailing axis of 1 would make numpy's inner
+        # loops one element long.
+        xp = _padded(xn, g, False)
+        shape = (g.n, g.oh, g.ow, c) + ((mult,) if mult > 1 else ())
+        fw = f if mult > 1 else f[:, :, :, 0]
+        out = np.empty(shape, x.dtype)
+        tmp = np.empty_like(out)
+        for i, j, view in _tap_views(xp, g):
+            v = view[..., None] if mult > 1 else view
+            if i == 0 and j == 0:
+                np.multiply(v, fw[0, 0], out=out)
+            else:
+                np.multiply(v, fw[i, j], out=tmp)
+                out += tmp
+    else:
+        out = np.zeros((g.n, g.oh, g.ow, c * mult), x.dtype)
+    out = out.reshape(g.n, g.oh, g.ow, c * mult)
+    return from_nhwc(out, fmt).astype(dt, copy=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# Pooling
+
+
+def pool_geometry(x_shape: tuple[int, ...], ksize: Any, strides: Any, padding: Any,
+                  explicit: Any, fmt: str) -> tuple[Geom, int, int]:
+    """Pool geometry plus the depth window and depth stride (1 and 1 for spatial pooling)."""
+    if len(x_shape) != 4:
+        raise InvalidArgumentError(
+            f"input must be 4-dimensional, found shape {list(x_shape)}")
+    kn, kh, kw, kc = nhw_c(ksize, fmt, "ksize")
+    sn, sh, sw, sc = nhw_c(strides, fmt, "strides")
+    if min(kn, kh, kw, kc) <= 0 or min(sn, sh, sw, sc) <= 0:
+        raise InvalidArgumentError(
+            f"ksize and strides must be positive, found {list(ksize)} and {list(strides)}")
+    if kn != 1 or sn != 1:
+        raise InvalidArgumentError("pooling is not supported on the batch dimension")
+    h_ax, w_ax, c_ax = AXES[fmt]
+    padding, pads = check_padding(padding, explicit, fmt)
+    oh, pt = window(x_shape[h_ax], kh, 1, sh, padding, pads[0] if pads else None)
+    ow, pl = window(x_shape[w_ax], kw, 1, sw, padding, pads[1] if pads else None)
+    g = Geom(x_shape[0], x_shape[h_ax], x_shape[w_ax], x_shape[c_ax], kh, kw, sh, sw, 1, 1,
+             oh, ow, pt, pl)
+    return g, kc, sc
+
+
+def _avg_count(g: Geom) -> np.ndarray:
+    """Real (non-padding) elements per window, (OH, OW): a row count times a column count."""
+    rh = np.arange(g.oh) * g.sh - g.pt
+    rw = np.arange(g.ow) * g.sw - g.pl
+    nh = np.minimum(rh + g.kh, g.h) - np.maximum(rh, 0)
+    nw = np.minimum(rw + g.kw, g.w) - np.maximum(rw, 0)
+    return nh[:, None] * nw[None, :]
+
+
+@functools.lru_cache(maxsize=256)
+def _pool_plan(op: str, x_shape: tuple[int, ...], itemsize: int, ksize: tuple,
+               strides: tuple, padding: Any, fmt: str, explicit: tuple) -> _WindowPlan:
+    g, kc, sc = pool_geometry(x_shape, ksize, strides, padding, explicit, fmt)
+    if kc != 1 or sc != 1:
+        return _WindowPlan(g, "depth")
+    count = _avg_count(g).reshape(g.oh * g.ow, 1) if op == "avg" else None
+    if min(g.n, g.oh, g.ow, g.c) == 0:
+        return _WindowPlan(g, "empty", count=count)
+    if fmt == "NHWC" and g.n * g.oh * g.ow * g.kh * g.kw * g.c * itemsize \
+            <= _POOL_GATHER_BYTES:
+        idx, fill_row = _gather_index(g, tap_major=True)
+        return _WindowPlan(g, "gather", idx, fill_row, count)
+    # The (output, input) index pairs of every tap that reads real input, computed once.
+    slices = tuple((_spatial(fmt, slice(a, b), slice(c, d)), _spatial(fmt, rows, cs))
+                   for _, _, (a, b, c, d), rows, cs in g.taps() if b > a and d > c)
+    return _WindowPlan(g, "taps", count=count, slices=slices)
+
+
+def _out_shape(g: Geom, fmt: str) -> tuple[int, ...]:
+    return (g.n, g.oh, g.ow, g.c) if fmt == "NHWC" else (g.n, g.c, g.oh, g.ow)
+
+
+def _spatial(fmt: str, rows: slice, cols: slice) -> tuple[slice, ...]:
+    """Index selecting (rows, cols) on the spatial axes of a 4-D tensor in ``fmt``."""
+    return (slice(None), rows, cols) if fmt == "NHWC" else (slice(None), slice(None), rows,
+                                                            cols)
+
+
+def _depth_max_pool(x: np.ndarray, g: Geom, k: int, s: int, fmt: str) -> np.ndarray:
+    # TF's depthwise max pooling: non-overlapping windows along channels only.
+    if g.kh != 1 or g.kw != 1 or g.sh != 1 or g.sw != 1:
+        raise InvalidArgumentError(
+            "max pooling supports exactly one of pooling across depth or across width/height")
+    if k != s or g.c % k:
+        raise InvalidArgumentError(
+            f"depthwise max pooling needs the depth window ({k}) to equal the depth stride "
+            f"({s}) and to divide the input depth ({g.c})")
+    if fmt != "NHWC":
+        raise InvalidArgumentError("depthwise max pooling is only supported for NHWC")
+    return x.reshape(g.n, g.h, g.w, g.c // k, k).max(axis=-1)
+
+
+def max_pool(x: np.ndarray, ksize: Sequence[int], strides: Sequence[int], padding: str,
+             data_format: str = "NHWC", explicit_paddings: Sequence[int] | None = ()
+             ) -> np.ndarray:
+    """TensorFlow's MaxPool (also across depth); a window holding a NaN pools to NaN."""
+    fmt = check_format(data_format)
+    check_rank(x, 4, "input")
+    p = _pool_plan("max", x.shape, x.dtype.itemsize, _key(ksize), _key(strides), padding,
+                   fmt, _key(explicit_paddings))
+    g = p.g
+    if p.mode == "depth":
+        _, kc, sc = pool_geometry(x.shape, ksize, strides, padding, explicit_paddings, fmt)
+        return _depth_max_pool(x, g, kc, sc, fmt)
+    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    # np.maximum (and max) propagate NaN: a window holding a NaN pools to NaN.
+    if p.mode == "gather":
+        cols = _gather(x, p.idx, p.fill_row, lowest).reshape(g.kh * g.kw, -1, g.c)
+        return cols.max(axis=0).reshape(g.n, g.oh, g.ow, g.c)
+    out = np.full(_out_shape(g, fmt), lowest, x.dtype)
+    for oi, ii in p.slices:
+        o = out[oi]
+        np.maximum(o, x[ii], out=o)
+    return out
+
+
+def avg_pool(x: np.ndarray, ksize: Sequence[int], strides: Sequence[int], padding: str,
+             data_format: str = "NHWC") -> np.ndarray:
+    """TensorFlow's AvgPool: each window's mean over its real (non-padding) elements."""
+    fmt = check_format(data_format)
+    check_rank(x, 4, "input")
+    p = _pool_plan("avg", x.shape, x.dtype.itemsize, _key(ksize), _key(strides), padding,
+                   fmt, ())
+    g = p.g
+    if p.mode == "depth":
+        raise InvalidArgumentError("average pooling across depth is not supported")
+    cdt = compute_dtype(x.dtype)
+    count = p.count.astype(cdt)
+    if p.mode == "gather":
+        cols = _gather(x.astype(cdt, copy=False), p.idx, p.fill_row, 0)
+        total = cols.reshape(g.kh * g.kw, g.n, g.oh * g.ow, g.c).sum(axis=0)
+        return (total / count).astype(x.dtype, copy=False).reshape(g.n, g.oh, g.ow, g.c)
+    total = np.zeros(_out_shape(g, fmt), cdt)
+    for oi, ii in p.slices:
+        total[oi] += x[ii]
+    count = count.reshape(g.oh, g.ow)
+    count = count[:, :, None] if fmt == "NHWC" else count
+    return (total / count).astype(x.dtype, copy=False)
