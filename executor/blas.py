@@ -10,7 +10,7 @@ for OpenBLAS to thread). So a Session that runs kernels in parallel asks BLAS fo
 per product, and a single-threaded Session leaves BLAS its default (all cores for a large
 product that runs alone).
 
-Setting BLAS's thread count needs ``threadpoolctl`` (``pip install 'dfg[fast]'``); without
+Setting BLAS's thread count needs ``threadpoolctl`` (a dependency); without
 it nothing changes. ``DFG_BLAS_THREADS=N`` in the environment fixes the count whatever the
 Session's threads (``0``: never touch BLAS). The count is process-wide: the last Session
 created decides, which only matters for speed, never for results.
