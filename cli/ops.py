@@ -90,7 +90,7 @@ def ops(as_json: bool, graph: str | None) -> None:
 
 _OP_TEXT = re.compile(rb'op[\'"]?\s*:\s*"([A-Za-z0-9_>]+)"')    # pbtxt and JSON NodeDefs
 _OP_BINARY = re.compile(rb"\x12([\x01-\x7f])([A-Z][A-Za-z0-9_]*)")  # NodeDef.op (field 2)
-_LITERAL = re.compile(r"""["']([A-Z][A-Za-z0-9_]*)["']""")
+_LITERAL = re.compile(r"""["'](_?[A-Z][A-Za-z0-9_]*)["']""")  # _Fused* ops too
 
 
 def tests_dir() -> Path | None:
