@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from google.protobuf import json_format, text_format
+from terminal import run_on_pty
 
 from dfg.cli.main import COMMANDS, cli
 from dfg.schemas import graph_pb2
@@ -377,32 +378,7 @@ def test_dash_o_never_clobbers_on_a_failure_before_output(tmp_path):
 
 def _run_on_pty(args: list, env: dict | None = None) -> tuple[int, bytes, bytes]:
     """Run dfg with standard output on a pseudo-terminal; returns (rc, terminal, stderr)."""
-    import pty
-    import select
-
-    master, slave = pty.openpty()
-    full_env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "80", **(env or {})}
-    if env is None or "NO_COLOR" not in env:
-        full_env.pop("NO_COLOR", None)
-    p = subprocess.Popen([sys.executable, "-m", "dfg.cli", *map(str, args)], stdout=slave,
-                         stderr=subprocess.PIPE, env=full_env)
-    os.close(slave)
-    out = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 60)
-        if not ready:
-            break
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:   # the child closed the terminal
-            break
-        if not chunk:
-            break
-        out += chunk
-    err = p.stderr.read()
-    p.wait(timeout=60)
-    os.close(master)
-    return p.returncode, out, err
+    return run_on_pty(args, "stdout", env)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from terminal import run_on_pty
 
 from dfg.cli.main import cli
 from dfg.executor import Session
@@ -206,31 +206,7 @@ def test_optimize_verify_uses_compare(tmp_path):
 
 def _run_with_pty_stderr(args: list[str]) -> tuple[int, bytes, bytes]:
     """Run dfg with standard error on a pseudo-terminal, standard output on a pipe."""
-    import pty
-    import select
-
-    master, slave = pty.openpty()
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100"}
-    env.pop("NO_COLOR", None)
-    p = subprocess.Popen([sys.executable, "-m", "dfg.cli.main", *args], stdout=subprocess.PIPE,
-                         stderr=slave, env=env)
-    os.close(slave)
-    err = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 60)
-        if not ready:
-            break
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:   # the child closed the terminal
-            break
-        if not chunk:
-            break
-        err += chunk
-    out = p.stdout.read()
-    p.wait(timeout=60)
-    os.close(master)
-    return p.returncode, out, err
+    return run_on_pty(args, "stderr", columns=100)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
