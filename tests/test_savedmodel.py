@@ -29,8 +29,9 @@ def invoke(*args: str):
     return CliRunner().invoke(cli, list(args))
 
 
-def cases() -> list[tuple[str, str]]:
-    return [(m, d.name) for m in MODELS for d in sorted((DATA / f"{m}_io").iterdir())
+def cases(models: tuple[str, ...] = MODELS) -> list[tuple[str, str]]:
+    """(model, signature) for every signature whose TensorFlow inputs/outputs were saved."""
+    return [(m, d.name) for m in models for d in sorted((DATA / f"{m}_io").iterdir())
             if d.is_dir()]
 
 

@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from conformance import assert_close
+from test_savedmodel import cases as savedmodel_cases
+from test_savedmodel import io_of
 
 from dfg.cli.main import cli
 from dfg.executor import Session
@@ -27,15 +29,7 @@ MODELS = ("zoo_mobilenet_v2", "zoo_resnet", "zoo_text_lstm", "zoo_module")
 
 
 def cases() -> list[tuple[str, str]]:
-    return [(m, d.name) for m in MODELS for d in sorted((DATA / f"{m}_io").iterdir())
-            if d.is_dir()]
-
-
-def io_of(model: str, sig: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    d = DATA / f"{model}_io" / sig
-    ins = {p.stem[3:]: np.load(p) for p in d.glob("in_*.npy")}
-    outs = {p.stem[4:]: np.load(p) for p in d.glob("out_*.npy")}
-    return ins, outs
+    return savedmodel_cases(MODELS)
 
 
 def check(got: np.ndarray, want: np.ndarray, what: str) -> None:
