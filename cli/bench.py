@@ -14,6 +14,7 @@ from .options import (
     init_option,
     json_option,
     load,
+    max_memory_option,
     optimize_option,
     target_option,
 )
@@ -38,10 +39,12 @@ from .progress import new_tracer, progress, trace_option
 @trace_option
 @data_output
 @optimize_option
+@max_memory_option
 def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: tuple[str, ...],
           inits: tuple[str, ...], warmup: int, iters: int | None, seconds: float,
           threads: int | None, as_json: bool, trace_path: str | None,
-          no_optimize: bool = False) -> None:
+          no_optimize: bool = False,
+        max_memory: int | None = None) -> None:
     """Run GRAPH's step repeatedly in one process and print seconds per step.
 
     \b
@@ -63,7 +66,8 @@ def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets:
     g = load(graph)
     check_feeds(g, feed_dict)
     tracer = new_tracer(trace_path)
-    with Session(g, threads=threads, optimize=not no_optimize) as sess:
+    with Session(g, threads=threads, optimize=not no_optimize,
+                 max_bytes=max_memory) as sess:
         if inits:
             sess.run([], targets=list(inits))
         step = (list(fetches), feed_dict, list(targets))

@@ -303,3 +303,26 @@ optimize_option = click.option(
     "--no-optimize", "no_optimize", is_flag=True,
     help="Run the graph as written: no run-time optimization of the step's subgraph "
          "(folding, fusions) before it runs.")
+
+
+def _bytes(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """'512M', '4G', '1000000' -> bytes; '0' -> 0 (no limit); None -> the Session's default."""
+    if value is None:
+        return None
+    text = value.strip().upper().removesuffix("B")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(text[-1:], 1)
+    digits = text[:-1] if scale > 1 else text
+    try:
+        n = float(digits)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a size like 512M or 4G") from None
+    if n < 0:
+        raise click.BadParameter("a size cannot be negative")
+    return int(n * scale)
+
+
+# the memory budget a kernel's output may not exceed (Session(max_bytes=), executor/limits.py)
+max_memory_option = click.option(
+    "--max-memory", "max_memory", default=None, callback=_bytes, metavar="SIZE",
+    help="Refuse a kernel output larger than SIZE (e.g. 512M, 4G; 0: no limit) before it is "
+         "allocated. Default: half the physical memory.")

@@ -14,6 +14,7 @@ from .options import (
     init_option,
     json_option,
     load,
+    max_memory_option,
     names,
     optimize_option,
     target_option,
@@ -44,10 +45,12 @@ SORTS = ("total", "mean", "count", "name")
 @json_option
 @data_output
 @optimize_option
+@max_memory_option
 def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
             targets: tuple[str, ...], inits: tuple[str, ...], warmup: int, iters: int,
             threads: int | None, sort: str, top: int, trace_path: str | None,
-            as_json: bool, no_optimize: bool = False) -> None:
+            as_json: bool, no_optimize: bool = False,
+        max_memory: int | None = None) -> None:
     """Run GRAPH's step --iters times with tracing and show where the time goes.
 
     Like TensorFlow's benchmark_model --show_summary: a table per op type (kernel runs,
@@ -78,7 +81,8 @@ def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
     fetch_list, target_list = names(fetches), names(targets)
     tracer = Tracer()
     wall = 0.0
-    with Session(g, threads=threads, optimize=not no_optimize) as sess:
+    with Session(g, threads=threads, optimize=not no_optimize,
+                 max_bytes=max_memory) as sess:
         if inits:
             sess.run([], targets=list(inits))
         for _ in range(warmup):

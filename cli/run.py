@@ -19,6 +19,7 @@ from .options import (
     init_option,
     json_option,
     load,
+    max_memory_option,
     optimize_option,
     refuse_binary_tty,
     resolve_format,
@@ -59,10 +60,12 @@ OLD_OUTPUT_WORDS = ("table", "json", "npz")
 @click.option("--timeout", type=float, default=None, help="Seconds before a step is aborted.")
 @trace_option
 @optimize_option
+@max_memory_option
 def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: tuple[str, ...],
         inits: tuple[str, ...], steps: int, threads: int | None, outputs: tuple[str, ...],
         fmt: str | None, as_json: bool, timeout: float | None, trace_path: str | None,
-        signature: str | None = None, no_optimize: bool = False) -> None:
+        signature: str | None = None, no_optimize: bool = False,
+        max_memory: int | None = None) -> None:
     """Run GRAPH and print the fetched tensors.
 
     \b
@@ -109,7 +112,8 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
     g = load(graph)
     check_feeds(g, feed_dict)
     tracer = new_tracer(trace_path)
-    with Session(g, threads=threads, optimize=not no_optimize) as sess:
+    with Session(g, threads=threads, optimize=not no_optimize,
+                 max_bytes=max_memory) as sess:
         try:
             if inits:
                 sess.run([], targets=list(inits), timeout=timeout)

@@ -136,12 +136,6 @@ class PlanStats:
         c = self.cost_us[item.id]
         self.cost_us[item.id] = secs * 1e6 if c < 0 else 0.8 * c + 0.2e6 * secs
 
-    def slow_in_program(self, item: NodeItem, us: float) -> None:
-        """A kernel ran slowly inside a program: record it; past the leave threshold the
-        program is off from the next step on."""
-        c = self.cost_us[item.id]
-        self.cost_us[item.id] = us if c < 0 else 0.8 * c + 0.2 * us
-
     def program_runs(self, prog: Any) -> bool:
         on = self.program_on.get(prog.id)
         cost = self.cost_us

@@ -156,7 +156,7 @@ def run_steps(steps: list[tuple], vals: list[Any], stats: PlanStats, ctl: Any) -
         res = call(item, [vals[a] for a in args], ictx)
         us = (clock() - t0) * 1e6
         if us > slow_us:
-            stats.slow_in_program(item, us)
+            stats.record(item, us / 1e6)   # the same average the scheduler keeps
         if item.num_outputs == 1:
             vals[out] = res[0]
         else:

@@ -361,3 +361,29 @@ def test_invalid_inputs_still_reach_the_kernel_error() -> None:
 
     with pytest.raises(InvalidArgumentError):
         call(k, args, context(k, None, {}, max_bytes=1 << 30))
+
+
+def test_cli_max_memory_bounds_a_kernel_output(tmp_path):
+    """`--max-memory` is the Session's budget: a 4 KiB Fill runs under 1M, is refused
+    (exit 1, one line naming the node) under 1K; a size that is not one is a usage error."""
+    from click.testing import CliRunner
+
+    from dfg.cli.main import cli
+    from dfg.graphdef import builder as B
+    from dfg.graphdef.io import save_graphdef
+
+    g = B.Graph()
+    with g.as_default():
+        # dims fed, so nothing can fold the Fill away before it runs
+        B.apply_op("Fill", [B.placeholder("int32", [1], name="dims"),
+                            B.constant(1.0, "float32")], name="big")
+    path = tmp_path / "fill.pbtxt"
+    save_graphdef(g.as_graph_def(), str(path))
+    run = CliRunner().invoke
+    args = ["run", str(path), "--fetch", "big", "--feed", "dims=[1024]"]
+    ok = run(cli, [*args, "--json", "--max-memory", "1M"])
+    assert ok.exit_code == 0, ok.output
+    bad = run(cli, [*args, "--max-memory", "1K"])
+    assert bad.exit_code == 1
+    assert "'big'" in bad.output and "memory budget of 1,024 bytes" in bad.output
+    assert run(cli, [*args, "--max-memory", "lots"]).exit_code == 2
