@@ -1,19 +1,15 @@
 """BLAS threads versus the executor's threads.
 
 numpy's BLAS (OpenBLAS in the wheels) starts one thread per core for every large enough
-matrix product. When the executor already runs kernels on several threads, each concurrent
-product then wakes its own BLAS threads: more busy threads than cores, and OpenBLAS's
-threads spin while they wait. Measured on 2 cores with ``threads=2`` (the full-size Keras
-zoo at 32x32, benchmarks/zoo_table.py): steps 5-20x slower with BLAS on 2 threads than on
-1 under load from other processes; the small zoo is unchanged (its products are too small
-for OpenBLAS to thread). So a Session that runs kernels in parallel asks BLAS for one thread
-per product, and a single-threaded Session leaves BLAS its default (all cores for a large
-product that runs alone).
-
-Setting BLAS's thread count needs ``threadpoolctl`` (a dependency); without
-it nothing changes. ``DFG_BLAS_THREADS=N`` in the environment fixes the count whatever the
-Session's threads (``0``: never touch BLAS). The count is process-wide: the last Session
-created decides, which only matters for speed, never for results.
+matrix product. When the executor also runs kernels on several threads, both can want the
+cores. Which wins depends on the machine: on this 2-core machine, idle, leaving BLAS alone was
+faster with ``threads=2`` (bench_matmul_branches 34 ms against 59 ms with BLAS held to one
+thread, bench_cnn 3.1 ms against 4.3 ms: two single-threaded products side by side are
+slower than one two-threaded product after the other), while under load from other
+processes one BLAS thread per product was far faster (full-size ResNet50 708 -> 83 ms). So
+BLAS keeps its default, and ``DFG_BLAS_THREADS=N`` in the environment sets its thread count
+for every Session (needs ``threadpoolctl``: ``pip install 'dfg[blas]'``; ``0`` or unset:
+BLAS's default). The count is process-wide, which only matters for speed, never for results.
 """
 
 from __future__ import annotations
@@ -47,25 +43,26 @@ def _blas() -> Any:
 
 def wanted_threads(executor_threads: int) -> int | None:
     """BLAS threads for an executor running ``executor_threads`` kernels at once (None:
-    BLAS's own default)."""
+    BLAS's own default): ``DFG_BLAS_THREADS`` if set above 0 (see the module docstring)."""
     env = os.environ.get("DFG_BLAS_THREADS", "").strip()
-    if env:
-        n = int(env)
-        return n if n > 0 else None
-    return 1 if executor_threads > 1 else None
+    try:
+        n = int(env) if env else 0
+    except ValueError:
+        return None   # not a number: leave BLAS alone rather than fail a Session
+    return n if n > 0 else None
 
 
 def configure(executor_threads: int) -> int | None:
     """Set BLAS's thread count for a Session with ``executor_threads`` threads.
 
-    Returns the count BLAS now uses, or None when it was left alone (threadpoolctl missing,
-    no BLAS found, or ``DFG_BLAS_THREADS=0``). Cheap when nothing changes.
+    Returns the count BLAS now uses, or None when BLAS is left at its default untouched (or
+    threadpoolctl or a BLAS library is missing). Cheap when nothing changes.
     """
     global _current
-    if os.environ.get("DFG_BLAS_THREADS", "").strip() == "0":
-        return None
     n = wanted_threads(executor_threads)
     with _lock:
+        if n is None and _current is None:
+            return None   # BLAS never touched: nothing to import, nothing to restore
         ctl = _blas()
         if not ctl:
             return None
