@@ -31,12 +31,11 @@ from dfg.graphdef.frames import (
     FrameAnalysis,
 )
 from dfg.graphdef.graph import CONTROL_SLOT, Graph, parse_tensor_name
+from dfg.graphdef.op_sets import PLACEHOLDER_OPS
 from dfg.graphdef.opdefs.registry import SignatureError, registry
 
 from .kernel_call import BoundKernel, bind, bind_attrs, context  # noqa: F401 (bind_attrs)
 from .kernels import registry as kernels
-
-PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2"})
 
 # Ops the scheduler runs without calling a kernel: 1 forwards its one input, 2 is a Switch
 # (input to the output the predicate picks), 3 a Merge (first live input and its index), 4 a

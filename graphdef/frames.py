@@ -15,17 +15,18 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .graph import Graph, Node
+from .op_sets import (  # noqa: F401 (re-exported: frame analysis is where callers look)
+    CONTROL_FLOW_OPS,
+    ENTER_OPS,
+    EXIT_OPS,
+    LOOP_COND_OPS,
+    MERGE_OPS,
+    NEXT_ITERATION_OPS,
+    SWITCH_OPS,
+)
 
 ROOT = ""
 
-ENTER_OPS = frozenset({"Enter", "RefEnter"})
-EXIT_OPS = frozenset({"Exit", "RefExit"})
-MERGE_OPS = frozenset({"Merge", "RefMerge"})
-SWITCH_OPS = frozenset({"Switch", "RefSwitch"})
-NEXT_ITERATION_OPS = frozenset({"NextIteration", "RefNextIteration"})
-LOOP_COND_OPS = frozenset({"LoopCond"})
-CONTROL_FLOW_OPS = ENTER_OPS | EXIT_OPS | MERGE_OPS | SWITCH_OPS | NEXT_ITERATION_OPS \
-    | LOOP_COND_OPS | frozenset({"ControlTrigger"})
 
 
 @dataclass

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, TypeVar
 
 from .errors import NotFoundError, UsageError
+from .op_sets import NEXT_ITERATION_OPS
 
 CONTROL_SLOT = -1
 
@@ -265,7 +266,6 @@ class Graph:
         return order
 
 
-NEXT_ITERATION_OPS = frozenset({"NextIteration", "RefNextIteration"})
 
 
 def is_back_edge(g: Graph, e: Edge) -> bool:

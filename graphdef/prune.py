@@ -55,6 +55,7 @@ from .graph import (
     parse_input,
     parse_tensor_name,
 )
+from .op_sets import PLACEHOLDER_OPS, SHAPE_ATTR_OPS
 from .validate import NAME_RE, NameSuggester
 
 if TYPE_CHECKING:
@@ -62,10 +63,6 @@ if TYPE_CHECKING:
 
 TensorRef = str | tuple[str, int]
 
-PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2"})
-# ops whose ``shape`` attr is the shape of output 0
-SHAPE_ATTR_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault",
-                            "VariableV2", "Variable", "TemporaryVariable"})
 
 
 # --- name resolution ----------------------------------------------------------------------------

@@ -9,10 +9,9 @@ from typing import Any
 from . import dtypes as D
 from .frames import analyze_frames
 from .graph import Graph, gc_paused
+from .op_sets import INPUT_OPS, VARIABLE_OPS
 from .tensors import format_shape, shape_from_proto
 
-PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
-VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp", "TemporaryVariable"})
 # never "likely outputs": they are plumbing or run only for their effect
 NOT_OUTPUT_OPS = frozenset({"Const", "NoOp", "Assign", "AssignAdd", "AssignSub",
                             "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
@@ -64,7 +63,7 @@ def _summarize(graph: Graph, node_outputs: bool) -> dict[str, Any]:
     ops = Counter(n.op for n in graph.nodes)
     inputs = []
     for n in graph.nodes:
-        if n.op in PLACEHOLDER_OPS:
+        if n.op in INPUT_OPS:
             dtype = _attr_type(n, "dtype")
             shape = _attr_shape(n, "shape")
             inputs.append({"name": n.name, "op": n.op, "dtype": dtype, "shape": shape})

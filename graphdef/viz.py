@@ -46,8 +46,8 @@ from .functions import (
     signature,
 )
 from .graph import Edge, Graph, Node, is_back_edge
+from .op_sets import CONST_OPS, INPUT_OPS, REF_VARIABLE_OPS, VARIABLE_OPS
 from .shapes import BROADCAST_OPS, SAME_SHAPE_OPS, Shape, broadcast_shapes
-from .summary import PLACEHOLDER_OPS, VARIABLE_OPS
 from .tensors import format_shape, shape_from_proto
 
 # "A few hundred boxes": dot lays this out in about a second, and it is still readable.
@@ -70,7 +70,6 @@ OUTPUT_FORMATS = ("dot",) + RENDER_FORMATS
 INSTALL_HINT = ("install Graphviz (Debian/Ubuntu: apt-get install graphviz; macOS: brew "
                 "install graphviz), or write DOT text with --format dot")
 
-CONST_OPS = frozenset({"Const", "HostConst"})
 
 Collapse = int | None | Literal["auto"]
 
@@ -256,7 +255,7 @@ class TensorFacts:
         op = n.op
         if "_output_shapes" in n.attr:
             return [shape_from_proto(s) for s in n.attr["_output_shapes"].list.shape]
-        if op in PLACEHOLDER_OPS or op in ("VariableV2", "Variable", "TemporaryVariable"):
+        if op in INPUT_OPS or op in REF_VARIABLE_OPS:
             if op == "PlaceholderWithDefault" and "shape" not in n.attr:
                 return [ins[0] if ins else None]
             return [_attr_shape(n, "shape")]
@@ -684,7 +683,7 @@ _FETCH_COLOR = '"#2563eb"'
 
 
 def node_kind(op: str) -> str:
-    if op in PLACEHOLDER_OPS:
+    if op in INPUT_OPS:
         return "placeholder"
     if op in VARIABLE_OPS:
         return "variable"

@@ -26,13 +26,11 @@ import numpy as np
 from .. import dtypes as D
 from ..frames import CONTROL_FLOW_OPS, ENTER_OPS, EXIT_OPS, SWITCH_OPS, FrameAnalysis
 from ..graph import CONTROL_SLOT, Graph, input_string, parse_input, parse_tensor_name
+from ..op_sets import INPUT_OPS
 from ..shapes import BROADCAST_OPS, SAME_SHAPE_OPS, broadcast_shapes
 
 DEFAULT_MAX_CONST_BYTES = 1 << 20
 
-PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
-# ops whose ``shape`` attr is the static shape of output 0 (a feed is checked against it)
-SHAPE_ATTR_OPS = PLACEHOLDER_OPS
 
 
 @dataclass(frozen=True)
@@ -68,7 +66,7 @@ class Protected:
         self.targets = set(options.targets)
         self.feeds: set[tuple[str, int]] = {_tensor_key(f) for f in options.feeds}
         self.fed_nodes = {n for n, _ in self.feeds}
-        self.placeholders = {n.name for n in graph.nodes if n.op in PLACEHOLDER_OPS}
+        self.placeholders = {n.name for n in graph.nodes if n.op in INPUT_OPS}
         self._names = self.fetch_nodes | self.targets | self.fed_nodes
 
     def keeps_name(self, name: str) -> bool:
@@ -474,11 +472,11 @@ class Shapes:
         nd = self.ed.get(name)
         if nd is None:
             return None, None, []
-        if self.prot.is_fed(name, slot) and nd.op not in SHAPE_ATTR_OPS:
+        if self.prot.is_fed(name, slot) and nd.op not in INPUT_OPS:
             return None, None, []
         if nd.op == "Const":
             return (const_shape(nd) if slot == 0 else None), None, []
-        if nd.op in SHAPE_ATTR_OPS and slot == 0 and "shape" in nd.attr:
+        if nd.op in INPUT_OPS and slot == 0 and "shape" in nd.attr:
             return to_python(nd.attr["shape"]), None, []
         if "_output_shapes" in nd.attr:
             shapes = to_python(nd.attr["_output_shapes"])

@@ -28,8 +28,8 @@ import numpy as np
 from .. import dtypes as D
 from ..frames import SWITCH_OPS, analyze_frames
 from ..graph import Graph, without_gc
+from ..op_sets import INPUT_OPS
 from .common import (
-    PLACEHOLDER_OPS,
     Editor,
     EvalError,
     PassOptions,
@@ -47,7 +47,7 @@ from .common import (
 )
 
 SHAPE_OPS = frozenset({"Shape", "ShapeN", "Rank", "Size"})
-NEVER_FOLD = PLACEHOLDER_OPS | frozenset({"Const", "NoOp", "HostConst"})
+NEVER_FOLD = INPUT_OPS | frozenset({"Const", "NoOp", "HostConst"})
 
 
 @without_gc

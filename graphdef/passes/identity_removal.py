@@ -23,6 +23,7 @@ from typing import Any
 from .. import dtypes as D
 from ..frames import analyze_frames
 from ..graph import Graph, without_gc
+from ..op_sets import REF_VARIABLE_OPS
 from .common import (
     Editor,
     PassOptions,
@@ -34,7 +35,6 @@ from .common import (
 )
 
 FORWARD_OPS = frozenset({"Identity", "StopGradient", "Snapshot"})
-VARIABLE_OPS = frozenset({"VariableV2", "Variable", "TemporaryVariable"})
 
 
 @without_gc
@@ -85,7 +85,7 @@ def _removable(ed: Editor, fa: Any, nd: Any, inputs: list[tuple[str, int]]) -> b
             # one reader dereferencing the ref instead of the Identity is a schedule the graph
             # already allowed (the Identity running just before it); two readers are not
             readers = ed.data_readers(nd.name)
-            if prod.op in VARIABLE_OPS or nd.op == "IdentityN" or ed.control_readers(nd.name) \
+            if prod.op in REF_VARIABLE_OPS or nd.op == "IdentityN" or ed.control_readers(nd.name) \
                     or len(readers) != 1:
                 return False
         # a device change is what an Identity is for in a placed graph

@@ -12,14 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..graph import Graph, parse_tensor_name, without_gc
+from ..op_sets import INPUT_OPS
 from ..prune import prune
-from .common import PLACEHOLDER_OPS, PassOptions
+from .common import PassOptions
 
 
 @without_gc
 def run(graph: Graph, options: PassOptions) -> Any:
     fed_nodes = [parse_tensor_name(f)[0] for f in options.feeds]
-    placeholders = [n.name for n in graph.nodes if n.op in PLACEHOLDER_OPS]
+    placeholders = [n.name for n in graph.nodes if n.op in INPUT_OPS]
     targets = list(dict.fromkeys([*options.targets, *(n for n in fed_nodes if n in graph),
                                   *placeholders]))
     return prune(graph, list(options.fetches), feeds=(), targets=targets)
