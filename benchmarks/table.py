@@ -69,6 +69,11 @@ def first_and_warm(d: Path, threads: int, iters: int) -> tuple[float, float]:
     from dfg.executor import Session
     from dfg.graphdef.io import load_graph
 
+    import dfg.graphdef.passes.pipeline  # noqa: F401
+    from dfg.executor.kernels import registry
+
+    # Imports are paid once per process (the cold run counts them), not by each Session.
+    registry.load_all()
     fetch, feed = _step(d)
     graph = load_graph(_graph_file(d))
     sess = Session(graph, threads=threads)

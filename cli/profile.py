@@ -81,7 +81,7 @@ def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
     fetch_list, target_list = names(fetches), names(targets)
     tracer = Tracer()
     wall = 0.0
-    with Session(g, threads=threads, optimize=not no_optimize,
+    with Session(g, threads=threads, optimize=False if no_optimize else None,
                  max_bytes=max_memory) as sess:
         if inits:
             sess.run([], targets=list(inits))

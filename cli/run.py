@@ -112,7 +112,7 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
     g = load(graph)
     check_feeds(g, feed_dict)
     tracer = new_tracer(trace_path)
-    with Session(g, threads=threads, optimize=not no_optimize,
+    with Session(g, threads=threads, optimize=False if no_optimize else None,
                  max_bytes=max_memory) as sess:
         try:
             if inits:

@@ -59,6 +59,13 @@ def default_max_bytes() -> int:
         return 8 << 30
 
 
+def optimize_by_default() -> bool:
+    """Whether a Session optimizes its plans when not told: yes, unless ``DFG_OPTIMIZE`` is
+    0/off/false/no."""
+    return os.environ.get("DFG_OPTIMIZE", "1").strip().lower() not in ("0", "off", "false",
+                                                                         "no")
+
+
 class Session:
     """Runs steps of one graph. Thread-safe: ``run`` may be called from several threads.
 
@@ -71,11 +78,12 @@ class Session:
     (``passes.pipeline.optimize_for_signature``: pruning, folding of what is not fed,
     fusions such as Conv2D+BiasAdd+Relu, stateful nodes kept in order); the report is
     ``plan.optimized``. ``optimize=False`` (or ``validate=False``) runs the graph as
-    written."""
+    written; ``None`` (the default) means on unless the environment sets
+    ``DFG_OPTIMIZE=0`` (how the whole test suite is run both ways)."""
 
     def __init__(self, graph: Any, threads: int | None = None, device: str = "CPU",
                  validate: bool = True, programs: str = "auto",
-                 max_bytes: int | None = None, optimize: bool = True) -> None:
+                 max_bytes: int | None = None, optimize: bool | None = None) -> None:
         from dfg.graphdef.io import load_graph
 
         self.graph: Graph = load_graph(graph)
@@ -103,7 +111,7 @@ class Session:
         self._plans: dict[tuple, Plan] = {}
         self._frames = None
         # only a graph validation accepted is rewritten: an unvalidated one runs as written
-        self.optimize = optimize and validate
+        self.optimize = (optimize_by_default() if optimize is None else optimize) and validate
         # the calling thread schedules and runs cheap kernels; the pool the expensive ones
         self._pool = WorkerPool(self.threads - 1) if self.threads > 1 else None
         blas.configure(self.threads)   # BLAS threads vs the executor's (executor/blas.py)
