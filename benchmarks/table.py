@@ -36,6 +36,12 @@ DATA = ROOT / "tests" / "data"
 TF2_LOOPS = ("tf2_stateless_while", "tf2_nested_while", "tf2_while_stateful", "tf2_scan",
              "tf2_map_fn", "tf2_if_in_while", "tf2_keras_lstm_lowered", "tf2_keras_gru_lowered")
 
+# dfg/TF ratios the issue measured before the work on it (issue #12's text), for the cases
+# that are the same graphs here
+ISSUE_BEFORE = {"bench_add_chain": 8.1, "bench_addn_fanin": 5.6, "bench_while_10k": 3.5,
+                "bench_matmul_branches": 1.03, "bench_cnn": 1.69, "mobilenet_v2": 1.80,
+                "efficientnet_b0": 2.03}
+
 
 def cases(groups: set[str]) -> list[tuple[str, Path]]:
     out: list[tuple[str, Path]] = []
@@ -66,11 +72,10 @@ def _step(d: Path) -> tuple[list[str], dict]:
 def first_and_warm(d: Path, threads: int, iters: int) -> tuple[float, float]:
     """Seconds of the first step of a new Session (plan, compile, run) and the median warm
     step. The graph is loaded before the clock starts: reading a file is not a step."""
-    from dfg.executor import Session
-    from dfg.graphdef.io import load_graph
-
     import dfg.graphdef.passes.pipeline  # noqa: F401
+    from dfg.executor import Session
     from dfg.executor.kernels import registry
+    from dfg.graphdef.io import load_graph
 
     # Imports are paid once per process (the cold run counts them), not by each Session.
     registry.load_all()
@@ -119,6 +124,8 @@ def main() -> None:
     from dfg.graphdef.io import load_graph
 
     rows = []
+    if not args.json:
+        print(f"{'group':6} {'case':32} {'dfg ms':>10} {'TF ms':>10} {'ratio':>7} {'before':>7}")
     for group, d in cases(groups):
         fetch, feed = _step(d)
         sess = Session(load_graph(_graph_file(d)), threads=args.threads)
@@ -133,6 +140,8 @@ def main() -> None:
                     print(f"{d.name}: TensorFlow failed: {e}", file=sys.stderr)
         sess.close()
         row = {"group": group, "case": d.name, "dfg_ms": statistics.median(dfg_r) * 1e3}
+        if d.name in ISSUE_BEFORE:
+            row["ratio_before"] = ISSUE_BEFORE[d.name]
         if tf_r:
             row["tf_ms"] = statistics.median(tf_r) * 1e3
             row["ratio"] = row["dfg_ms"] / row["tf_ms"]
@@ -140,7 +149,9 @@ def main() -> None:
         if not args.json:
             tf_ms = f"{row['tf_ms']:10.3f}" if "tf_ms" in row else f"{'-':>10}"
             ratio = f"{row['ratio']:7.2f}" if "ratio" in row else f"{'-':>7}"
-            print(f"{group:6} {d.name:32} {row['dfg_ms']:10.3f} {tf_ms} {ratio}", flush=True)
+            before = f"{row['ratio_before']:7.2f}" if "ratio_before" in row else f"{'':>7}"
+            print(f"{group:6} {d.name:32} {row['dfg_ms']:10.3f} {tf_ms} {ratio} {before}",
+                  flush=True)
     cold: dict = {}
     if "cold" in groups:
         cold["dfg_run_s"] = cold_run()
