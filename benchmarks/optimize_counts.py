@@ -2,6 +2,13 @@
 
     python benchmarks/optimize_counts.py            # markdown table on stdout
     python benchmarks/optimize_counts.py --csv
+    python benchmarks/optimize_counts.py --zoo [--reps 3] [MODEL ...]   # run-time optimizer
+
+``--zoo`` times instead the Session's per-signature optimizer (``optimize_for_signature``,
+what the first step of a new Session runs) on the keras.applications models of
+tests/data/models (default: all; or the MODEL folder names given), fetching and feeding what
+each case's first step does: nodes before and after, and the best of ``--reps`` runs in wall
+and CPU seconds (CPU is the fairer number on a busy machine).
 
 Columns:
   original   nodes in the case's graph.pbtxt
@@ -59,10 +66,41 @@ def counts() -> list[dict]:
     return rows
 
 
+def zoo(names: list[str], reps: int) -> None:
+    import json
+
+    from dfg.graphdef.passes.pipeline import optimize_for_signature
+
+    models = ROOT / "tests" / "data" / "models"
+    dirs = [models / n for n in names] if names else sorted(
+        p.parent for p in models.glob("*/case.json")
+        if not p.parent.name.startswith(("layer_", "kernels")))
+    print(f"{'model':24} {'nodes':>7} {'after':>7} {'wall s':>8} {'cpu s':>8}")
+    for d in dirs:
+        step = json.loads((d / "case.json").read_text())["steps"][0]
+        path = d / "graph.pb" if (d / "graph.pb").exists() else d / "graph.pbtxt"
+        g = load_graph(path)
+        best_wall = best_cpu = float("inf")
+        for _ in range(reps):
+            w0, c0 = time.perf_counter(), time.process_time()
+            res = optimize_for_signature(g, step["fetch"], list(step["feed"]), step["target"])
+            best_wall = min(best_wall, time.perf_counter() - w0)
+            best_cpu = min(best_cpu, time.process_time() - c0)
+        print(f"{d.name:24} {len(g):7d} {res.nodes_after:7d} {best_wall:8.3f} {best_cpu:8.3f}",
+              flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--csv", action="store_true", help="CSV instead of a markdown table")
+    ap.add_argument("--zoo", action="store_true",
+                    help="time the Session's optimizer on the zoo models instead")
+    ap.add_argument("--reps", type=int, default=3, help="runs per model with --zoo (best)")
+    ap.add_argument("models", nargs="*", help="zoo model folders (with --zoo; default all)")
     args = ap.parse_args()
+    if args.zoo:
+        zoo(args.models, args.reps)
+        return
     rows = counts()
     cols = ["case", "original", "grappler", "ours", "ours_all", "ours-grappler", "seconds"]
     if args.csv:

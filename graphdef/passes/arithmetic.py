@@ -21,6 +21,8 @@ left alone: rewiring would move the read of the variable.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,29 +48,62 @@ from .common import (
 )
 
 ADD_OPS = frozenset({"Add", "AddV2"})
+FAMILY = {"Add": ADD_OPS, "AddV2": ADD_OPS, "Mul": frozenset({"Mul"})}   # ops a chain mixes
 NUMERIC = D.FLOATING | D.INTEGER | D.COMPLEX
 
 
 @without_gc
 def run(graph: Graph, options: PassOptions) -> Any:
     s = _Simplifier(graph, options)
-    for node in graph.topological_order():
-        nd = s.ed.get(node.name)
-        if nd is None or s.prot.pinned(node.name):
-            continue
-        s.visit(nd)
-    return s.ed.finish()
+    # numpy quiet as in kernel_call.run_once (inf from folding overflows is the value)
+    with np.errstate(all="ignore"):
+        for node in graph.topological_order():
+            nd = s.ed.peek(node.name)     # read-only: a rule that rewrites it takes a copy
+            if nd is None or s.prot.pinned(node.name):
+                continue
+            s.visit(nd)
+        return s.finish()
 
 
 class _Simplifier:
     def __init__(self, graph: Graph, options: PassOptions) -> None:
         self.ed = Editor(graph)
         self.prot = Protected(graph, options)
-        self.shapes = Shapes(self.ed, self.prot)
+        # a shape query must see a folded chain as it is: rewrite it first
+        self.shapes = Shapes(self.ed, self.prot, before=self.settle)
         self.options = options
         self.created: set[str] = set()   # constants this pass made (dropped once unread)
+        # decoded constants by node name: a chain reads the same Const at every link
+        self.values: dict[str, np.ndarray | None] = {}
+        # constants made here, encoded once at the end: folding a chain of n links makes n
+        # of them and drops all but the last
+        self.pending: dict[str, tuple[np.ndarray, int]] = {}
+        self.kernel_ok: set[tuple[str, int]] = set()   # (op, T) our kernel evaluated
+        # chain links folded but not yet rewritten (see _Fold): node -> its fold
+        self.folds: dict[str, _Fold] = {}
+
+    def finish(self) -> Any:
+        for name in list(self.folds):
+            self.settle(name)
+        for name, (value, dtype) in self.pending.items():
+            if name in self.ed:
+                set_const(self.ed.get(name), value, dtype)
+        return self.ed.finish()
 
     def visit(self, nd: Any) -> None:
+        pending = [s for s, _ in self.ed.data_inputs(nd.name) if s in self.folds] \
+            if self.folds else ()
+        if pending:
+            # only the next link of a chain (_chain) may read a fold before it is rewritten
+            family = FAMILY.get(nd.op)
+            for s in pending:
+                if family is None or self.folds[s].op not in family or len(pending) > 1:
+                    self.settle(s)
+        self._visit(nd)
+        for s in pending:
+            self.settle(s)
+
+    def _visit(self, nd: Any) -> None:
         op = nd.op
         t = attr_type(nd)
         if t is None or D.base(t) not in NUMERIC | {D.DT_BOOL}:
@@ -76,9 +111,11 @@ class _Simplifier:
         if op in ("Neg", "LogicalNot"):
             self._double_negation(nd)
         elif op in ADD_OPS:
-            _ = self._neutral(nd) or self._chain(nd) or self._common_factor(nd)
+            _ = self._neutral(nd) or self._chain(nd) or self._settled(nd) \
+                or self._common_factor(nd)
         elif op == "Mul":
-            _ = self._neutral(nd) or self._chain(nd) or self._times_zero(nd)
+            _ = self._neutral(nd) or self._chain(nd) or self._settled(nd) \
+                or self._times_zero(nd)
         elif op in ("Sub", "Div", "RealDiv"):
             self._neutral(nd)
         elif op == "AddN":
@@ -88,10 +125,27 @@ class _Simplifier:
     def const(self, t: tuple[str, int]) -> np.ndarray | None:
         if t[1] != 0 or not is_const(self.ed, self.prot, t[0]):
             return None
-        return const_value(self.ed.get(t[0]))
+        name = t[0]
+        if name in self.values:
+            return self.values[name]
+        v = self.values[name] = const_value(self.ed.peek(name))
+        return v
+
+    def combine(self, nd: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """What ``nd``'s kernel (Add, AddV2 or Mul) gives for constants ``a`` and ``b``: numpy
+        directly once the kernel has accepted this op and dtype (it is the same ufunc, result
+        cast to the input dtype), else the kernel itself (EvalError: do not fold)."""
+        key = (nd.op, D.base(nd.attr["T"].type))
+        if key in self.kernel_ok and a.dtype == b.dtype and a.dtype.kind in "fiuc" \
+                and a.dtype == D.to_numpy(key[1]):
+            r = (np.multiply if nd.op == "Mul" else np.add)(a, b)   # numpy quiet: see run
+            return np.asarray(r, dtype=a.dtype)
+        r = evaluate(nd, [a, b])[0]
+        self.kernel_ok.add(key)
+        return r
 
     def is_ref(self, t: tuple[str, int]) -> bool:
-        types = output_types(self.ed.get(t[0]))
+        types = output_types(self.ed.peek(t[0]))
         return types is None or t[1] >= len(types) or D.is_ref(types[t[1]])
 
     def private(self, name: str, reader: str) -> bool:
@@ -109,6 +163,7 @@ class _Simplifier:
         if not self.prot.keeps_name(name) and ed.bypass(name, x, extra):
             return True
         controls = [*ed.control_inputs(name), *extra]
+        nd = ed.get(name)
         t = nd.attr["T"].type
         nd.op = "Identity"
         nd.attr.clear()
@@ -119,12 +174,15 @@ class _Simplifier:
     def drop_if_unread(self, name: str) -> None:
         if name in self.created and name in self.ed and not self.ed.readers.get(name):
             self.ed.remove(name)
+            self.pending.pop(name, None)
 
     def new_const(self, base: str, value: np.ndarray, dtype: int, controls: list[str],
                   device: str, before: str) -> str:
         name = self.ed.unique_name(base)
-        self.ed.make_const(name, value, dtype, controls, device, before=before)
+        self.ed.make_const(name, value, dtype, controls, device, before=before, encode=False)
         self.created.add(name)
+        self.values[name] = value
+        self.pending[name] = (value, dtype)
         return name
 
     # --- rules -----------------------------------------------------------------------------
@@ -143,7 +201,7 @@ class _Simplifier:
             pairs, unit = [(0, 1)], 1
         for xi, ci in pairs:
             c = self.const(data[ci])
-            if c is None or c.dtype.kind not in "iufc" or c.size == 0 or not np.all(c == unit):
+            if c is None or c.dtype.kind not in "iufc" or c.size == 0 or not (c == unit).all():
                 continue
             x = data[xi]
             if self.is_ref(x) or not broadcast_keeps(self.shapes.of(x), c.shape):
@@ -156,7 +214,7 @@ class _Simplifier:
         data = ed.data_inputs(nd.name)
         if len(data) != 1:
             return False
-        inner = ed.get(data[0][0])
+        inner = ed.peek(data[0][0])
         if inner is None or inner.op != nd.op or self.prot.is_fed(inner.name):
             return False
         x = ed.data_inputs(inner.name)
@@ -164,48 +222,90 @@ class _Simplifier:
             return False
         return self.replace_with(nd, x[0], ed.control_inputs(inner.name))
 
+    def settle(self, name: str) -> None:
+        """Rewrite the folded chain ending at ``name`` (if any) as ``x + c`` (``x * c``), as
+        folding it link by link would have left it."""
+        f = self.folds.pop(name, None)
+        if f is None:
+            return
+        ed = self.ed
+        nd = ed.peek(name)
+        cname = self.new_const(f"{name}/_combined", f.value, nd.attr["T"].type,
+                               f.const_controls, nd.device, name)
+        ed.set_inputs(name, [f.x, (cname, 0)], f.controls)
+        for link in f.links:
+            ed.remove(link)
+        self.drop_if_unread(f.c0)
+
+    def _settled(self, nd: Any) -> bool:
+        """Settle the folds ``nd`` reads before the rules that look through them; False."""
+        if self.folds:
+            for s, _ in self.ed.data_inputs(nd.name):
+                self.settle(s)
+        return False
+
     def _chain(self, nd: Any) -> bool:
+        """``(x + c1) + c2`` -> ``x + (c1 + c2)`` (Mul alike), the inner node read only here.
+
+        Not rewritten at once: ``nd`` is recorded as a fold (:class:`_Fold`) that the next
+        link extends, so a chain of n links costs n cheap steps and one rewrite (by
+        :meth:`settle`, before anything else looks at it) instead of n rewrites."""
         ed = self.ed
         op = nd.op
         if op not in ADD_OPS and op != "Mul":
             return False
-        family = ADD_OPS if op in ADD_OPS else frozenset({"Mul"})
+        family = FAMILY[op]
         data = ed.data_inputs(nd.name)
         for ai, ci in ((0, 1), (1, 0)):
             c2 = self.const(data[ci])
             a = data[ai]
-            inner = ed.get(a[0])
+            inner = ed.peek(a[0])
             if c2 is None or inner is None or a[1] != 0 or inner.op not in family:
                 continue
             if attr_type(inner) != attr_type(nd) or inner.device != nd.device:
                 continue
             if not self.private(inner.name, nd.name):
                 continue
-            idata = ed.data_inputs(inner.name)
-            for xi, c1i in ((0, 1), (1, 0)):
-                c1 = self.const(idata[c1i])
-                x = idata[xi]
+            fold = self.folds.get(inner.name)
+            if fold is not None:
+                # inner is x + c1 already (once settled): that is the one way to read it
+                candidates = [(fold.x, fold.value, "")]
+            else:
+                idata = ed.data_inputs(inner.name)
+                candidates = [(idata[xi], self.const(idata[c1i]), idata[c1i][0])
+                              for xi, c1i in ((0, 1), (1, 0))]
+            for x, c1, c1_name in candidates:
                 if c1 is None or self.const(x) is not None:
                     continue
                 shape = broadcast_shapes(c1.shape, c2.shape)
                 if shape is None:
                     continue
-                size = int(np.prod(shape, dtype=np.int64)) * c1.dtype.itemsize
+                size = math.prod(shape) * c1.dtype.itemsize
                 if size > self.options.max_const_bytes:
                     continue
                 try:
-                    combined = evaluate(nd, [c1, c2])[0]
+                    combined = self.combine(nd, c1, c2)
                 except EvalError:
                     continue
-                c1_name, c2_name = idata[c1i][0], data[ci][0]
-                controls = list(dict.fromkeys([*ed.control_inputs(c1_name),
-                                               *ed.control_inputs(c2_name)]))
-                cname = self.new_const(f"{nd.name}/_combined", combined, nd.attr["T"].type,
-                                       controls, nd.device, nd.name)
-                ed.set_inputs(nd.name, [x, (cname, 0)],
-                              [*ed.control_inputs(nd.name), *ed.control_inputs(inner.name)])
-                ed.remove(inner.name)
-                self.drop_if_unread(c1_name)
+                c2_controls = ed.control_inputs(data[ci][0])
+                own_controls = ed.control_inputs(nd.name)
+                if fold is None:
+                    fold = _Fold(op, x, combined, [], ed.control_inputs(inner.name), [],
+                                 c1_name)
+                    c2_controls = [*ed.control_inputs(c1_name), *c2_controls]
+                else:     # the inner fold grows by one link (in place: n links, O(n) in all)
+                    del self.folds[inner.name]
+                    fold.op, fold.value = op, combined
+                fold.links.append(inner.name)
+                for c in c2_controls:       # the Const's controls, each once, in order
+                    if c not in fold.const_seen:
+                        fold.const_seen.add(c)
+                        fold.const_controls.append(c)
+                if own_controls or nd.name in fold.controls or x[0] in fold.controls:
+                    # what set_inputs would keep: no self, no data source, no repeats
+                    fold.controls = [c for c in dict.fromkeys([*own_controls, *fold.controls])
+                                     if c != nd.name and c != x[0]]
+                self.folds[nd.name] = fold
                 return True
         return False
 
@@ -245,13 +345,14 @@ class _Simplifier:
         try:
             for e in coefs:
                 c = one if e is None else e[1]
-                total = c if total is None else evaluate(add, [total, c])[0]
+                total = c if total is None else self.combine(add, total, c)
         except EvalError:
             return False
         const_names = list(dict.fromkeys(e[0] for e in coefs if e is not None))
         controls = list(dict.fromkeys(c for n in const_names for c in ed.control_inputs(n)))
         cname = self.new_const(f"{nd.name}/_factor", total, t, controls, nd.device, nd.name)
         carry = [c for m in sorted(muls) for c in ed.control_inputs(m)]
+        nd = ed.get(nd.name)
         nd.op = "Mul"
         nd.attr.clear()
         nd.attr["T"].type = t
@@ -266,13 +367,14 @@ class _Simplifier:
                       ) -> tuple[tuple[str, int], str, np.ndarray] | None:
         """``term`` = ``Mul(x, c)`` (either order), read only by ``nd``: (x, c's name, c)."""
         ed = self.ed
-        m = ed.get(term[0])
+        m = ed.peek(term[0])
         if m is None or m.op != "Mul" or term[1] != 0 or attr_type(m) != attr_type(nd) \
                 or m.device != nd.device:
             return None
+        # read only by nd, and by data (no control reader): scanning nd's inputs for every
+        # term (data_readers) would be quadratic in an AddN's width
         if self.prot.keeps_name(m.name) or self.prot.pinned(m.name) \
-                or {r for r, _ in ed.data_readers(m.name)} != {nd.name} \
-                or ed.control_readers(m.name):
+                or ed.readers.get(m.name) != {nd.name} or ed.control_readers(m.name):
             return None
         mdata = ed.data_inputs(m.name)
         for xi, ci in ((0, 1), (1, 0)):
@@ -307,10 +409,29 @@ class _Simplifier:
                 continue
             # the zeros still wait for x's producer: its deadness and errors still apply
             controls = [*ed.control_inputs(nd.name), x[0], *ed.control_inputs(data[ci][0])]
+            nd = ed.get(nd.name)
             set_const(nd, zeros, t)
+            self.values[nd.name] = zeros
             ed.set_inputs(nd.name, [], controls)
             return True
         return False
+
+
+@dataclass
+class _Fold:
+    """A chain link folded but not yet rewritten: it computes ``x op value``. Settling it
+    adds the Const (``const_controls``), makes the link read ``x`` and it (waiting for
+    ``controls``), removes the ``links`` folded into it and drops ``c0`` (the first link's
+    constant) if this pass made it and nothing reads it any more."""
+
+    op: str
+    x: tuple[str, int]
+    value: np.ndarray
+    const_controls: list[str]
+    controls: list[str]
+    links: list[str]
+    c0: str
+    const_seen: set[str] = field(default_factory=set)
 
 
 def _binary_add(nd: Any) -> Any:

@@ -2,8 +2,9 @@
 static shapes, and the one way to evaluate a node with our own kernels.
 
 A pass is a pure function ``(graph: Graph, options: PassOptions) -> GraphDef``. It starts an
-:class:`Editor` (a private copy of the GraphDef with a reader index), rewrites nodes in place in
-that copy, and returns ``editor.finish()``; the input GraphDef is never touched.
+:class:`Editor` (a copy-on-write view of the GraphDef with a reader index), reads nodes with
+``peek``, rewrites the copies ``get`` hands out, and returns ``editor.finish()``: the input
+GraphDef is never touched, and is itself the result when nothing changed.
 
 Rules every pass keeps (the pipeline re-checks the first three after each pass):
 
@@ -89,50 +90,127 @@ class Protected:
 # --- the editor -----------------------------------------------------------------------------
 
 class Editor:
-    """A private, mutable copy of a GraphDef with an index of who reads whom.
+    """A private, mutable view of a GraphDef with an index of who reads whom.
 
     Node order is kept; nodes added with ``before=`` land just before that node, others at
     the end. Inputs are always written canonically: data inputs in order, then control inputs
     without duplicates, without the node itself and without sources already read by data
     (a data edge from ``x`` already waits for ``x`` and carries its deadness).
+
+    Copy on write: a NodeDef is copied the first time :meth:`get` hands it out (``get``'s
+    result may be modified in place); :meth:`peek` reads without copying. The input's inputs
+    are not parsed again (the :class:`Graph` already did), and the reader index is built on
+    first use. Rewired inputs are kept parsed and spelled out into the NodeDef when it is
+    next handed out (so rewiring a node with many control inputs once per removed Identity
+    stays cheap). A pass that changed nothing gets the input GraphDef itself back from
+    :meth:`finish` (so passes with nothing to do cost a walk, not two copies of the graph).
     """
 
     def __init__(self, graph: Graph) -> None:
-        from dfg.schemas import node_def_pb2
-
         self.graph = graph
-        self._versions = graph.graph_def.versions
-        self._library = graph.graph_def.library if graph.graph_def.HasField("library") \
-            else None
-        self.nodes: dict[str, Any] = {}
-        self._order: list[str] = []      # names in output order (removed ones skipped)
+        gd = graph.graph_def
+        self._input = gd
+        self._versions = gd.versions
+        self._library = gd.library if gd.HasField("library") else None
+        # name -> NodeDef: the input's own (read-only) until written, then a private copy
+        self._nodes: dict[str, Any] = {}
+        self._orig: dict[str, Any] = {}      # name -> the input's NodeDef, for copied nodes
         self._extra: list[Any] = []      # duplicates, kept verbatim (validation reports them)
-        for nd in graph.graph_def.node:
-            copy = node_def_pb2.NodeDef()
-            copy.CopyFrom(nd)
-            if nd.name in self.nodes:
-                self._extra.append(copy)
-                continue
-            self.nodes[nd.name] = copy
-            self._order.append(nd.name)
-        self._before: dict[str, list[Any]] = {}
-        self.readers: dict[str, set[str]] = {}
-        for name, nd in self.nodes.items():
-            for s in nd.input:
-                self.readers.setdefault(parse_input(s)[0], set()).add(name)
-        self._taken = set(self.nodes)
-        # parsed inputs per node (data, control), kept in step with ``input``
+        # parsed inputs per node (data, control), kept in step with ``input``; never
+        # modified in place (the Graph's own lists are shared)
         self._parsed: dict[str, tuple[list[tuple[str, int]], list[str]]] = {}
+        if not graph.duplicates:
+            self._nodes = {n.name: n.proto for n in graph.nodes}
+            self._parsed = {n.name: (n.inputs, n.control_inputs) for n in graph.nodes}
+        else:
+            nodes, parsed = self._nodes, self._parsed
+            for n in graph.nodes:
+                name = n.name
+                if name in nodes:
+                    self._extra.append(n.proto)
+                    continue
+                nodes[name] = n.proto
+                parsed[name] = (n.inputs, n.control_inputs)
+        self._order: list[str] = list(self._nodes)     # names in output order (removed skipped)
+        self._before: dict[str, list[str]] = {}
+        self._readers: dict[str, set[str]] | None = None
+        self._taken = set(self._nodes)
+        self._changed = False        # a node was added, removed or rewired
+        self._stale: set[str] = set()    # nodes whose ``input`` lags behind ``_parsed``
+        self._canonical: set[str] = set()    # nodes whose inputs set_inputs wrote
 
     # --- reading ---------------------------------------------------------------------------
     def __contains__(self, name: object) -> bool:
-        return name in self.nodes
+        return name in self._nodes
 
     def get(self, name: str) -> Any | None:
-        return self.nodes.get(name)
+        """The node ``name`` (None if absent), a private copy the caller may modify."""
+        nd = self._nodes.get(name)
+        if nd is None:
+            return None
+        if name in self._stale:
+            return self._write_inputs(name)
+        return nd if name in self._orig else self._own(name, nd)
+
+    def peek(self, name: str) -> Any | None:
+        """The node ``name`` for reading only (never modify it: it may be the input's)."""
+        if name in self._stale:
+            self._write_inputs(name)
+        return self._nodes.get(name)
+
+    def _write_inputs(self, name: str) -> Any:
+        """Spell a rewired node's inputs out into its NodeDef (copied first if still the
+        input's: a node rewired and then removed is never copied)."""
+        self._stale.discard(name)
+        data, ctl = self._parsed[name]
+        nd = self._nodes[name]
+        if name not in self._orig:
+            nd = self._own(name, nd)
+        del nd.input[:]
+        nd.input.extend([input_string(s, k) for s, k in data] + ["^" + c for c in ctl])
+        return nd
+
+    def _own(self, name: str, nd: Any) -> Any:
+        from dfg.schemas import node_def_pb2
+
+        copy = node_def_pb2.NodeDef()
+        copy.CopyFrom(nd)
+        self._orig[name] = nd
+        self._nodes[name] = copy
+        return copy
+
+    @property
+    def nodes(self) -> dict[str, Any]:
+        """Every node by name, each a private copy that may be modified."""
+        for name in list(self._nodes):
+            self.get(name)
+        return self._nodes
+
+    @property
+    def readers(self) -> dict[str, set[str]]:
+        """Source name -> the nodes reading it (by data or control)."""
+        readers = self._readers
+        if readers is None:
+            readers = {}
+            for name in self._nodes:
+                data, ctl = self._parse(name)
+                for s, _ in data:
+                    rs = readers.get(s)
+                    if rs is None:
+                        readers[s] = {name}
+                    else:
+                        rs.add(name)
+                for s in ctl:
+                    rs = readers.get(s)
+                    if rs is None:
+                        readers[s] = {name}
+                    else:
+                        rs.add(name)
+            self._readers = readers
+        return readers
 
     def op(self, name: str) -> str | None:
-        nd = self.nodes.get(name)
+        nd = self._nodes.get(name)
         return nd.op if nd is not None else None
 
     def _parse(self, name: str) -> tuple[list[tuple[str, int]], list[str]]:
@@ -140,7 +218,7 @@ class Editor:
         if parsed is None:
             data: list[tuple[str, int]] = []
             ctl: list[str] = []
-            for s in self.nodes[name].input:
+            for s in self._nodes[name].input:
                 src, slot = parse_input(s)
                 if slot == CONTROL_SLOT:
                     ctl.append(src)
@@ -158,63 +236,96 @@ class Editor:
     def data_readers(self, name: str, slot: int | None = None) -> list[tuple[str, int]]:
         """(reader, input index) for every data edge out of ``name`` (of ``slot`` if given)."""
         out = []
-        for r in sorted(self.readers.get(name, ())):
-            for k, (src, s) in enumerate(self.data_inputs(r)):
+        readers = self.readers.get(name, ())
+        for r in sorted(readers) if len(readers) > 1 else readers:
+            for k, (src, s) in enumerate(self._parse(r)[0]):
                 if src == name and (slot is None or s == slot):
                     out.append((r, k))
         return out
 
     def control_readers(self, name: str) -> list[str]:
-        return [r for r in sorted(self.readers.get(name, ()))
-                if f"^{name}" in self.nodes[r].input]
+        return [r for r in _in_order(self.readers.get(name, ())) if name in self._parse(r)[1]]
 
     def used_slots(self, name: str) -> set[int]:
-        return {self.data_inputs(r)[k][1] for r, k in self.data_readers(name)}
+        return {self._parse(r)[0][k][1] for r, k in self.data_readers(name)}
 
     # --- writing ---------------------------------------------------------------------------
     def set_inputs(self, name: str, data: Iterable[tuple[str, int]],
                    controls: Iterable[str] = ()) -> None:
-        nd = self.nodes[name]
         data = list(data)
-        srcs = {s for s, _ in data}
-        ctl: list[str] = []
-        seen: set[str] = set()
-        for c in controls:
-            if c != name and c not in srcs and c not in seen:
-                ctl.append(c)
-                seen.add(c)
-        if self._parse(name) == (data, ctl):
+        srcs = [s for s, _ in data]
+        # controls without repeats, without the node itself or a source already read by data
+        kept = dict.fromkeys(controls)
+        if kept:
+            kept.pop(name, None)
+            for s in srcs:
+                kept.pop(s, None)
+        ctl = list(kept)
+        old = self._parse(name)
+        if old == (data, ctl):
             return
-        old_srcs = {s for s, _ in self._parsed[name][0]} | set(self._parsed[name][1])
-        new_srcs = srcs | seen
+        readers = self.readers
+        old_srcs = set(old[1])
+        old_srcs.update([s for s, _ in old[0]])
+        new_srcs = set(ctl)
+        new_srcs.update(srcs)
         for src in old_srcs - new_srcs:
-            rs = self.readers.get(src)
+            rs = readers.get(src)
             if rs is not None:
                 rs.discard(name)
         for src in new_srcs - old_srcs:
-            self.readers.setdefault(src, set()).add(name)
-        del nd.input[:]
-        nd.input.extend([input_string(s, k) for s, k in data] + [f"^{c}" for c in ctl])
+            readers.setdefault(src, set()).add(name)
         self._parsed[name] = (data, ctl)
+        self._canonical.add(name)
+        self._stale.add(name)       # ``input`` is written when the node is next read
+        self._changed = True
 
     def replace_tensor(self, old: tuple[str, int], new: tuple[str, int],
                        controls: Iterable[str] = ()) -> None:
         """Every data reader of ``old`` reads ``new`` instead and also waits for ``controls``."""
         controls = list(controls)
-        for r in sorted(self.readers.get(old[0], ())):
-            data = self.data_inputs(r)
+        for r in _in_order(self.readers.get(old[0], ())):
+            data = self._parse(r)[0]
             if old not in data:
                 continue
             self.set_inputs(r, [new if t == old else t for t in data],
-                            [*self.control_inputs(r), *controls])
+                            [*self._parse(r)[1], *controls])
 
     def replace_control(self, old: str, new: Iterable[str]) -> None:
         """Readers of ``^old`` wait for the nodes in ``new`` instead."""
         new = list(new)
         for r in self.control_readers(old):
-            ctl = self.control_inputs(r)
-            i = ctl.index(old)
-            self.set_inputs(r, self.data_inputs(r), ctl[:i] + new + ctl[i + 1:])
+            self._replace_one_control(r, old, new)
+
+    def _replace_one_control(self, r: str, old: str, new: list[str]) -> None:
+        """``set_inputs(r, data, ctl[:i] + new + ctl[i + 1:])`` where ``ctl[i] == old``, in
+        time linear in ``new`` rather than in ``r``'s many control inputs (removing each of
+        n Identities that one node waits for would be quadratic otherwise)."""
+        data, ctl = self._parse(r)
+        i = ctl.index(old)
+        if r not in self._canonical:     # as read: may repeat itself; set_inputs cleans up
+            self.set_inputs(r, data, ctl[:i] + new + ctl[i + 1:])
+            return
+        head, tail = ctl[:i], ctl[i + 1:]
+        srcs = {s for s, _ in data}
+        add: list[str] = []
+        for c in new:
+            # what set_inputs keeps of the concatenation: first occurrences, not r itself,
+            # not a source read by data (``ctl`` is already in that form)
+            if c != r and c not in srcs and c not in add and c not in head:
+                add.append(c)
+        if any(c in tail for c in add):
+            tail = [c for c in tail if c not in add]
+        readers = self.readers
+        rs = readers.get(old)
+        if rs is not None and old not in add:
+            rs.discard(r)
+        for c in add:
+            readers.setdefault(c, set()).add(r)
+        self._parsed[r] = (data, head + add + tail)
+        self._canonical.add(r)
+        self._stale.add(r)
+        self._changed = True
 
     def bypass(self, name: str, tensor: tuple[str, int], extra_controls: Iterable[str] = ()
                ) -> bool:
@@ -228,19 +339,25 @@ class Editor:
         """
         if self.control_readers(name) and self.op(tensor[0]) in SWITCH_OPS:
             return False
-        carry = [*self.control_inputs(name), *extra_controls]
+        carry = [*self._parse(name)[1], *extra_controls]
         self.replace_tensor((name, 0), tensor, carry)
         self.replace_control(name, [tensor[0], *carry])
         self.remove(name)
         return True
 
     def remove(self, name: str) -> None:
-        self._parsed.pop(name, None)
-        nd = self.nodes.pop(name)
-        for s in nd.input:
-            rs = self.readers.get(parse_input(s)[0])
-            if rs is not None:
-                rs.discard(name)
+        data, ctl = self._parse(name)
+        del self._parsed[name]
+        del self._nodes[name]
+        self._orig.pop(name, None)
+        self._stale.discard(name)
+        readers = self._readers
+        if readers is not None:
+            for s in [*(s for s, _ in data), *ctl]:
+                rs = readers.get(s)
+                if rs is not None:
+                    rs.discard(name)
+        self._changed = True
 
     def unique_name(self, base: str) -> str:
         cand, i = base, 1
@@ -251,54 +368,100 @@ class Editor:
         return cand
 
     def add(self, nd: Any, before: str | None = None) -> Any:
-        """Insert a NodeDef (its name must come from ``unique_name``)."""
+        """Insert a copy of a NodeDef (its name must come from ``unique_name``)."""
         from dfg.schemas import node_def_pb2
 
         copy = node_def_pb2.NodeDef()
         copy.CopyFrom(nd)
-        self._taken.add(copy.name)
-        self.nodes[copy.name] = copy
+        return self._insert(copy, before)
+
+    def _insert(self, nd: Any, before: str | None) -> Any:
+        name = nd.name
+        self._taken.add(name)
+        self._nodes[name] = nd
+        self._orig[name] = None         # ours from the start
+        self._parsed.pop(name, None)
+        self._canonical.discard(name)
         if before is not None and before in self._taken:
-            self._before.setdefault(before, []).append(copy.name)
+            self._before.setdefault(before, []).append(name)
         else:
-            self._order.append(copy.name)
-        for s in copy.input:
-            self.readers.setdefault(parse_input(s)[0], set()).add(copy.name)
-        return copy
+            self._order.append(name)
+        readers = self._readers
+        if readers is not None:
+            data, ctl = self._parse(name)
+            for s in [*(s for s, _ in data), *ctl]:
+                readers.setdefault(s, set()).add(name)
+        self._changed = True
+        return nd
 
     def make_const(self, name: str, value: np.ndarray, dtype: int, controls: Iterable[str] = (),
-                   device: str = "", before: str | None = None) -> Any:
+                   device: str = "", before: str | None = None, encode: bool = True) -> Any:
+        """Add a Const. ``encode=False`` writes only its dtype and shape: the caller must
+        ``set_const`` it before :meth:`finish` (a pass that may drop it again saves the
+        encoding) and must not read its value from the proto meanwhile."""
         from dfg.schemas import node_def_pb2
 
         nd = node_def_pb2.NodeDef(name=name, op="Const", device=device)
-        set_const(nd, value, dtype)
-        self.add(nd, before)
+        if encode:
+            set_const(nd, value, dtype)
+        else:
+            nd.attr["dtype"].type = D.base(dtype)
+            tensor = nd.attr["value"].tensor
+            tensor.dtype = D.base(dtype)
+            for d in np.shape(value):
+                tensor.tensor_shape.dim.add(size=d)
+        self._insert(nd, before)
         self.set_inputs(name, [], controls)
-        return self.nodes[name]
+        return nd
+
+    def unchanged(self) -> bool:
+        """Nothing added, removed or rewired, and every node handed out by :meth:`get` still
+        equal to the input's."""
+        return not self._changed and all(
+            orig is None or self._nodes.get(name) == orig for name, orig in self._orig.items())
 
     def finish(self) -> Any:
+        """The edited GraphDef: the input itself when nothing changed and rebuilding it would
+        give the same bytes (treat the result as read-only, as every GraphDef a pass gets)."""
         from dfg.schemas import graph_pb2
 
+        for name in list(self._stale):
+            self._write_inputs(name)
+        gd = self._input
+        if (not self._extra and gd.HasField("versions") and not gd.HasField("debug_info")
+                and not gd.version and self.unchanged()):
+            return gd
         out = graph_pb2.GraphDef()
         out.versions.CopyFrom(self._versions)
         if self._library is not None:
             out.library.CopyFrom(self._library)
 
+        nodes = self._nodes
+        before = self._before
         emitted: set[str] = set()
+        seq: list[Any] = []
 
         def emit(name: str) -> None:
-            for b in self._before.get(name, ()):
+            for b in before.get(name, ()):
                 emit(b)
-            nd = self.nodes.get(name)
+            nd = nodes.get(name)
             if nd is not None and name not in emitted:
                 emitted.add(name)
-                out.node.add().CopyFrom(nd)
+                seq.append(nd)
 
-        for name in self._order:
-            emit(name)
-        for nd in self._extra:
-            out.node.add().CopyFrom(nd)
+        if before:
+            for name in self._order:
+                emit(name)
+        else:
+            seq = [nodes[n] for n in dict.fromkeys(self._order) if n in nodes]
+        seq.extend(self._extra)
+        out.node.extend(seq)
         return out
+
+
+def _in_order(names: set[str] | tuple) -> list[str]:
+    """``sorted(names)`` (a deterministic order), without sorting one name."""
+    return sorted(names) if len(names) > 1 else list(names)
 
 
 def set_const(nd: Any, value: np.ndarray, dtype: int) -> None:
@@ -313,34 +476,44 @@ def set_const(nd: Any, value: np.ndarray, dtype: int) -> None:
 
 # --- facts about nodes ------------------------------------------------------------------------
 
-def registry():  # the OpDef registry, imported lazily
-    from ..opdefs.registry import registry as reg
+_opdefs: Any = None     # the module graphdef.opdefs.registry, imported on first use
 
-    return reg()
+
+def _opdefs_module() -> Any:
+    # an import statement inside a function costs microseconds per call: passes ask for
+    # the registry several times per node
+    global _opdefs
+    if _opdefs is None:
+        from ..opdefs import registry as module
+
+        _opdefs = module
+    return _opdefs
+
+
+def registry():  # the OpDef registry, imported lazily
+    return (_opdefs or _opdefs_module()).registry()
 
 
 def output_types(nd: Any) -> list[int] | None:
     """DataTypes of a NodeDef's outputs, or None when the op or its attrs do not say."""
-    from ..opdefs.registry import SignatureError
-
-    reg = registry()
+    module = _opdefs or _opdefs_module()
+    reg = module.registry()
     if nd.op not in reg:
         return None
     try:
         return reg.output_types(nd)
-    except (SignatureError, KeyError, ValueError):
+    except (module.SignatureError, KeyError, ValueError):
         return None
 
 
 def input_types(nd: Any) -> list[int] | None:
-    from ..opdefs.registry import SignatureError
-
-    reg = registry()
+    module = _opdefs or _opdefs_module()
+    reg = module.registry()
     if nd.op not in reg:
         return None
     try:
         return reg.input_types(nd)
-    except (SignatureError, KeyError, ValueError):
+    except (module.SignatureError, KeyError, ValueError):
         return None
 
 
@@ -396,7 +569,7 @@ def attr_type(nd: Any, key: str = "T") -> int | None:
 
 
 def is_const(ed: Editor, prot: Protected, name: str) -> bool:
-    nd = ed.get(name)
+    nd = ed.peek(name)
     return nd is not None and nd.op == "Const" and not prot.is_fed(name)
 
 
@@ -428,9 +601,11 @@ class Shapes:
     is checked against them), ``_output_shapes``, passed through a few shape-preserving ops.
     A fed non-Placeholder tensor has no known shape: the feed may have any shape."""
 
-    def __init__(self, ed: Editor, prot: Protected) -> None:
+    def __init__(self, ed: Editor, prot: Protected,
+                 before: Callable[[str], None] | None = None) -> None:
         self.ed = ed
         self.prot = prot
+        self.before = before     # called with a node's name before its inputs are read
         self._memo: dict[tuple[str, int], Shape] = {}
         self._pending: set[tuple[str, int]] = set()
 
@@ -469,7 +644,9 @@ class Shapes:
         from ..attrs import to_python
 
         name, slot = t
-        nd = self.ed.get(name)
+        if self.before is not None:
+            self.before(name)
+        nd = self.ed.peek(name)
         if nd is None:
             return None, None, []
         if self.prot.is_fed(name, slot) and nd.op not in INPUT_OPS:

@@ -56,20 +56,19 @@ def run(graph: Graph, options: PassOptions) -> Any:
     prot = Protected(graph, options)
     fa = analyze_frames(graph)
     shapes = Shapes(ed, prot)
-    values: dict[str, list[Any]] = {}     # constant node -> its output values
+    # constant node -> its output values; an input Const is decoded when a reader needs it
+    values = _Values(ed)
     deps: dict[str, list[str]] = {}       # constant node -> control inputs a fold must keep
 
     for node in graph.topological_order():
         name = node.name
-        nd = ed.get(name)
+        nd = ed.peek(name)     # read-only: _become_consts takes its own copy
         if nd is None:
             continue
         if nd.op == "Const":
             if not prot.is_fed(name):
-                v = const_value(nd)
-                if v is not None:
-                    values[name] = [v]
-                    deps[name] = ed.control_inputs(name)
+                values.consts.add(name)
+                deps[name] = ed.control_inputs(name)
             continue
         if name not in fa.node_frame and node.in_edges:
             continue  # unreachable (a broken cycle): leave it to validation
@@ -80,13 +79,13 @@ def run(graph: Graph, options: PassOptions) -> Any:
     return ed.finish()
 
 
-def _foldable(ed: Editor, prot: Protected, nd: Any, values: dict[str, list[Any]]) -> bool:
+def _foldable(ed: Editor, prot: Protected, nd: Any, values: _Values) -> bool:
     if nd.op in NEVER_FOLD or is_control_flow(nd.op) or prot.pinned(nd.name):
         return False
-    if is_stateful(nd.op):
-        return False
     data = ed.data_inputs(nd.name)
-    if not data:
+    if not data or not all(values.may_hold(src) for src, _ in data):
+        return False    # (checked first: it is cheap and rules out most nodes)
+    if is_stateful(nd.op):
         return False
     for src, slot in data:
         if src not in values or prot.is_fed(src, slot) or slot >= len(values[src]):
@@ -172,10 +171,44 @@ def _become_consts(ed: Editor, nd: Any, outs: list[Any], out_types: list[int],
         ed.replace_tensor((name, k), (const.name, 0))
         values[const.name] = [outs[k]]          # its readers come later in the order
         deps[const.name] = ed.control_inputs(const.name)
+    nd = ed.get(name)
     set_const(nd, outs[0], out_types[0])
     ed.set_inputs(name, [], controls)
     values[name] = [outs[0]]
     deps[name] = ed.control_inputs(name)
+
+
+class _Values(dict):
+    """Constant node -> its output values. The graph's own Consts (``consts``) are decoded on
+    first lookup: most are never read by a foldable node (weights read by a Conv2D of a
+    placeholder), and decoding them all is most of a pass's time on a large model."""
+
+    def __init__(self, ed: Editor) -> None:
+        super().__init__()
+        self.ed = ed
+        self.consts: set[str] = set()
+
+    def may_hold(self, name: str) -> bool:
+        """Whether ``name`` is or may be (not yet decoded) a constant node here."""
+        return dict.__contains__(self, name) or name in self.consts
+
+    def __missing__(self, name: str) -> list[Any]:
+        if name in self.consts:
+            self.consts.discard(name)
+            v = const_value(self.ed.peek(name))
+            if v is not None:
+                self[name] = [v]
+                return self[name]
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        if dict.__contains__(self, name):
+            return True
+        try:
+            self[name]
+        except KeyError:
+            return False
+        return True
 
 
 def _predicted_bytes(nd: Any, args: list[Any], out_types: list[int]) -> int | None:

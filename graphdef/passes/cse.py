@@ -46,12 +46,43 @@ def run(graph: Graph, options: PassOptions) -> Any:
     prot = Protected(graph, options)
     seen: dict[tuple, str] = {}
     alias: dict[str, str] = {}   # merged-away node -> its survivor (rewired once, at the end)
+    # (op, attrs) -> eligible: it depends on nothing else but the name (pinned), and asking
+    # the OpDef registry for each node's types was most of the pass
+    eligible: dict[tuple, bool] = {}
+    # Consts are compared by value, but decoding and hashing every weight is costly and most
+    # are alone of their dtype and shape: (device, dtype, dims, controls) -> the first such
+    # Const, not yet decoded (None once a second one came and both went into ``seen``)
+    lonely: dict[tuple, tuple[str, Any, frozenset] | None] = {}
     for node in graph.topological_order():
         name = node.name
-        nd = ed.get(name)
-        if nd is None or not _eligible(prot, nd):
+        nd = ed.peek(name)     # read-only: merging rewires readers through the editor
+        if nd is None or prot.pinned(name):
             continue
-        key = _key(ed, nd, alias)
+        attrs = None if nd.op == "Const" else _attrs(nd)
+        ok = eligible.get((nd.op, attrs))
+        if ok is None:
+            ok = eligible[(nd.op, attrs)] = _eligible(prot, nd)
+        if not ok:
+            continue
+        if attrs is None:
+            value = attr(nd, "value")
+            if value is None:
+                continue
+            controls = frozenset(_find(alias, c) for c in ed.control_inputs(name))
+            pre = (nd.device, attr_type(nd, "dtype"),
+                   tuple(d.size for d in value.tensor.tensor_shape.dim), controls)
+            if pre not in lonely:
+                lonely[pre] = (name, nd, controls)
+                continue
+            first = lonely[pre]
+            if first is not None:
+                lonely[pre] = None
+                first_key = _const_key(first[1], first[2])
+                if first_key is not None and first_key not in seen:
+                    seen[first_key] = first[0]
+            key = _const_key(nd, controls)
+        else:
+            key = _key(ed, nd, alias, attrs)
         if key is None:
             continue
         other = seen.get(key)
@@ -105,19 +136,24 @@ def _is_constant_enter(nd: Any) -> bool:
     return av is not None and av.b
 
 
-def _key(ed: Editor, nd: Any, alias: dict[str, str]) -> tuple | None:
+def _attrs(nd: Any) -> tuple:
+    return tuple(sorted((k, v.SerializeToString(deterministic=True))
+                        for k, v in nd.attr.items() if not k.startswith("_")))
+
+
+def _const_key(nd: Any, controls: frozenset) -> tuple | None:
+    v = const_value(nd)
+    if v is None:
+        return None
+    body = repr(v.tolist()).encode() if v.dtype.kind == "O" else v.tobytes()
+    return ("Const", nd.device, attr_type(nd, "dtype"), v.shape,
+            hashlib.sha256(body).hexdigest(), controls)
+
+
+def _key(ed: Editor, nd: Any, alias: dict[str, str], attrs: tuple) -> tuple | None:
     controls = frozenset(_find(alias, c) for c in ed.control_inputs(nd.name))
-    if nd.op == "Const":
-        v = const_value(nd)
-        if v is None:
-            return None
-        body = repr(v.tolist()).encode() if v.dtype.kind == "O" else v.tobytes()
-        return ("Const", nd.device, attr_type(nd, "dtype"), v.shape,
-                hashlib.sha256(body).hexdigest(), controls)
     data: tuple = tuple((_find(alias, s), k) for s, k in ed.data_inputs(nd.name))
     opdef = registry().get(nd.op)
     if opdef is not None and opdef.is_commutative:
         data = tuple(sorted(data))
-    attrs = tuple(sorted((k, v.SerializeToString(deterministic=True))
-                         for k, v in nd.attr.items() if not k.startswith("_")))
     return (nd.op, nd.device, attrs, data, controls)

@@ -41,6 +41,8 @@ LOOP_OPS = ENTER_OPS | EXIT_OPS | NEXT_ITERATION_OPS | LOOP_COND_OPS
 @without_gc
 def run(graph: Graph, options: PassOptions) -> Any:
     ed = Editor(graph)
+    if not any(n.op == "Switch" for n in graph.nodes):
+        return ed.finish()      # no cond: nothing to resolve (and no frames to analyze)
     prot = Protected(graph, options)
     fa = analyze_frames(graph)
     # the Switches of one cond share its predicate: resolve them together (a loop in a branch

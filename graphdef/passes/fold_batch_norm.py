@@ -53,21 +53,22 @@ DT_FLOAT = 1
 
 def run(graph: Graph, options: PassOptions) -> Any:
     ed = Editor(graph)
+    if not any(n.op in BN_OPS or n.op in CONTRACTIONS for n in graph.nodes):
+        return ed.finish()      # nothing to fold (most graphs): no need to order them
     prot = Protected(graph, options)
     shapes = Shapes(ed, prot)
     for node in graph.topological_order():
-        nd = ed.get(node.name)
-        if nd is None or nd.op not in BN_OPS:
+        if ed.op(node.name) not in BN_OPS:
             continue
+        nd = ed.get(node.name)
         params = _params(ed, prot, nd)
         if params is None:
             continue
         if not _into_conv(ed, prot, nd, params):
             _scale_shift(ed, prot, shapes, nd, params)
     for node in graph.topological_order():
-        nd = ed.get(node.name)
-        if nd is not None and nd.op in CONTRACTIONS:
-            _fold_affine(ed, prot, nd)
+        if ed.op(node.name) in CONTRACTIONS:
+            _fold_affine(ed, prot, ed.get(node.name))
     return ed.finish()
 
 

@@ -48,11 +48,13 @@ def fuse(graph: Graph, options: PassOptions,
          table: dict[str, tuple[str, frozenset[int]]]) -> Any:
     """Fuse every contraction of ``table`` with its BiasAdd and activation."""
     ed = Editor(graph)
+    if not any(n.op in table for n in graph.nodes):
+        return ed.finish()
     prot = Protected(graph, options)
     for node in graph.nodes:
-        nd = ed.get(node.name)
-        if nd is not None and nd.op in table:
-            _fuse_one(ed, prot, nd, *table[nd.op])
+        op = ed.op(node.name)
+        if op in table:
+            _fuse_one(ed, prot, ed.get(node.name), *table[op])
     return ed.finish()
 
 

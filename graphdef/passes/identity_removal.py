@@ -44,7 +44,7 @@ def run(graph: Graph, options: PassOptions) -> Any:
     fa = analyze_frames(graph)
     for node in graph.topological_order():
         name = node.name
-        nd = ed.get(name)
+        nd = ed.peek(name)     # read-only: _absorb_producer takes its own copy
         if nd is None:
             continue
         _drop_constant_controls(ed, name)
@@ -65,7 +65,9 @@ def run(graph: Graph, options: PassOptions) -> Any:
 
 def _drop_constant_controls(ed: Editor, name: str) -> None:
     ctl = ed.control_inputs(name)
-    keep = [c for c in ctl if not (ed.op(c) == "Const" and not ed.get(c).input)]
+    if not ctl:
+        return
+    keep = [c for c in ctl if not (ed.op(c) == "Const" and not ed.peek(c).input)]
     if len(keep) != len(ctl):
         ed.set_inputs(name, ed.data_inputs(name), keep)
 
@@ -75,7 +77,7 @@ def _removable(ed: Editor, fa: Any, nd: Any, inputs: list[tuple[str, int]]) -> b
     if not inputs:
         return False
     for src, slot in inputs:
-        prod = ed.get(src)
+        prod = ed.peek(src)
         if prod is None:
             return False
         types = output_types(prod)
@@ -115,7 +117,7 @@ def _absorb_producer(ed: Editor, prot: Protected, fa: Any, nd: Any) -> None:
     if len(data) != 1 or data[0][1] != 0:
         return
     src = data[0][0]
-    prod = ed.get(src)
+    prod = ed.peek(src)
     if prod is None or prot.keeps_name(src) or prot.pinned(src):
         return
     if is_control_flow(prod.op) or is_stateful(prod.op) or prod.op == "Const":
@@ -130,12 +132,13 @@ def _absorb_producer(ed: Editor, prot: Protected, fa: Any, nd: Any) -> None:
         return
     if fa.node_frame.get(nd.name) != fa.node_frame.get(src):
         return
+    nd = ed.get(nd.name)        # the copy to rewrite
     controls = [*ed.control_inputs(src), *ed.control_inputs(nd.name)]
     p_data = ed.data_inputs(src)
     name, device = nd.name, nd.device or prod.device
     ed.remove(src)
     ed.set_inputs(name, p_data, controls)     # keeps the editor's reader index right
-    inputs = list(nd.input)
+    inputs = list(ed.peek(name).input)     # as the editor spells them (it writes them lazily)
     nd.CopyFrom(prod)
     nd.name = name
     nd.device = device

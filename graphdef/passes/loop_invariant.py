@@ -43,7 +43,6 @@ def run(graph: Graph, options: PassOptions) -> Any:
 
     ed = Editor(graph)
     prot = Protected(graph, options)
-    fa = analyze_frames(graph)
     # in-loop tensor -> (frame it lives in, the outer tensor with the same value)
     outer: dict[tuple[str, int], tuple[str, tuple[str, int]]] = {}
     for node in graph.nodes:
@@ -53,6 +52,9 @@ def run(graph: Graph, options: PassOptions) -> Any:
                 and not node.control_inputs and not prot.is_fed(node.name):
             frame = frame_attr.s.decode("utf-8", "replace")
             outer[(node.name, 0)] = (frame, node.inputs[0])
+    if not outer:
+        return ed.finish()      # no constant Enter: nothing can be hoisted
+    fa = analyze_frames(graph)
     hoisted: list[tuple[str, str]] = []     # (node, frame), in topological order
     for node in graph.topological_order():
         name = node.name

@@ -267,7 +267,9 @@ def _run_passes(graph: Any, options: PassOptions, passes: list[str] | None,
                 problem = problem or ("rejected", f"pass '{name}' modified its input graph")
             new_graph = new_bytes = new_errors = None
             if problem is None:
-                new_bytes = out.SerializeToString(deterministic=True)
+                # a pass that changed nothing may hand back its input (Editor.finish)
+                new_bytes = current_bytes if out is current.graph_def \
+                    else out.SerializeToString(deterministic=True)
                 if new_bytes != current_bytes:     # an unchanged graph needs no checking
                     new_graph = Graph(out)
                     new_errors = _error_keys(new_graph) if validate_each else {}
