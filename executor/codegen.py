@@ -4,7 +4,11 @@ Interpreting a program (``programs.run_steps``) costs, per kernel, a loop turn, 
 for every argument and result, and the bookkeeping around them. Generated code keeps every
 value in a local variable named after its slot (``s12``: node names never become code), calls
 the one kernel call (``kernel_call.call``) with the arguments written out, and checks the
-step's cancel flag before every kernel call and every loop iteration.
+step's cancel flag before every kernel call and every loop iteration. A loop program is one
+function for its whole nest: each loop a ``while True:`` (an inner loop nested in its
+parent's iteration, run to completion there), each cond branch an ``if`` on its predicate's
+slot (the untaken side's nodes never run: dead values need no sentinel), each cond Merge a
+conditional expression picking the taken side's value.
 
 0-d values are kept cheap: a kernel with a scalar form (``KernelDef.scalar``: AddV2's is
 ``{0} + {1}``) is written as that expression guarded by a type test, so on NumPy scalars it
@@ -137,33 +141,73 @@ def compile_straight_line(prog: Any) -> tuple[Callable, list[Any], list[Any]] | 
 
 
 def compile_loop(prog: Any) -> tuple[Callable, list[Any], list[Any]]:
-    """``fn(T, E, K, C, ctl, MI) -> exit values`` for a loop program (E: the Enters'
-    values; MI: per Merge its value_index at iteration 0 and later)."""
+    """``fn(T, E, K, C, ctl) -> (exit values, iterations per loop)`` for a loop program (E:
+    the Enters' values): its loop, the loops nested in it and the conds in their bodies, as
+    nested ``while``/``if`` statements of one function."""
+    from .programs import If, LoopIR, Select
+
     em = Emitter()
-    all_steps = prog.cond_steps + prog.body_steps
+    all_steps: list[tuple] = []
+
+    def collect(stmts: list) -> None:
+        for st in stmts:
+            if type(st) is tuple:
+                all_steps.append(st)
+            elif type(st) is If:
+                collect(st.block)
+            elif type(st) is LoopIR:
+                collect(st.pre)
+                collect(st.body)
+
+    collect(prog.loop.pre)
+    collect(prog.loop.body)
     reads = scalar_reads(all_steps)
-    # a Merge's value is read where its slot is read; its sources are converted on the way in
+    # a value written where a scalar form reads it is converted on the way in
     t = template_line(em, prog.template, reads)
-    for k, slot in prog.invariant_slots.items():
+    for k, slot in enumerate(prog.enter_slots):
         em.line(1, f"s{slot} = {'S' if slot in reads else ''}(E[{k}])")
-    for j, ((vs, ix), init) in enumerate(zip(prog.merge_slots, prog.merge_init)):
-        em.line(1, f"s{vs} = {'S' if vs in reads else ''}(E[{init}])")
-        em.line(1, f"s{ix} = MI[{j}][0]")
-    em.line(1, "n = 0")
-    em.line(1, "while True:")
-    em.line(2, "if ctl.error is not None: raise ctl.error")
-    em.steps(2, prog.cond_steps, reads, free=False)
-    em.line(2, f"if not s{prog.pred_slot}: break")
-    em.steps(2, prog.body_steps, reads, free=False)
-    if prog.merge_slots:
-        lhs = ", ".join(f"s{vs}" for vs, _ix in prog.merge_slots)
-        rhs = ", ".join(f"{'S' if vs in reads else ''}(s{nx})"
-                        for (vs, _ix), nx in zip(prog.merge_slots, prog.next_slots))
-        em.line(2, f"{lhs}, = {rhs},")
-        for j, (_vs, ix) in enumerate(prog.merge_slots):
-            em.line(2, f"s{ix} = MI[{j}][1]")
-    em.line(2, "n += 1")
+    for lp in prog.loops:
+        em.line(1, f"n{lp.index} = 0")
+
+    def block(depth: int, stmts: list) -> None:
+        if not stmts:
+            em.line(depth, "pass")
+        for st in stmts:
+            if type(st) is tuple:
+                em.steps(depth, [st], reads, free=False)
+            elif type(st) is If:
+                em.line(depth, f"if {'' if st.side else 'not '}s{st.pred}:")
+                block(depth + 1, st.block)
+            elif type(st) is Select:
+                conv = "S" if st.out in reads else ""
+                em.line(depth, f"s{st.out} = {conv}(s{st.a} if s{st.pred} else s{st.b})")
+            else:
+                loop(depth, st)
+
+    def loop(depth: int, lp: LoopIR) -> None:
+        for vs, ix, init, _nx, i0, _i1 in lp.merges:
+            em.line(depth, f"s{vs} = {'S' if vs in reads else ''}(s{init})")
+            if ix is not None:
+                em.line(depth, f"s{ix} = s{i0}")
+        em.line(depth, "while True:")
+        em.line(depth + 1, "if ctl.error is not None: raise ctl.error")
+        em.line(depth + 1, f"n{lp.index} += 1")
+        block(depth + 1, lp.pre)
+        em.line(depth + 1, f"if not s{lp.pred_slot}: break")
+        block(depth + 1, lp.body)
+        if lp.merges:
+            lhs = ", ".join(f"s{m[0]}" for m in lp.merges)
+            rhs = ", ".join(f"{'S' if m[0] in reads else ''}(s{m[3]})" for m in lp.merges)
+            em.line(depth + 1, f"{lhs}, = {rhs},")
+            for _vs, ix, _init, _nx, _i0, i1 in lp.merges:
+                if ix is not None:
+                    em.line(depth + 1, f"s{ix} = s{i1}")
+        for dst, src in lp.exit_copies:
+            em.line(depth, f"s{dst} = {'S' if dst in reads else ''}(s{src})")
+
+    loop(1, prog.loop)
     outs = ", ".join(f"A(s{s})" for s in prog.exit_slots)
-    em.line(1, f"return [{outs}], n")
-    fn = em.compile("loop", "T, E, K, C, ctl, MI")
+    counts = ", ".join(f"n{lp.index}" for lp in prog.loops)
+    em.line(1, f"return [{outs}], ({counts},)")
+    fn = em.compile("loop", "T, E, K, C, ctl")
     return fn, t, em.kernels

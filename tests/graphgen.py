@@ -6,6 +6,9 @@ float64 and int32 tensors (shape [2]) through elementwise math, ``while_loop``s 
 such as ``x < limit``, always bounded by a small constant), ``cond``s inside loop bodies and
 loops inside cond branches, and ref variables updated by ``AssignAdd(use_locking=True)`` in
 loop bodies and branches. A drawn :class:`Case` says what to feed, fetch and initialize.
+``functional=True`` also draws TF2's functional forms (``StatelessIf``/``StatelessWhile`` with
+the branches and bodies as library functions; everything nested in one is functional too, and
+has no variables), which a Session runs after lowering them to v1 frames.
 """
 
 from __future__ import annotations
@@ -65,8 +68,10 @@ def _ref_in_context(ref: Any) -> Any:
 
 class _Gen:
     def __init__(self, draw: Any, max_depth: int, max_flow: int,
-                 const_predicates: bool) -> None:
+                 const_predicates: bool, functional: bool = False) -> None:
         self.draw = draw
+        self.functional = functional       # may draw functional (TF2) conds and loops
+        self.in_function = 0               # how many functional constructs we are inside
         self.const_predicates = const_predicates
         self.feeds: dict[str, Any] = {}
         self.max_depth = max_depth
@@ -145,6 +150,13 @@ class _Gen:
                           {"use_locking": True}).outputs[0]
 
     # --- control flow -------------------------------------------------------------------
+    def _functional(self) -> bool:
+        """Whether the next cond or loop is functional: always inside a functional one;
+        drawn when ``functional`` (and never drawn otherwise, so v1 draws stay the same)."""
+        if self.in_function:
+            return True
+        return bool(self.functional and self.draw(st.booleans()))
+
     def cond(self, pool: list[tuple[str, Any]], kind: str, depth: int) -> Any:
         self.flow_left -= 1
         if depth > 0:
@@ -152,20 +164,25 @@ class _Gen:
         pred = self.predicate(pool)
         kinds = [kind] + ([self.draw(st.sampled_from([F, I]))]
                           if self.draw(st.booleans()) else [])
+        fn_form = self._functional()
 
         def branch() -> Any:
             def fn() -> list:
                 local = list(pool)     # what a branch makes stays in the branch
-                outs = [self.value(local, k, depth + 1) for k in kinds]
-                if self.draw(st.integers(0, 4)) == 0:
+                self.in_function += fn_form
+                try:
+                    outs = [self.value(local, k, depth + 1) for k in kinds]
+                finally:
+                    self.in_function -= fn_form
+                if not self.in_function and not fn_form and self.draw(st.integers(0, 4)) == 0:
                     self.features.add("variable-in-cond")
                     a = self.assign_add(local)
                     outs[0] = B.with_dependencies([a], outs[0])
                 return outs
             return fn
 
-        outs = B.cond(pred, branch(), branch())
-        self.features.add("cond")
+        outs = B.cond(pred, branch(), branch(), functional=fn_form)
+        self.features.add("functional-cond" if fn_form else "cond")
         for k, t in zip(kinds[1:], outs[1:]):
             pool.append((k, t))
         return outs[0]
@@ -188,6 +205,8 @@ class _Gen:
         threshold = self.draw(st.sampled_from([-1.0, 0.0, 1.0]))
         use_assign = self.draw(st.integers(0, 2)) == 0
         parallel = self.draw(st.sampled_from([1, 2, 10]))
+        fn_form = self._functional()
+        use_assign = use_assign and not fn_form and not self.in_function
 
         def cond_fn(i: Any, *vs: Any) -> Any:
             c = i < limit
@@ -198,7 +217,11 @@ class _Gen:
 
         def body(i: Any, *vs: Any) -> list:
             local = list(pool) + list(zip(carried, vs))
-            nxt = [self.value(local, k, depth + 1) for k in carried]
+            self.in_function += fn_form
+            try:
+                nxt = [self.value(local, k, depth + 1) for k in carried]
+            finally:
+                self.in_function -= fn_form
             i1 = i + 1
             if use_assign:
                 self.features.add("variable-in-loop")
@@ -208,7 +231,9 @@ class _Gen:
             return [i1, *nxt]
 
         outs = B.while_loop(cond_fn, body, [B.constant(np.int32(0)), *start],
-                            parallel_iterations=parallel)
+                            parallel_iterations=parallel, functional=fn_form)
+        if fn_form:
+            self.features.add("functional-while")
         for k, t in zip(carried[1:], outs[2:]):
             pool.append((k, t))
         # the trip count, as an int value later ops may use (and fetches may show)
@@ -230,11 +255,11 @@ def _contexts() -> list[Any]:
 
 @st.composite
 def control_flow_graphs(draw: Any, max_depth: int = 3, max_flow: int = 5,
-                        const_predicates: bool = True) -> Case:
+                        const_predicates: bool = True, functional: bool = False) -> Case:
     """A :class:`Case`: a random graph with nested loops, conds and variables.
     ``const_predicates``: conds may have predicates computed from constants only (which an
     optimizer can fold, removing the untaken branch)."""
-    gen = _Gen(draw, max_depth, max_flow, const_predicates)
+    gen = _Gen(draw, max_depth, max_flow, const_predicates, functional)
     g = B.Graph()
     floats = st.floats(-2, 2, allow_nan=False, width=64)
     x = np.array(draw(st.lists(floats, min_size=2, max_size=2)), np.float64)
