@@ -182,7 +182,7 @@ class FrameLayout:
     num_enters: int = 0
     parallel_iterations: int = 10
     exits: list[NodeItem] = field(default_factory=list)
-    program: Any = None   # a LoopProgram when the frame has the simple shape (programs.py)
+    program: Any = None   # a LoopProgram when the frame is a loop nest programs.py compiles
 
 
 @dataclass

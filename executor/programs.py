@@ -352,9 +352,9 @@ class StraightLineProgram(_Program):
 
 
 def add_programs(plan: Plan) -> Plan:
-    """Compile ``plan``'s programs: one per while-loop frame of the simple shape, and the
-    straight-line program of a plan without control flow. Each gets an item id after the
-    plan's items; the plan's stats are sized for them."""
+    """Compile ``plan``'s programs: one per while-loop frame of a shape it compiles (a loop
+    nest), and the straight-line program of a plan without control flow. Each gets an item
+    id after the plan's items; the plan's stats are sized for them."""
     from dfg.graphdef.frames import ROOT
 
     for lay in plan.frames.values():

@@ -123,7 +123,7 @@ class FrameState:
 class FramePropagator:
     """Frames and iterations, TensorFlow's way (see the module docstring).
 
-    ``programs``: whether a frame instance of the simple shape runs as its loop program
+    ``programs``: whether a frame instance with a compiled loop nest runs as its loop program
     (programs.py): "auto" when all its kernels are known to be cheap (so running it as one
     unit costs no parallelism), "always", or "never"."""
 

@@ -99,7 +99,7 @@ class Session:
         self.device = device
         if programs not in ("auto", "always", "never"):
             raise UsageError(f"programs must be auto, always or never, not {programs!r}")
-        # "auto": a step without control flow, or a while loop of the simple shape, whose
+        # "auto": a step without control flow, or a while-loop nest (programs.py), whose
         # kernels are all measured cheap runs as one sequential program (executor/programs.py)
         # instead of node by node
         self.programs = programs
