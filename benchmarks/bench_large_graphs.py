@@ -1,14 +1,16 @@
 """Benchmark dfg on large graphs: load, info, validate, prune, optimize, pbtxt read-back.
 
 Builds (with plain protobuf, no TensorFlow) a model-like graph of N nodes (dense layers in
-name scopes: Const kernel/bias -> MatMul -> BiasAdd -> Relu, with residual AddV2s) and an
-Identity chain of C nodes, writes them to a temporary folder and times the real ``dfg``
-commands as subprocesses, printing wall seconds and peak RSS of each::
+name scopes: Const kernel/bias -> MatMul -> BiasAdd -> Relu, with residual AddV2s), an
+Identity chain of C nodes and optionally a while loop with a long body, writes them to a
+temporary folder and times the real ``dfg`` commands as subprocesses, printing wall seconds and
+peak RSS of each::
 
     python benchmarks/bench_large_graphs.py                    # 100k model, 100k chain
     python benchmarks/bench_large_graphs.py --nodes 1000000   # the 1M-node case
     python benchmarks/bench_large_graphs.py --pbtxt            # also pbtxt write + read-back
     python benchmarks/bench_large_graphs.py --chain 0          # skip the chain optimize
+    python benchmarks/bench_large_graphs.py --loop 100000      # also a 100k-node while loop
     PYTHONPATH=/path/to/other/checkout python benchmarks/...   # e.g. time an older dfg
 
 CPU seconds (user + sys of the dfg process) are printed beside wall seconds: on a busy
@@ -85,6 +87,50 @@ def build_chain(length: int) -> graph_pb2.GraphDef:
     return g
 
 
+def build_loop(body: int) -> graph_pb2.GraphDef:
+    """A v1 while loop (frame 'loop') whose body is ``body`` nodes: a chain alternating
+    Identity and AddV2 of a loop invariant, each invariant its own Enter of 'x' (so the frame
+    has about body/2 Enters); the counter runs while it is below 'limit'. Fetch 'y'."""
+    g = graph_pb2.GraphDef()
+
+    def node(name: str, op: str, inputs: list[str], **attrs: object) -> None:
+        n = g.node.add(name=name, op=op)
+        n.input.extend(inputs)
+        for key, value in attrs.items():
+            if key == "T":
+                n.attr["T"].type = FLOAT
+            elif isinstance(value, bool):
+                n.attr[key].b = value
+            elif isinstance(value, int):
+                n.attr[key].i = value
+            else:
+                n.attr[key].s = str(value).encode()
+
+    x = g.node.add(name="x", op="Placeholder")
+    x.attr["dtype"].type = FLOAT
+    _const(g, "limit", ())
+    _const(g, "start", ())
+    enter = {"frame_name": "loop", "parallel_iterations": 10}
+    node("loop/Enter", "Enter", ["start"], T=1, is_constant=False, **enter)
+    node("loop/Merge", "Merge", ["loop/Enter", "loop/NextIteration"], T=1, N=2)
+    node("loop/limit", "Enter", ["limit"], T=1, is_constant=True, **enter)
+    node("loop/Less", "Less", ["loop/Merge", "loop/limit"], T=1)
+    node("loop/LoopCond", "LoopCond", ["loop/Less"])
+    node("loop/Switch", "Switch", ["loop/Merge", "loop/LoopCond"], T=1)
+    node("loop/Exit", "Exit", ["loop/Switch"], T=1)
+    prev = "loop/Switch:1"
+    for i in range(body):
+        if i % 2:
+            node(f"loop/x_{i}", "Enter", ["x"], T=1, is_constant=True, **enter)
+            node(f"loop/body_{i}", "AddV2", [prev, f"loop/x_{i}"], T=1)
+        else:
+            node(f"loop/body_{i}", "Identity", [prev], T=1)
+        prev = f"loop/body_{i}"
+    node("loop/NextIteration", "NextIteration", [prev], T=1)
+    node("y", "Identity", ["loop/Exit"], T=1)
+    return g
+
+
 def run(argv: list[str]) -> tuple[float, float, float, int]:
     """Wall seconds, CPU seconds, peak RSS (MB) and exit status of one dfg command."""
     t0 = time.perf_counter()
@@ -112,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=100_000, help="model graph size (0: skip)")
     ap.add_argument("--chain", type=int, default=100_000, help="Identity chain (0: skip)")
+    ap.add_argument("--loop", type=int, default=0,
+                    help="also a while loop with a body of this many nodes (0: skip)")
     ap.add_argument("--pbtxt", action="store_true", help="also write and read back pbtxt")
     ap.add_argument("--keep", metavar="DIR", help="write the graphs here instead of a temp dir")
     args = ap.parse_args(argv)
@@ -143,6 +191,15 @@ def main(argv: list[str] | None = None) -> int:
                 back = graph_pb2.GraphDef.FromString((folder / "back.pb").read_bytes())
                 same = back == graph_pb2.GraphDef.FromString(pb.read_bytes())
                 print(f"  read-back GraphDef equal to the original: {same}")
+        if args.loop:
+            gd = build_loop(args.loop)
+            pb = folder / f"loop_{args.loop}.pb"
+            pb.write_bytes(gd.SerializeToString())
+            print(f"loop: {len(gd.node)} nodes")
+            report("info (loop)", ["info", str(pb)])
+            report("validate (loop)", ["validate", str(pb)])
+            report("prune --fetch y (loop)", ["prune", str(pb), "--fetch", "y",
+                                              "-o", str(folder / "loop_pruned.pb")])
         if args.chain:
             gd = build_chain(args.chain)
             pb = folder / f"chain_{args.chain}.pb"

@@ -51,7 +51,12 @@ def info(graph: str, as_json: bool, node_outputs: bool) -> None:
         show_saved_model(graph, as_json)
         return
 
-    s = {"file": graph, **summarize(load(graph), node_outputs=node_outputs)}
+    from dfg.graphdef.graph import gc_paused
+
+    # the collector stays paused until the graph view is freed (right after summarize
+    # returns): resuming while it lives costs a full collection that scans every node
+    with gc_paused():
+        s = {"file": graph, **summarize(load(graph), node_outputs=node_outputs)}
     if as_json:
         emit_json(s)
         return

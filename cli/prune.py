@@ -59,9 +59,12 @@ def prune(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
       dfg prune model.pb --fetch y --feed hidden:0 | dfg info -
       dfg prune vars.pbtxt --fetch w/read,total --target init --format json
     """
+    from dfg.graphdef.graph import gc_paused
     from dfg.graphdef.prune import prune as run_prune
 
     fetch_list, feed_list, target_list = tensor_selection("prune", fetches, feeds, targets)
-    g = load(graph)
-    graph_def = run_prune(g, fetch_list, feeds=feed_list, targets=target_list)
+    # the collector stays paused until the graph view is freed (right after run_prune
+    # returns): resuming while it lives costs a full collection that scans every node
+    with gc_paused():
+        graph_def = run_prune(load(graph), fetch_list, feeds=feed_list, targets=target_list)
     write_graph(graph_def, output, fmt)

@@ -88,21 +88,19 @@ def validate(graphs: tuple[str, ...], as_json: bool, strict: bool) -> None:
     Names and messages in the text report show control characters escaped as \\xNN.
     """
     from dfg.graphdef.errors import GraphLoadError
-    from dfg.graphdef.validate import validate as run_checks
 
     results: list[dict[str, Any]] = []
     unreadable: list[GraphLoadError] = []
     for path in graphs:
         try:
-            graph = load(path)
+            nodes, diags = _check(path)
         except GraphLoadError as e:
             unreadable.append(e)
             continue
-        diags = run_checks(graph)
         errors = sum(1 for d in diags if d.is_error)
         warnings = len(diags) - errors
         result = {"file": path, "valid": errors == 0 and not (strict and warnings),
-                  "nodes": len(graph.nodes), "errors": errors, "warnings": warnings,
+                  "nodes": nodes, "errors": errors, "warnings": warnings,
                   "diagnostics": [d.to_dict() for d in diags]}
         results.append(result)
         if not as_json:
@@ -119,6 +117,23 @@ def validate(graphs: tuple[str, ...], as_json: bool, strict: bool) -> None:
         raise first
     if not all(r["valid"] for r in results):
         raise click.exceptions.Exit(1)
+
+
+def _check(path: str) -> tuple[int, list[Any]]:
+    """Node count and diagnostics of one GRAPH.
+
+    The cycle collector stays paused until the graph is freed: the view is a few objects per
+    node, none in a cycle, and resuming while it lives costs a full collection that scans
+    them all (a tenth of a second per 100k nodes)."""
+    from dfg.graphdef.graph import gc_paused
+    from dfg.graphdef.validate import validate as run_checks
+
+    with gc_paused():
+        graph = load(path)
+        diags = run_checks(graph)
+        nodes = len(graph.nodes)
+        del graph
+    return nodes, diags
 
 
 def _print_result(r: dict[str, Any]) -> None:

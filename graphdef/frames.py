@@ -75,8 +75,8 @@ class FrameAnalysis:
 
 
 def _attr_s(node: Node, key: str) -> str:
-    av = node.attr.get(key) if key in node.attr else None
-    return av.s.decode("utf-8", "replace") if av is not None else ""
+    attr = node.proto.attr
+    return attr[key].s.decode("utf-8", "replace") if key in attr else ""
 
 
 def analyze_frames(graph: Graph) -> FrameAnalysis:
@@ -84,17 +84,21 @@ def analyze_frames(graph: Graph) -> FrameAnalysis:
     node_frame: dict[str, str] = {}
     problems: list[FrameProblem] = []
     queue: deque[Node] = deque()
+    get = graph.by_name.get
+    dups = graph.duplicates
     for n in graph.nodes:
-        if graph.get(n.name) is n and not n.in_edges:
+        if not n.in_edges and (not dups or get(n.name) is n):
             node_frame[n.name] = ROOT
             queue.append(n)
 
     enters_of: dict[str, list[str]] = {}
+    listed: set[str] = set()   # Enters already in enters_of
 
     def child_frame(enter: Node, parent: str) -> str:
         name = _attr_s(enter, "frame_name")
-        if enter.name not in enters_of.setdefault(name, []):
-            enters_of[name].append(enter.name)
+        if enter.name not in listed:   # a set: a frame may have thousands of Enters
+            listed.add(enter.name)
+            enters_of.setdefault(name, []).append(enter.name)
         f = frames.get(name)
         if f is None:
             pf = frames[parent]
@@ -122,42 +126,45 @@ def analyze_frames(graph: Graph) -> FrameAnalysis:
         elif cur.op in ENTER_OPS:
             out_fr = child_frame(cur, fr)
         for e in cur.out_edges:
-            dst = graph.get(e.dst)
-            if dst is None:
-                continue
+            name = e.dst   # always a node's name: edges come from existing nodes' inputs
             want = out_fr
-            have = node_frame.get(dst.name)
+            have = node_frame.get(name)
             if have is None:
-                node_frame[dst.name] = want
-                queue.append(dst)
+                node_frame[name] = want
+                queue.append(get(name))
             elif have != want:
+                dst = get(name)
                 problems.append(FrameProblem(
                     "frame-mismatch", dst.name, dst.op,
                     f"has inputs from different frames: input '{cur.name}' is in frame "
                     f"'{want or '<root>'}', but the node was already placed in frame "
                     f"'{have or '<root>'}'"))
 
-    lists = {"enters": ENTER_OPS, "exits": EXIT_OPS, "merges": MERGE_OPS,
-             "switches": SWITCH_OPS, "next_iterations": NEXT_ITERATION_OPS,
-             "loop_conds": LOOP_COND_OPS}
+    # op -> the Frame list its nodes also go in (Enters are listed by child_frame)
+    lists = {op: attr for attr, ops in (("exits", EXIT_OPS), ("merges", MERGE_OPS),
+                                        ("switches", SWITCH_OPS),
+                                        ("next_iterations", NEXT_ITERATION_OPS),
+                                        ("loop_conds", LOOP_COND_OPS)) for op in ops}
+    outside: list[Node] = []   # NextIterations in the root frame: a problem, said last
     for n in graph.nodes:
         name = node_frame.get(n.name)
         if name is None:
             continue
         f = frames[name]
         f.nodes.append(n.name)
-        for attr, ops in lists.items():
-            if n.op in ops and attr != "enters":
-                getattr(f, attr).append(n.name)
+        attr = lists.get(n.op)
+        if attr is not None:
+            getattr(f, attr).append(n.name)
+            if name == ROOT and attr == "next_iterations":
+                outside.append(n)
     for name, enters in enters_of.items():
         f = frames[name]
         f.enters = enters
         first = graph.get(enters[0])
         if first is not None and "parallel_iterations" in first.attr:
             f.parallel_iterations = int(first.attr["parallel_iterations"].i)
-    for n in graph.nodes:
-        if n.op in NEXT_ITERATION_OPS and node_frame.get(n.name) == ROOT:
-            problems.append(FrameProblem(
-                "next-iteration-outside-frame", n.name, n.op,
-                "NextIteration is not inside any while-loop frame"))
+    for n in outside:
+        problems.append(FrameProblem(
+            "next-iteration-outside-frame", n.name, n.op,
+            "NextIteration is not inside any while-loop frame"))
     return FrameAnalysis(frames, node_frame, problems)

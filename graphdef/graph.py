@@ -6,7 +6,12 @@ tool scans the node list to find producers or consumers. A control edge has
 
 The view is immutable by convention: passes build a new GraphDef and wrap it again.
 Duplicate names and inputs naming missing nodes are recorded (``duplicates``,
-``missing_inputs``) rather than raised, so that validation can report them all.
+``missing_inputs``) rather than raised, so that validation can report them all; so are the
+edges that do not run forward in file order (``backward_edges``: loops' back edges, or a file
+not in topological order).
+
+Building the view is linear in nodes plus edges and reads each NodeDef field once; the
+consumer index behind ``consumers()`` is built on first use.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-from collections.abc import Callable, Iterable, Iterator
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar
 
 from .errors import NotFoundError, UsageError
@@ -134,60 +140,144 @@ class Graph:
             self._build(graph_def)
 
     def _build(self, graph_def: Any) -> None:
+        # One pass reads each NodeDef's fields once (upb field access is the slow part) and
+        # parses its inputs; a second pass, with every name known, makes the edges (from the
+        # parsed data inputs; a node with control inputs, rarer, parses its inputs again to
+        # keep their order). Nodes are filled in here rather than through Node.__init__ (a
+        # Python call per node) and edges are made with tuple.__new__ (Edge(...) runs a
+        # Python-level __new__): on 1M-node graphs these calls were a third of the build.
         self.graph_def = graph_def
-        # every input string parsed once, here; Node and the edge index share the result
-        parsed = [[parse_input(s) for s in nd.input] for nd in graph_def.node]
-        self.nodes: list[Node] = [Node(nd, i, p) for i, (nd, p)
-                                  in enumerate(zip(graph_def.node, parsed))]
-        self._by_name: dict[str, Node] = {}
-        self.duplicates: dict[str, int] = {}
-        by_name = self._by_name
-        for n in self.nodes:
-            if n.name in by_name:
-                self.duplicates[n.name] = self.duplicates.get(n.name, 1) + 1
+        new_node = Node.__new__
+        intern = sys.intern
+        nodes: list[Node] = []
+        by_name: dict[str, Node] = {}
+        duplicates: dict[str, int] = {}
+        has_control: list[bool] = []   # by node index: some ^input (edges made the slow way)
+        index = 0
+        for nd in graph_def.node:
+            n = new_node(Node)
+            n.proto = nd
+            n.index = index
+            index += 1
+            name = n.name = nd.name
+            # one string per op type, not per node: less memory, and its hash (set and dict
+            # lookups by op everywhere) is computed once
+            n.op = intern(nd.op)
+            n.device = nd.device
+            n.in_edges = []
+            n.out_edges = []
+            data: list[tuple[str, int]] = []
+            control: list[str] = []
+            # a slice is one call that makes a plain list (iterating the repeated field
+            # itself costs a call per element); most inputs are a bare node name: no parse
+            for s in nd.input[:]:
+                if ":" in s or s[:1] == "^":
+                    src, slot = parse_input(s)
+                    if slot == CONTROL_SLOT:
+                        control.append(src)
+                        continue
+                    data.append((src, slot))
+                else:
+                    data.append((s, 0))
+            n.inputs = data
+            n.control_inputs = control
+            has_control.append(bool(control))
+            nodes.append(n)
+            if name in by_name:
+                duplicates[name] = duplicates.get(name, 1) + 1
             else:
-                by_name[n.name] = n
+                by_name[name] = n
+        self.nodes = nodes
+        self._by_name = by_name
+        self.duplicates = duplicates
         self.missing_inputs: list[tuple[Node, str]] = []
         # indexes of nodes whose inputs need a closer look by validation: a missing
         # producer, or a control input listed before a data input
         self.irregular_inputs: set[int] = set()
-        self._consumers: dict[tuple[str, int], list[Edge]] = {}
-        consumers = self._consumers
+        # edges whose source is not before their destination in file order: a loop's
+        # NextIteration -> Merge, or a graph not written in topological order (none means
+        # the file order is a topological order)
+        self.backward_edges: list[Edge] = []
+        # (node, slot) -> edges reading it: built on first use (few callers need it)
+        self._consumers_index: dict[tuple[str, int], list[Edge]] | None = None
+        missing = self.missing_inputs
+        backward = self.backward_edges
+        irregular = self.irregular_inputs
+        edge = tuple.__new__
+        get = by_name.get
         controls = 0
-        for n, p in zip(self.nodes, parsed):
-            k = 0
+        for n, ctl in zip(nodes, has_control):
             name = n.name
+            index = n.index
             in_edges = n.in_edges
+            if not ctl:
+                # data inputs only: input j is dst_input j
+                k = 0
+                inputs = n.inputs
+                for src, slot in inputs:
+                    producer = get(src)
+                    if producer is None:
+                        missing.append((n, n.proto.input[k]))
+                        irregular.add(n.index)
+                    else:
+                        # the producer's own name object, not the parsed copy: later dict
+                        # lookups by it then match by identity, without comparing the
+                        # characters (which on big graphs means a cache miss per lookup)
+                        src = producer.name
+                        inputs[k] = (src, slot)
+                        e = edge(Edge, (src, slot, name, k))
+                        in_edges.append(e)
+                        producer.out_edges.append(e)
+                        if producer.index >= index:
+                            backward.append(e)
+                    k += 1
+                continue
+            k = 0
             seen_control = False
-            for j, (src, slot) in enumerate(p):
-                producer = by_name.get(src)
+            for s in n.proto.input:
+                src, slot = parse_input(s)
+                producer = get(src)
                 if producer is None:
-                    self.missing_inputs.append((n, n.proto.input[j]))
-                    self.irregular_inputs.add(n.index)
+                    missing.append((n, s))
+                    irregular.add(n.index)
                     if slot != CONTROL_SLOT:
                         k += 1
                     continue
                 if slot == CONTROL_SLOT:
-                    e = Edge(src, CONTROL_SLOT, name, CONTROL_SLOT)
+                    e = edge(Edge, (src, CONTROL_SLOT, name, CONTROL_SLOT))
                     controls += 1
                     seen_control = True
                 else:
                     if seen_control:
-                        self.irregular_inputs.add(n.index)
-                    e = Edge(src, slot, name, k)
+                        irregular.add(n.index)
+                    e = edge(Edge, (src, slot, name, k))
                     k += 1
                 in_edges.append(e)
                 producer.out_edges.append(e)
-                key = (src, slot)
-                lst = consumers.get(key)
-                if lst is None:
-                    consumers[key] = [e]
-                else:
-                    lst.append(e)
+                if producer.index >= index:
+                    backward.append(e)
             if seen_control:
                 # data edges first (already in order when no control came before them)
                 in_edges.sort(key=lambda e: (e.dst_input == CONTROL_SLOT, e.dst_input))
         self.num_control_edges = controls
+
+    @property
+    def _consumers(self) -> dict[tuple[str, int], list[Edge]]:
+        """(node, slot) -> the edges reading it, in node order then input order."""
+        index = self._consumers_index
+        if index is None:
+            index = {}
+            with gc_paused():
+                for n in self.nodes:
+                    for e in n.in_edges:
+                        key = (e.src, e.src_output)
+                        lst = index.get(key)
+                        if lst is None:
+                            index[key] = [e]
+                        else:
+                            lst.append(e)
+            self._consumers_index = index
+        return index
 
     # --- lookup -------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -212,6 +302,12 @@ class Graph:
     def names(self) -> Iterable[str]:
         return self._by_name.keys()
 
+    @property
+    def by_name(self) -> Mapping[str, Node]:
+        """Name -> node (the first of duplicates), the mapping behind get(): for loops that
+        look up every edge (``by_name.get`` saves a Python call per lookup). Read only."""
+        return self._by_name
+
     def consumers(self, node: str, slot: int = 0) -> list[Edge]:
         """Edges reading tensor ``node:slot`` (slot -1: control edges out of ``node``)."""
         return self._consumers.get((node, slot), [])
@@ -235,6 +331,8 @@ class Graph:
         Nodes left in an illegal cycle are appended at the end in file order, so callers
         always get every node once; validation reports the cycle itself.
         """
+        if nodes is None and not self.duplicates:
+            return self._whole_order()
         by_name = self._by_name
         chosen: Any = by_name if nodes is None else set(nodes)
         indeg: dict[str, int] = {}
@@ -265,7 +363,35 @@ class Graph:
                                 key=lambda n: n.index))
         return order
 
-
+    def _whole_order(self) -> list[Node]:
+        """topological_order() of the whole graph when every name is unique: the same order
+        with less bookkeeping (every edge's source is in the graph; nodes are already in
+        index order)."""
+        nodes = self.nodes
+        by_name = self._by_name
+        back = {n.name for n in nodes if n.op in NEXT_ITERATION_OPS}
+        if back:
+            indeg = {n.name: sum(1 for e in n.in_edges if e.src not in back) for n in nodes}
+        else:
+            indeg = {n.name: len(n.in_edges) for n in nodes}
+        ready = [n for n in reversed(nodes) if not indeg[n.name]]
+        order: list[Node] = []
+        pop, push, append = ready.pop, ready.append, order.append
+        while ready:
+            n = pop()
+            append(n)
+            if back and n.name in back:
+                continue   # all its out edges are back edges
+            for e in n.out_edges:
+                dst = e.dst
+                left = indeg[dst] - 1
+                indeg[dst] = left
+                if not left:
+                    push(by_name[dst])
+        if len(order) < len(nodes):
+            seen = {n.name for n in order}
+            order.extend(n for n in nodes if n.name not in seen)
+        return order
 
 
 def is_back_edge(g: Graph, e: Edge) -> bool:

@@ -124,10 +124,33 @@ class _Closure:
 
 def _walk(graph: Graph, roots: Iterable[str], feeds: set[tuple[str, int]],
           c: _Closure, colocation: bool = False) -> None:
-    fed_nodes = {name for name, _ in feeds}
     stack = [r for r in roots if r not in c.kept]
     kept = c.kept
-    get = graph.get
+    get = graph.by_name.get
+    if not feeds:
+        # nothing cuts the walk: follow every in-edge (the usual case, kept lean). A node
+        # is kept when first reached, so each is looked up and stacked once.
+        todo = []
+        for name in stack:
+            node = get(name)
+            if node is not None and name not in kept:
+                kept.add(name)
+                todo.append(node)
+        pop, push, keep = todo.pop, todo.append, kept.add
+        while todo:
+            node = pop()
+            for e in node.in_edges:
+                src = e.src
+                if src not in kept:
+                    keep(src)
+                    push(get(src))   # an edge's source always exists
+            if colocation and "_class" in node.proto.attr:
+                for t in _colocated(node):
+                    if t not in kept and (target := get(t)) is not None:
+                        keep(t)      # a hint naming a missing node keeps nothing
+                        push(target)
+        return
+    fed_nodes = {name for name, _ in feeds}
     while stack:
         name = stack.pop()
         if name in kept:
@@ -168,8 +191,8 @@ def _colocated(node: Node) -> list[str]:
 
 
 def _frame_name(node: Node) -> str:
-    return node.attr["frame_name"].s.decode("utf-8", "replace") \
-        if "frame_name" in node.attr else ROOT
+    attr = node.proto.attr
+    return attr["frame_name"].s.decode("utf-8", "replace") if "frame_name" in attr else ROOT
 
 
 def _tensor_frame(fa: FrameAnalysis, graph: Graph, name: str) -> str:
@@ -217,9 +240,14 @@ def _complete_loops(graph: Graph, fa: FrameAnalysis, feeds: set[tuple[str, int]]
     targets inside a loop, whose backward walk may miss the loop's termination condition.
     """
     done: set[str] = set()
+    seen: set[str] = set()   # kept nodes whose frames are in done already
+    get = graph.by_name.get
     while True:
-        frames = {_tensor_frame(fa, graph, n) for n in c.kept
-                  if graph.get(n).op in ENTER_OPS} | {fa.node_frame.get(n, ROOT) for n in c.kept}
+        # only the nodes kept since the last round can name a frame not done yet
+        fresh = c.kept - seen
+        seen |= fresh
+        frames = {_tensor_frame(fa, graph, n) for n in fresh if get(n).op in ENTER_OPS} \
+            | {fa.node_frame.get(n, ROOT) for n in fresh}
         frames = {f for f in frames if f in fa.frames} - done - {ROOT}
         if not frames:
             return
@@ -300,7 +328,7 @@ def _prune(graph: Graph, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef
     cut = c.cut | set(fetched_fed)
 
     # where each fed tensor comes from in the result
-    taken = set(graph.names)
+    taken = set(graph.names) if cut else set()   # names a new Placeholder must avoid
     ph_name: dict[tuple[str, int], str] = {}
     in_place: set[str] = set()            # nodes replaced by a Placeholder of the same name
     for name, slot in sorted(cut):
@@ -357,23 +385,27 @@ def _prune(graph: Graph, fetches: Iterable[TensorRef], feeds: Iterable[TensorRef
     out.versions.CopyFrom(graph.graph_def.versions)
     kept = c.kept
     dups = graph.duplicates
-    for n in graph.nodes:
-        if dups and graph.get(n.name) is not n:
-            continue  # a duplicate name: the first node wins, as everywhere in dfg
-        if new_nodes:
-            for proto in new_nodes.get(n.name, ()):
-                out.node.add().CopyFrom(proto)
-        if n.name not in kept or n.name in in_place:
-            continue
-        nd = out.node.add()
-        nd.CopyFrom(n.proto)
-        if ph_name and any(k in ph_name for k in n.inputs):
-            del nd.input[:]
-            for s in n.proto.input:
-                src, slot = parse_input(s)
-                key = (src, slot)
-                nd.input.append(input_string(ph_name[key], 0)
-                                if slot != CONTROL_SLOT and key in ph_name else s)
+    if not new_nodes and not ph_name and not dups:
+        # nothing replaced or renamed: the kept NodeDefs as they are, copied in one call
+        out.node.extend([n.proto for n in graph.nodes if n.name in kept])
+    else:
+        for n in graph.nodes:
+            if dups and graph.get(n.name) is not n:
+                continue  # a duplicate name: the first node wins, as everywhere in dfg
+            if new_nodes:
+                for proto in new_nodes.get(n.name, ()):
+                    out.node.add().CopyFrom(proto)
+            if n.name not in kept or n.name in in_place:
+                continue
+            nd = out.node.add()
+            nd.CopyFrom(n.proto)
+            if ph_name and any(k in ph_name for k in n.inputs):
+                del nd.input[:]
+                for s in n.proto.input:
+                    src, slot = parse_input(s)
+                    key = (src, slot)
+                    nd.input.append(input_string(ph_name[key], 0)
+                                    if slot != CONTROL_SLOT and key in ph_name else s)
     if graph.graph_def.HasField("library"):
         lib = kept_library(graph.graph_def.library, out.node)
         if lib.ByteSize() or not graph.graph_def.library.ByteSize():

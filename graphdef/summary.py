@@ -9,7 +9,7 @@ from typing import Any
 from . import dtypes as D
 from .frames import analyze_frames
 from .graph import Graph, gc_paused
-from .op_sets import INPUT_OPS, VARIABLE_OPS
+from .op_sets import ENTER_OPS, INPUT_OPS, VARIABLE_OPS
 from .tensors import format_shape, shape_from_proto
 
 # never "likely outputs": they are plumbing or run only for their effect
@@ -61,40 +61,53 @@ def _summarize(graph: Graph, node_outputs: bool) -> dict[str, Any]:
                 "shape": format_shape(shape) if shape is not None else None}
 
     ops = Counter(n.op for n in graph.nodes)
+    # one pass over the nodes for every per-node fact (each list stays in node order)
     inputs = []
-    for n in graph.nodes:
-        if n.op in INPUT_OPS:
-            dtype = _attr_type(n, "dtype")
-            shape = _attr_shape(n, "shape")
-            inputs.append({"name": n.name, "op": n.op, "dtype": dtype, "shape": shape})
-    outputs = []
-    for n in graph.nodes:
-        if n.out_edges or n.op in NOT_OUTPUT_OPS:
-            continue
-        for slot in range(num_outputs(n)):
-            outputs.append(tensor(n, slot))
+    variables = []
+    ends = []                               # likely outputs: nothing reads them
+    devices_seen: set[str] = set()
     params = nbytes = consts = 0
+    itemsizes: dict[int, int] = {}          # dtype -> bytes per element (0: not fixed)
     for n in graph.nodes:
-        if n.op == "Const" and "value" in n.attr:
+        op = n.op
+        if n.device:
+            devices_seen.add(n.device)
+        if not n.out_edges and op not in NOT_OUTPUT_OPS:
+            ends.append(n)
+        if op in INPUT_OPS:
+            inputs.append({"name": n.name, "op": op, "dtype": _attr_type(n, "dtype"),
+                           "shape": _attr_shape(n, "shape")})
+        elif op in VARIABLE_OPS:
+            variables.append({"name": n.name, "op": op, "dtype": _attr_type(n, "dtype"),
+                              "shape": _attr_shape(n, "shape")})
+        elif op == "Const":
+            attr = n.proto.attr
+            if "value" not in attr:
+                continue
             consts += 1
-            t = n.attr["value"].tensor
-            shape = shape_from_proto(t.tensor_shape) or ()
-            count = math.prod(d or 0 for d in shape)
+            t = attr["value"].tensor
+            shape = t.tensor_shape
+            # unknown rank counts as a scalar, an unknown dim as 0 elements
+            count = 1 if shape.unknown_rank else math.prod(max(d.size, 0) for d in shape.dim)
             params += count
-            try:
-                itemsize = D.to_numpy(t.dtype).itemsize if D.base(t.dtype) != D.DT_STRING else 0
-            except Exception:
-                itemsize = 0
+            dtype = t.dtype
+            itemsize = itemsizes.get(dtype)
+            if itemsize is None:
+                try:
+                    itemsize = D.to_numpy(dtype).itemsize if D.base(dtype) != D.DT_STRING \
+                        else 0
+                except Exception:
+                    itemsize = 0
+                itemsizes[dtype] = itemsize
             nbytes += count * itemsize if itemsize else len(t.tensor_content) or sum(
                 len(s) for s in t.string_val)
-    variables = [{"name": n.name, "op": n.op,
-                  "dtype": _attr_type(n, "dtype"), "shape": _attr_shape(n, "shape")}
-                 for n in graph.nodes if n.op in VARIABLE_OPS]
-    fa = analyze_frames(graph)
-    frames = [{"name": f.name, "parent": f.parent or None, "depth": f.depth,
-               "parallel_iterations": f.parallel_iterations, "nodes": len(f.nodes)}
-              for f in fa.loop_frames()]
-    devices = sorted({n.device for n in graph.nodes if n.device})
+    outputs = [tensor(n, slot) for n in ends for slot in range(num_outputs(n))]
+    frames = []
+    if not ENTER_OPS.isdisjoint(ops):   # only an Enter opens a loop frame
+        frames = [{"name": f.name, "parent": f.parent or None, "depth": f.depth,
+                   "parallel_iterations": f.parallel_iterations, "nodes": len(f.nodes)}
+                  for f in analyze_frames(graph).loop_frames()]
+    devices = sorted(devices_seen)
     v = graph.graph_def.versions
     out = {
         "nodes": len(graph.nodes),
@@ -120,16 +133,30 @@ def functions(graph: Graph) -> list[dict[str, Any]]:
     ([{name, dtype}], dtype None where a caller's attr decides it), nodes (body size),
     callers (top-level nodes that run it, directly or through other functions) and depth
     (1: a top-level node calls it; 2: only functions of depth 1 do ...; None: unreachable)."""
-    from .functions import Library, call_depths, called_functions, reachable, signature
+    from .functions import Library, call_depths, called_functions, reachable_in, signature
 
     lib = Library(graph.library)
     if not len(lib):
         return []
     depths = call_depths(graph.graph_def)
+    # what each called function reaches, walked once per function rather than once per
+    # calling node (thousands of calls of one function would walk its bodies thousands of
+    # times)
+    reach: dict[str, set[str]] = {}
+
+    def reached(fname: str) -> set[str]:
+        found = reach.get(fname)
+        if found is None:
+            body = lib.get(fname)
+            found = reach[fname] = {fname} | (reachable_in(lib, body.node_def)
+                                              if body is not None else set())
+        return found
+
     callers: dict[str, list[str]] = {}
     for n in graph.nodes:
-        if called_functions(n.proto, lib):
-            for fname in sorted(reachable(graph.graph_def, [n.proto])):
+        called = called_functions(n.proto, lib)
+        if called:
+            for fname in sorted(set().union(*(reached(f) for _, f in called))):
                 callers.setdefault(fname, []).append(n.name)
     out = []
     seen: set[str] = set()

@@ -156,6 +156,7 @@ class _OpFacts:
     in_types: list[int] | None
     out_types: list[int] | None
     calls: bool                    # some attr names a function: check_calls has work
+    hints: bool                    # a _class attr: check_hints has colocation work
 
 
 class _Validator:
@@ -169,38 +170,130 @@ class _Validator:
         self.outer = outer         # the top-level graph around that function
         self.reg = registry()
         self.out: list[Diagnostic] = []
-        self.names = NameSuggester(graph.names)
-        # op names are flat (no scopes to bucket by) and few: search them all
-        self.ops = NameSuggester(self.reg.names(), search_all=True)
+        self._names: NameSuggester | None = None
+        self._ops: NameSuggester | None = None
         self._out_types: dict[str, list[int] | None] = {}
         # (op, attrs) -> facts, or None when that combination has something to report (its
         # nodes are then checked one by one, so every message is exactly the per-node one)
         self._facts: dict[tuple[Any, ...], _OpFacts | None] = {}
-        self._node_facts: dict[int, _OpFacts | None] = {}
+        # facts per node index, all computed by the first call of facts()
+        self._node_facts: list[_OpFacts | None] | None = None
         self._devices: dict[str, bool] = {}
+        self._op_names: set[str] | None = None   # every node's op, once the facts are in
         # the node each name resolves to (the first of duplicates), by identity
-        self.unique = [n for n in graph.nodes if graph.get(n.name) is n]
+        self.unique = [n for n in graph.nodes if graph.get(n.name) is n] \
+            if graph.duplicates else graph.nodes
+
+    # the name suggesters index every name: made only when a diagnostic needs a suggestion
+    @property
+    def names(self) -> NameSuggester:
+        if self._names is None:
+            self._names = NameSuggester(self.g.names)
+        return self._names
+
+    @property
+    def ops(self) -> NameSuggester:
+        if self._ops is None:
+            # op names are flat (no scopes to bucket by) and few: search them all
+            self._ops = NameSuggester(self.reg.names(), search_all=True)
+        return self._ops
 
     def run(self) -> list[Diagnostic]:
         self.check_names()
-        irregular = self.g.irregular_inputs
-        for n in self.g.nodes:
-            facts = self.facts(n)
-            if facts is None or facts.in_types is None or n.index in irregular \
-                    or len(n.inputs) != len(facts.in_types) or not self._edges_clean(n, facts):
+        g = self.g
+        irregular = g.irregular_inputs
+        node_facts = self._all_facts()
+        types_of = self._out_types
+        # one node per name: each node's output types go in as the loop reaches it (its
+        # producers, usually earlier in the file, are then in already; out_types() finds
+        # the others)
+        one_pass = not g.duplicates
+        if not one_pass:
+            self._all_out_types(node_facts)
+        device_ok = self._devices
+        for n, facts in zip(g.nodes, node_facts):
+            if one_pass and facts is not None:
+                types_of[n.name] = facts.out_types
+            # the common case inline: attrs of this (op, attrs) known clean, every data
+            # input reads an existing output of exactly the dtype the input takes; anything
+            # else goes through the full checks (which also accept what differs only
+            # legitimately, e.g. a ref read as its value)
+            clean = facts is not None and n.index not in irregular
+            if clean:
+                in_types = facts.in_types  # type: ignore[union-attr]
+                inputs = n.inputs
+                if in_types is None or len(inputs) != len(in_types):
+                    clean = False
+                else:
+                    k = 0
+                    for src, slot in inputs:
+                        types = types_of.get(src, _UNSET)
+                        if types is _UNSET:
+                            types = self.out_types(src)
+                        if types is not None and (slot >= len(types)
+                                                  or types[slot] != in_types[k]):
+                            clean = False
+                            break
+                        k += 1
+            if not clean:
                 # something may be wrong: the full checks, which say exactly what
                 self.check_inputs(n)
                 self.check_op(n)
             if facts is None or facts.calls:
                 self.check_calls(n)
-            self.check_hints(n)
+            if facts is None or facts.hints:
+                self.check_hints(n)
+            elif n.device:
+                ok = device_ok.get(n.device)
+                if ok is None or not ok:
+                    self.check_hints(n)
         self.check_cycles()
         self.check_frames()
-        order = {n.name: n.index for n in self.unique}
-        big = len(self.g.nodes)
-        # stable sort: diagnostics of one node stay in check order
-        self.out.sort(key=lambda d: order.get(d.node, big) if d.node is not None else -1)
+        if self.out:
+            order = {n.name: n.index for n in self.unique}
+            big = len(self.g.nodes)
+            # stable sort: diagnostics of one node stay in check order
+            self.out.sort(key=lambda d: order.get(d.node, big) if d.node is not None else -1)
         return self.out
+
+    def _all_facts(self) -> list[_OpFacts | None]:
+        """facts() of every node, by node index: one loop, the (op, attrs) key of each node
+        computed once (reading attrs through upb is most of the cost)."""
+        if self._node_facts is not None:
+            return self._node_facts
+        reg = self.reg
+        lib = self.lib
+        cache = self._facts
+        checked: dict[str, bool] = {}   # op -> whether its nodes have shared facts
+        out: list[_OpFacts | None] = []
+        for n in self.g.nodes:
+            op = n.op
+            ok = checked.get(op)
+            if ok is None:
+                ok = checked[op] = bool(op) and op in reg \
+                    and not (lib is not None and op in lib)
+            if not ok:
+                out.append(None)
+                continue
+            key = _attrs_key(n)
+            facts = cache.get(key, _UNSET)
+            if facts is _UNSET:
+                facts = cache[key] = self._compute_facts(n)
+            out.append(facts)
+        self._node_facts = out
+        self._op_names = set(checked)
+        return out
+
+    def _all_out_types(self, node_facts: list[_OpFacts | None]
+                       ) -> dict[str, list[int] | None]:
+        """Output types by node name where the shared facts tell them (the rest, through
+        out_types(), when asked)."""
+        types_of = self._out_types
+        for n in self.unique:
+            facts = node_facts[n.index]
+            if facts is not None:
+                types_of[n.name] = facts.out_types
+        return types_of
 
     # --- helpers ------------------------------------------------------------------------
     def suggest(self, name: str) -> str | None:
@@ -209,23 +302,14 @@ class _Validator:
     def facts(self, n: Node) -> _OpFacts | None:
         """The shared attr/signature facts of ``n``'s (op, attrs), computed with the first
         node that has them; None: ``n`` needs the full per-node checks."""
-        facts = self._node_facts.get(n.index, _UNSET)
-        if facts is not _UNSET:
-            return facts
-        facts = None
-        if n.op and n.op in self.reg and not (self.lib is not None and n.op in self.lib):
-            key = _attrs_key(n)
-            facts = self._facts.get(key, _UNSET)
-            if facts is _UNSET:
-                facts = self._facts[key] = self._compute_facts(n)
-        self._node_facts[n.index] = facts
-        return facts
+        return self._all_facts()[n.index]
 
     def _compute_facts(self, n: Node) -> _OpFacts | None:
         from .opdefs.registry import SignatureError
 
         calls = any(k == "func" or (k == "list" and len(av.list.func))
                     for av in n.attr.values() for k in [av.WhichOneof("value")])
+        hints = "_class" in n.attr   # part of the key: the same for every node sharing it
         saved, self.out = self.out, []
         try:
             ok = self.check_attrs(n, self.reg.get(n.op))
@@ -235,12 +319,12 @@ class _Validator:
         if not quiet:
             return None
         if any(av.WhichOneof("value") == "placeholder" for av in n.attr.values()):
-            return _OpFacts(True, None, self._output_types(n), calls)
+            return _OpFacts(True, None, self._output_types(n), calls, hints)
         try:
             in_types = self.reg.input_types(n.proto)
         except SignatureError:
             return None
-        return _OpFacts(False, in_types, self._output_types(n), calls)
+        return _OpFacts(False, in_types, self._output_types(n), calls, hints)
 
     def _output_types(self, n: Node) -> list[int] | None:
         from .opdefs.registry import SignatureError
@@ -277,10 +361,12 @@ class _Validator:
     # --- names --------------------------------------------------------------------------
     def check_names(self) -> None:
         seen: dict[str, list[Node]] = {}
+        dups = self.g.duplicates
+        match = NAME_RE.match
         for n in self.g.nodes:
-            if n.name in self.g.duplicates:
+            if dups and n.name in dups:
                 seen.setdefault(n.name, []).append(n)
-            if not NAME_RE.match(n.name):
+            if not match(n.name):
                 what = "is empty" if not n.name else f"'{n.name}' is ill-formed"
                 self.out.append(_diag(
                     "invalid-name", n,
@@ -403,24 +489,6 @@ class _Validator:
             return
         self.check_edge_types(n, in_types)
 
-    def _edges_clean(self, n: Node, facts: _OpFacts) -> bool:
-        """The common case in one loop: every data edge reads an existing output whose dtype
-        is exactly what the input takes. False sends ``n`` through the full checks (which
-        also accept what differs only legitimately, e.g. a ref read as its value)."""
-        in_types = facts.in_types
-        assert in_types is not None
-        out_types = self.out_types
-        for e in n.in_edges:
-            k = e.dst_input
-            if k == CONTROL_SLOT:
-                break   # control edges come after the data edges
-            types = out_types(e.src)
-            if types is None:
-                continue
-            if e.src_output >= len(types) or types[e.src_output] != in_types[k]:
-                return False
-        return True
-
     def check_edge_types(self, n: Node, in_types: list[int]) -> None:
         """Each data edge's dtype against what input k of ``n`` takes (DT_INVALID: unknown,
         a type a polymorphic function leaves to its caller)."""
@@ -512,7 +580,8 @@ class _Validator:
                             f"attr '{name}' has {count} element{'s' if count != 1 else ''}, "
                             f"expected at least {ad.minimum}", attr=name))
                         ok = False
-        for name in attr:
+        # sorted: upb iterates a map in an order that changes from one process to the next
+        for name in sorted(attr):
             if name not in defs and not name.startswith("_"):
                 self.out.append(_diag(
                     "unknown-attr", n,
@@ -662,6 +731,10 @@ class _Validator:
         """Whether every edge but the loop back edges runs forward in file order, as in the
         graphs TensorFlow writes: then there is no cycle, and no need to look for one."""
         get = self.g.get
+        if not self.g.duplicates:
+            # the graph found its backward edges while it was built
+            return all(get(e.dst).op in MERGE_OPS and get(e.src).op in NEXT_ITERATION_OPS
+                       for e in self.g.backward_edges)
         for n in self.unique:
             i = n.index
             merge = n.op in MERGE_OPS
@@ -706,8 +779,11 @@ class _Validator:
     # --- while-loop frames --------------------------------------------------------------
     def check_frames(self) -> None:
         g = self.g
-        has_loops = any(n.op in ENTER_OPS or n.op in EXIT_OPS or n.op in NEXT_ITERATION_OPS
-                        or n.op in LOOP_COND_OPS for n in self.unique)
+        loop_ops = ENTER_OPS | EXIT_OPS | NEXT_ITERATION_OPS | LOOP_COND_OPS
+        if self._op_names is not None and not g.duplicates:
+            has_loops = not loop_ops.isdisjoint(self._op_names)   # every op, seen once
+        else:
+            has_loops = any(n.op in loop_ops for n in self.unique)
         if not has_loops:
             return
         fa = analyze_frames(g)
@@ -735,7 +811,10 @@ class _Validator:
         """
         g = self.g
         nodes = self.unique
-        idx = {n.name: i for i, n in enumerate(nodes)}
+        get = g.by_name.get
+        # a node's position in ``nodes``: its index when no name is duplicated
+        dups = bool(g.duplicates)
+        idx = {n.name: i for i, n in enumerate(nodes)} if dups else {}
         parent = list(range(len(nodes)))
 
         def find(i: int) -> int:
@@ -744,23 +823,29 @@ class _Validator:
                 i = parent[i]
             return i
 
+        frame_names: dict[str, str] = {}   # Enter -> its frame_name, read once
+
+        def frame_of(enter: Node) -> str:
+            name = frame_names.get(enter.name)
+            if name is None:
+                name = frame_names[enter.name] = _frame_name(enter)
+            return name
+
         merge_entries: list[tuple[Node, Node]] = []   # (Merge, Enter feeding it)
         for n in nodes:
             if n.op in ENTER_OPS:
                 continue  # an Enter's inputs live in the parent frame
-            j = idx[n.name]
+            j = idx[n.name] if dups else n.index
+            merge = n.op in MERGE_OPS
             for e in n.in_edges:
-                i = idx.get(e.src)
-                if i is None:
-                    continue
-                src = nodes[i]
+                src = get(e.src)   # an edge's source always exists
                 if src.op in EXIT_OPS:
                     continue  # an Exit's consumers live in the parent frame
-                if n.op in MERGE_OPS and src.op in ENTER_OPS:
+                if merge and src.op in ENTER_OPS:
                     if e.dst_input != CONTROL_SLOT:
                         merge_entries.append((n, src))
                     continue
-                ri, rj = find(i), find(j)
+                ri, rj = find(idx[e.src] if dups else src.index), find(j)
                 if ri != rj:
                     parent[ri] = rj
 
@@ -768,10 +853,10 @@ class _Validator:
         members: dict[int, list[Node]] = {}
         for n in nodes:
             if n.op in ENTER_OPS and n.out_edges:
-                members.setdefault(find(idx[n.name]), []).append(n)
+                members.setdefault(find(idx[n.name] if dups else n.index), []).append(n)
         entries: dict[int, list[tuple[Node, Node]]] = {}
         for m, e in merge_entries:
-            entries.setdefault(find(idx[m.name]), []).append((m, e))
+            entries.setdefault(find(idx[m.name] if dups else m.index), []).append((m, e))
 
         for root in set(members) | set(entries):
             inside = members.get(root, [])
@@ -780,16 +865,16 @@ class _Validator:
             # Enters inside the group outvote entry Enters on ties (they are the loop's own
             # view of its frame); then file order decides
             for rank, e in enumerate(inside):
-                votes.setdefault(_frame_name(e), [0, 0, rank])[0] += 1
+                votes.setdefault(frame_of(e), [0, 0, rank])[0] += 1
             for rank, (_m, e) in enumerate(joins):
-                v = votes.setdefault(_frame_name(e), [0, 0, len(inside) + rank])
+                v = votes.setdefault(frame_of(e), [0, 0, len(inside) + rank])
                 v[1] += 1
             frame = min(votes, key=lambda f: (-(votes[f][0] + votes[f][1]), -votes[f][0],
                                               votes[f][2]))
-            like = next((e for e in inside if _frame_name(e) == frame),
-                        next((e for _m, e in joins if _frame_name(e) == frame), None))
+            like = next((e for e in inside if frame_of(e) == frame),
+                        next((e for _m, e in joins if frame_of(e) == frame), None))
             for e in inside:
-                fe = _frame_name(e)
+                fe = frame_of(e)
                 if fe != frame:
                     self.out.append(_diag(
                         "enter-frame-mismatch", e,
@@ -797,7 +882,7 @@ class _Validator:
                         f"'{frame}' (as Enter '{like.name}' says)",
                         frames=[fe, frame]))
             for m, e in joins:
-                fe = _frame_name(e)
+                fe = frame_of(e)
                 if fe == frame:
                     continue
                 nexts = [s for s, _k in m.inputs if (p := g.get(s)) is not None
@@ -811,7 +896,7 @@ class _Validator:
                     enter=e.name))
             pis: dict[int, Node] = {}
             for e in [*inside, *(e for _m, e in joins)]:
-                if _frame_name(e) == frame:
+                if frame_of(e) == frame:
                     pis.setdefault(_parallel_iterations(e), e)
             if len(pis) > 1:
                 (p0, e0), *rest = sorted(pis.items(), key=lambda kv: kv[1].index)
@@ -936,16 +1021,18 @@ def _attrs_key(n: Node) -> tuple[Any, ...]:
     """A hashable key of everything the attr and signature checks read from ``n``: its op
     and attrs (a Const's value only by dtype and shape: no check reads the values)."""
     attr = n.proto.attr
+    # ``attr[name]`` per key: the map's items() view iterates in Python, twice as slow
     if n.op in _TENSOR_VALUE_OPS:
         parts: list[Any] = []
-        for name, v in attr.items():
+        for name in attr:
+            v = attr[name]
             if name == "value" and v.WhichOneof("value") == "tensor":
                 t = v.tensor
                 parts.append((name, t.dtype, t.tensor_shape.SerializeToString()))
             else:
                 parts.append((name, v.SerializeToString()))
         return (n.op, *parts)
-    return (n.op, *[(name, v.SerializeToString()) for name, v in attr.items()])
+    return (n.op, *[(name, attr[name].SerializeToString()) for name in attr])
 
 
 class NameSuggester:
@@ -997,12 +1084,13 @@ class NameSuggester:
 # --- helpers without state --------------------------------------------------------------------
 
 def _frame_name(n: Node) -> str:
-    av = n.attr["frame_name"] if "frame_name" in n.attr else None
-    return av.s.decode("utf-8", "replace") if av is not None else ""
+    attr = n.proto.attr
+    return attr["frame_name"].s.decode("utf-8", "replace") if "frame_name" in attr else ""
 
 
 def _parallel_iterations(n: Node) -> int:
-    return int(n.attr["parallel_iterations"].i) if "parallel_iterations" in n.attr \
+    attr = n.proto.attr
+    return int(attr["parallel_iterations"].i) if "parallel_iterations" in attr \
         else _DEFAULT_PARALLEL_ITERATIONS
 
 

@@ -1,8 +1,9 @@
 """Large graphs: loading, validation, pruning and optimization stay linear in the graph.
 
-Sanity bounds on CPU time (not wall time, which depends on the machine's load), plus a
-scaling check: four times the nodes must cost well under sixteen times the time, which a
-pass quadratic in chain length would. benchmarks/bench_large_graphs.py prints the real
+Sanity bounds on CPU time (not wall time, which depends on the machine's load), plus scaling
+checks: four times the nodes must cost well under sixteen times the work, which a pass
+quadratic in chain length would (for the static tools the work is counted in Python lines
+executed, which no machine load changes). benchmarks/bench_large_graphs.py prints the real
 numbers for 100k- and 1M-node graphs.
 """
 
@@ -23,7 +24,7 @@ from dfg.graphdef.summary import summarize
 from dfg.graphdef.validate import validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bench_large_graphs import build_chain, build_model  # noqa: E402
+from bench_large_graphs import build_chain, build_loop, build_model  # noqa: E402
 
 sys.path.pop(0)
 
@@ -87,3 +88,47 @@ def test_validation_reports_the_same_on_shared_and_unshared_attrs() -> None:
     assert found == [("attr-not-allowed", r) for r in relus]
     # and the edges into each (float in, string expected) are checked per node too
     assert len(relus) > 10
+
+
+def _lines_run(fn, *args) -> int:
+    """How many Python lines ``fn(*args)`` executes (dfg's and the standard library's): a
+    count of work done, the same on a fast or a busy machine."""
+    count = 0
+
+    def tracer(frame, event, arg):
+        nonlocal count
+        if event == "line":
+            count += 1
+        return tracer
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        fn(*args)
+    finally:
+        sys.settrace(previous)
+    return count
+
+
+@pytest.mark.parametrize("build", [build_chain, build_model, build_loop],
+                         ids=["chain", "model", "while-loop"])
+def test_static_tools_execute_lines_in_proportion_to_the_graph(build) -> None:
+    """Four times the nodes, about four times the Python lines executed, for building the
+    view and for each static tool: a loop over all nodes nested in a loop over nodes (a
+    pass quadratic in chain length, or in a loop's Enters) would run ~16 times as many.
+    Counting lines, not seconds, keeps this exact on a loaded machine (work done inside C
+    calls, such as a membership test on a list, is not counted)."""
+    from dfg.graphdef.frames import analyze_frames
+
+    def tools(gd):
+        g = Graph(gd)
+        fetch = g.nodes[-1].name
+        return [("Graph", Graph, gd), ("validate", validate, g), ("prune", prune, g, [fetch]),
+                ("summarize", summarize, g), ("analyze_frames", analyze_frames, g),
+                ("topological_order", Graph.topological_order, g)]
+
+    small, big = tools(build(1_000)), tools(build(4_000))
+    assert len(big[1][2]) > 3.9 * len(small[1][2])
+    for (name, fn, *args), (_, _, *big_args) in zip(small, big):
+        lines_small, lines_big = _lines_run(fn, *args), _lines_run(fn, *big_args)
+        assert lines_big < 5 * lines_small, (name, lines_small, lines_big)
