@@ -73,6 +73,26 @@ def configure(executor_threads: int) -> int | None:
         return min(lc.get_num_threads() for lc in ctl.lib_controllers)
 
 
+# Products that run on BLAS's own thread pool. With more than one BLAS thread, two of them at
+# once oversubscribe the cores (each spins up a full pool); the scheduler runs them one at a
+# time through GATE while other kernels go on in parallel, as TensorFlow shares one intra-op
+# pool among its kernels.
+BLAS_OPS = frozenset({
+    "MatMul", "_FusedMatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum",
+    "Conv2D", "_FusedConv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "Conv3D",
+    "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2",
+})
+GATE = threading.Lock()
+
+
+def gated() -> bool:
+    """Whether BLAS products should run one at a time: not when BLAS is held to one thread
+    (``DFG_BLAS_THREADS=1``), nor with ``DFG_BLAS_GATE=0``."""
+    if wanted_threads(0) == 1:
+        return False
+    return os.environ.get("DFG_BLAS_GATE", "1").strip() not in ("0", "off", "no", "false")
+
+
 def current() -> list[dict[str, Any]]:
     """The BLAS libraries found and their thread counts now ([] without threadpoolctl)."""
     with _lock:

@@ -25,7 +25,7 @@ import numpy as np
 
 from dfg.graphdef.errors import InternalError, InvalidArgumentError, OpError
 
-from . import kernel_call
+from . import blas, kernel_call
 from .cancel import WATCHDOG, StepControl, deadline_error
 from .kernel_call import call_timed, quiet
 from .kernels.registry import KernelContext
@@ -66,10 +66,7 @@ class WorkerPool:
                     return
                 done, tagged, args, ctx, tracer = task
                 try:
-                    if tracer is None:
-                        outputs, secs = call_timed(tagged[0], args, ctx)
-                    else:
-                        outputs, secs = tracer.run_kernel(tagged, args, ctx)
+                    outputs, secs = _run_kernel(tagged, args, ctx, tracer)
                     done.put((tagged, outputs, None, secs))
                 except BaseException as e:  # noqa: BLE001 - handed to the scheduling thread
                     done.put((tagged, None, e, 0.0))
@@ -205,10 +202,7 @@ class Step:
                         inflight += 1
                         continue
                     try:
-                        if tracer is None:
-                            outputs, secs = call_timed(item, args, self.ctx(item))
-                        else:
-                            outputs, secs = tracer.run_kernel(tagged, args, self.ctx(item))
+                        outputs, secs = _run_kernel(tagged, args, self.ctx(item), tracer)
                     except BaseException as e:  # noqa: BLE001
                         ctl.cancel(e)
                         return
@@ -284,6 +278,23 @@ def _output_in_root(tagged: tuple) -> bool:
     if frame is None or frame.parent is None:
         return True
     return tagged[0].is_exit and frame.parent.parent is None
+
+
+_GATE = blas.GATE if blas.gated() else None
+
+
+def _run_kernel(tagged: tuple, args: list, ctx: KernelContext, tracer: Any) -> tuple:
+    """The scheduler's kernel call (inline or on a worker): the one kernel call, or the
+    tracer's timed wrapper of it; BLAS products one at a time (blas.GATE says why)."""
+    item = tagged[0]
+    if _GATE is not None and item.op in blas.BLAS_OPS:
+        with _GATE:
+            if tracer is None:
+                return call_timed(item, args, ctx)
+            return tracer.run_kernel(tagged, args, ctx)
+    if tracer is None:
+        return call_timed(item, args, ctx)
+    return tracer.run_kernel(tagged, args, ctx)
 
 
 def _expensive(item: NodeItem, args: list, stats: Any) -> bool:

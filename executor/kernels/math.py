@@ -98,6 +98,12 @@ def _floor_div_real(x: Array, y: Array) -> Array:
 
 def _floor_mod_int(x: Array, y: Array) -> Array:
     _check_int_divisor(x, y)
+    if y.size == 1 and x.size >= 1024:
+        # numpy divides by one integer with a precomputed reciprocal (libdivide), which its
+        # remainder does not: x - (x // y) * y is the same floor modulus, about 4x faster
+        q = np.floor_divide(x, y)
+        np.multiply(q, y, out=q)
+        return np.subtract(x, q, out=q)
     return np.remainder(x, y)
 
 

@@ -261,6 +261,14 @@ def test_integer_division_against_python_ints(pairs: list[tuple[int, int]]) -> N
     check(run("TruncateMod", x, y), a([p - t * q for (p, q), t in zip(pairs, trunc)], I32))
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_i32, min_size=1024, max_size=1100), _nonzero_i32)
+def test_floor_mod_of_a_large_tensor_by_one_divisor_against_python_ints(
+        xs: list[int], q: int) -> None:
+    # a large x and one divisor take the kernel's x - (x // y) * y path
+    check(run("FloorMod", a(xs, I32), a(q, I32)), a([p % q for p in xs], I32))
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.floats(-2.0e9, 2.0e9, allow_nan=False), min_size=1, max_size=20))
 def test_cast_float64_to_int32_against_math_trunc(values: list[float]) -> None:
