@@ -1,4 +1,4 @@
-"""Times one case's first step (graph.pbtxt, else graph.pb) with TensorFlow (run by the
+"""Times one case's first fetching step (graph.pbtxt, else graph.pb) with TensorFlow (run by the
 scripts in benchmarks/ with the Python of an environment where tensorflow is installed; never
 imported by dfg).
 
@@ -20,7 +20,9 @@ from google.protobuf import text_format
 case_dir, warmup, iters, threads = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), \
     int(sys.argv[4])
 case = json.loads((case_dir / "case.json").read_text())
-step = case["steps"][0]
+# the first step that fetches something; the steps before it only initialise (run first)
+step = next((s for s in case["steps"] if s["fetch"]), case["steps"][0])
+setup = case["steps"][:case["steps"].index(step)]
 gd = tf.compat.v1.GraphDef()
 if (case_dir / "graph.pbtxt").exists():
     text_format.Parse((case_dir / "graph.pbtxt").read_text(), gd)
@@ -32,6 +34,9 @@ with graph.as_default():
 config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
                                   inter_op_parallelism_threads=threads)
 with tf.compat.v1.Session(graph=graph, config=config) as sess:
+    for s in setup:
+        if s["target"]:
+            sess.run(s["target"], {k: np.load(case_dir / v) for k, v in s["feed"].items()})
     feed = {k: np.load(case_dir / v) for k, v in step["feed"].items()}
     fetch = step["fetch"]
     if len(sys.argv) > 6:

@@ -140,7 +140,7 @@ class Session:
         from dfg.graphdef.frames import analyze_frames
 
         graph, frames, report = self.graph, None, None
-        if self.optimize:
+        if self.optimize and (fetches or targets):   # an empty step has nothing to optimize
             graph, report = self._optimized(fetches, feeds, targets)
             if graph is not self.graph:
                 frames = analyze_frames(graph)
