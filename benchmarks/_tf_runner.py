@@ -10,19 +10,16 @@ and fetches the given tensors instead of the case's first step."""
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
+from bench_cases import time_steps, timed_step  # stdlib and numpy only: no dfg needed
 from google.protobuf import text_format
 
 case_dir, warmup, iters, threads = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), \
     int(sys.argv[4])
-case = json.loads((case_dir / "case.json").read_text())
-# the first step that fetches something; the steps before it only initialise (run first)
-step = next((s for s in case["steps"] if s["fetch"]), case["steps"][0])
-setup = case["steps"][:case["steps"].index(step)]
+fetch, feed, setup = timed_step(case_dir)
 gd = tf.compat.v1.GraphDef()
 if (case_dir / "graph.pbtxt").exists():
     text_format.Parse((case_dir / "graph.pbtxt").read_text(), gd)
@@ -34,20 +31,11 @@ with graph.as_default():
 config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
                                   inter_op_parallelism_threads=threads)
 with tf.compat.v1.Session(graph=graph, config=config) as sess:
-    for s in setup:
-        if s["target"]:
-            sess.run(s["target"], {k: np.load(case_dir / v) for k, v in s["feed"].items()})
-    feed = {k: np.load(case_dir / v) for k, v in step["feed"].items()}
-    fetch = step["fetch"]
+    for targets, f in setup:
+        sess.run(targets, f)
     if len(sys.argv) > 6:
         with np.load(sys.argv[5]) as z:
             feed = {k: z[k] for k in z.files}
         fetch = sys.argv[6].split(",")
-    for _ in range(warmup):
-        sess.run(fetch, feed)
-    times = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        sess.run(fetch, feed)
-        times.append(time.perf_counter() - t0)
+    times = time_steps(sess, fetch, feed, warmup, iters)
 print(json.dumps({"median_s": statistics.median(times), "min_s": min(times)}))

@@ -26,10 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_cases import find_tf_python, time_steps, time_tf  # noqa: E402
+from bench_cases import find_tf_python, time_steps, time_tf, timed_step  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -64,20 +62,9 @@ def _graph_file(d: Path) -> Path:
     return d / "graph.pbtxt" if (d / "graph.pbtxt").exists() else d / "graph.pb"
 
 
-def _step(d: Path) -> tuple[list[str], dict]:
-    """The case's first step that fetches something (earlier ones only initialise)."""
-    steps = json.loads((d / "case.json").read_text())["steps"]
-    step = next((s for s in steps if s["fetch"]), steps[0])
-    return step["fetch"], {k: np.load(d / v) for k, v in step["feed"].items()}
-
-
-def _init(sess: object, d: Path) -> None:
-    """Run the targets of the case's steps before the timed one (variable initialisers)."""
-    for s in json.loads((d / "case.json").read_text())["steps"]:
-        if s["fetch"]:
-            return
-        if s["target"]:
-            sess.run([], {k: np.load(d / v) for k, v in s["feed"].items()}, targets=s["target"])
+def _init(sess: object, setup: list) -> None:
+    for targets, feed in setup:
+        sess.run([], feed, targets=targets)
 
 
 def first_and_warm(d: Path, threads: int, iters: int) -> tuple[float, float]:
@@ -90,10 +77,10 @@ def first_and_warm(d: Path, threads: int, iters: int) -> tuple[float, float]:
 
     # Imports are paid once per process (the cold run counts them), not by each Session.
     registry.load_all()
-    fetch, feed = _step(d)
+    fetch, feed, setup = timed_step(d)
     graph = load_graph(_graph_file(d))
     sess = Session(graph, threads=threads)
-    _init(sess, d)
+    _init(sess, setup)
     t0 = time.perf_counter()
     sess.run(fetch, feed)
     first = time.perf_counter() - t0
@@ -139,9 +126,9 @@ def main() -> None:
     if not args.json:
         print(f"{'group':6} {'case':32} {'dfg ms':>10} {'TF ms':>10} {'ratio':>7} {'before':>7}")
     for group, d in cases(groups):
-        fetch, feed = _step(d)
+        fetch, feed, setup = timed_step(d)
         sess = Session(load_graph(_graph_file(d)), threads=args.threads)
-        _init(sess, d)
+        _init(sess, setup)
         sess.run(fetch, feed)
         dfg_r, tf_r = [], []
         for _ in range(args.rounds):
