@@ -286,14 +286,15 @@ _GATE = blas.GATE if blas.gated() else None
 def _run_kernel(tagged: tuple, args: list, ctx: KernelContext, tracer: Any) -> tuple:
     """The scheduler's kernel call (inline or on a worker): the one kernel call, or the
     tracer's timed wrapper of it; BLAS products one at a time (blas.GATE says why)."""
-    item = tagged[0]
-    if _GATE is not None and item.op in blas.BLAS_OPS:
+    if _GATE is not None and tagged[0].op in blas.BLAS_OPS:
         with _GATE:
-            if tracer is None:
-                return call_timed(item, args, ctx)
-            return tracer.run_kernel(tagged, args, ctx)
+            return _call(tagged, args, ctx, tracer)
+    return _call(tagged, args, ctx, tracer)
+
+
+def _call(tagged: tuple, args: list, ctx: KernelContext, tracer: Any) -> tuple:
     if tracer is None:
-        return call_timed(item, args, ctx)
+        return call_timed(tagged[0], args, ctx)
     return tracer.run_kernel(tagged, args, ctx)
 
 

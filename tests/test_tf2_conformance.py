@@ -31,10 +31,11 @@ def test_the_corpus_is_there() -> None:
     assert len(CASES) >= 30, [d.name for d in CASES]
 
 
+@pytest.mark.parametrize("programs", ["auto", "never", "always"])
 @pytest.mark.parametrize("threads", [1, 2, 8])
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_tf2_case(case: Path, threads: int) -> None:
-    run_case(case, threads)
+def test_tf2_case(case: Path, threads: int, programs: str) -> None:
+    run_case(case, threads, programs=programs)
 
 
 def _unique(xs) -> tuple[str, ...]:
