@@ -405,11 +405,7 @@ class Editor:
         if encode:
             set_const(nd, value, dtype)
         else:
-            nd.attr["dtype"].type = D.base(dtype)
-            tensor = nd.attr["value"].tensor
-            tensor.dtype = D.base(dtype)
-            for d in np.shape(value):
-                tensor.tensor_shape.dim.add(size=d)
+            set_const_header(nd, value, dtype)
         self._insert(nd, before)
         self.set_inputs(name, [], controls)
         return nd
@@ -472,6 +468,18 @@ def set_const(nd: Any, value: np.ndarray, dtype: int) -> None:
     nd.attr.clear()
     nd.attr["dtype"].type = D.base(dtype)
     from_numpy(np.asarray(value), D.base(dtype), nd.attr["value"].tensor)
+
+
+def set_const_header(nd: Any, value: Any, dtype: int) -> None:
+    """Make ``nd`` a Const with ``value``'s dtype and shape but no values yet: the caller
+    must :func:`set_const` it before the graph leaves the pass (encoding is deferred)."""
+    nd.op = "Const"
+    nd.attr.clear()
+    nd.attr["dtype"].type = D.base(dtype)
+    tensor = nd.attr["value"].tensor
+    tensor.dtype = D.base(dtype)
+    for d in np.shape(value):
+        tensor.tensor_shape.dim.add(size=d)
 
 
 # --- facts about nodes ------------------------------------------------------------------------

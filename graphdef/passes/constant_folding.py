@@ -17,6 +17,11 @@ producer (deadness, frame, and errors upstream still apply).
 
 Nothing is folded into a Const larger than ``max_const_bytes``; ops that can build huge outputs
 from small inputs (Fill, Tile, Range, BroadcastTo, OneHot, Pad ...) are sized before running.
+
+Values are encoded into their Consts at the end of the pass, and only for the Consts still
+read (or kept by name): a chain folds into one Const, and a node that was read only by nodes
+folded after it goes (it is dead). Encoding every link of a chain of 4 MB tensors cost more
+than evaluating it (issue #12). A node nothing read before the pass stays, as before.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from .common import (
     output_types,
     plain_types,
     set_const,
+    set_const_header,
     value_bytes,
 )
 
@@ -59,6 +65,19 @@ def run(graph: Graph, options: PassOptions) -> Any:
     # constant node -> its output values; an input Const is decoded when a reader needs it
     values = _Values(ed)
     deps: dict[str, list[str]] = {}       # constant node -> control inputs a fold must keep
+    # folded node -> (value, dtype) not yet encoded into its Const (encoded at the end)
+    pending: dict[str, tuple[Any, int]] = {}
+    read_before: set[str] = set()     # what the input graph reads, filled on first use
+
+    def dead(name: str) -> bool:
+        """A folded node read by nothing now (data or control), keeping no fetched, fed or
+        target name, that something read before the pass or that the pass made: folding
+        made it dead. A node nothing read before stays (graph outputs often are such)."""
+        if ed.readers.get(name) or prot.keeps_name(name):
+            return False
+        if not read_before:
+            read_before.update(e.src for n in graph.nodes for e in n.in_edges)
+        return name not in graph or name in read_before
 
     for node in graph.topological_order():
         name = node.name
@@ -73,10 +92,31 @@ def run(graph: Graph, options: PassOptions) -> Any:
         if name not in fa.node_frame and node.in_edges:
             continue  # unreachable (a broken cycle): leave it to validation
         if _foldable(ed, prot, nd, values):
-            _fold(ed, prot, nd, values, deps, options.max_const_bytes)
+            data = ed.data_inputs(name)
+            _fold(ed, prot, nd, values, deps, options.max_const_bytes, pending)
+            if pending and ed.op(name) == "Const":
+                # what it read may be dead now: drop it at once, so a chain of big
+                # tensors does not hold every link in memory
+                for src in dict.fromkeys(s for s, _ in data):
+                    if src in pending and dead(src):
+                        _drop(ed, src, values, pending)
         elif nd.op in SHAPE_OPS:
-            _fold_shape(ed, prot, nd, shapes, values, deps)
+            _fold_shape(ed, prot, nd, shapes, values, deps, pending)
+    # encode what is still read or named; drop the rest (reverse order: a drop can orphan
+    # what the dropped node read)
+    for name in reversed(list(pending)):
+        if dead(name):
+            _drop(ed, name, values, pending)
+        else:
+            set_const(ed.get(name), *pending[name])
     return ed.finish()
+
+
+def _drop(ed: Editor, name: str, values: dict[str, list[Any]],
+          pending: dict[str, tuple[Any, int]]) -> None:
+    ed.remove(name)
+    pending.pop(name, None)
+    values.pop(name, None)
 
 
 def _foldable(ed: Editor, prot: Protected, nd: Any, values: _Values) -> bool:
@@ -97,7 +137,7 @@ def _foldable(ed: Editor, prot: Protected, nd: Any, values: _Values) -> bool:
 
 
 def _fold(ed: Editor, prot: Protected, nd: Any, values: dict[str, list[Any]],
-          deps: dict[str, list[str]], limit: int) -> None:
+          deps: dict[str, list[str]], limit: int, pending: dict[str, tuple[Any, int]]) -> None:
     name = nd.name
     data = ed.data_inputs(name)
     args = [values[src][slot] for src, slot in data]
@@ -118,11 +158,13 @@ def _fold(ed: Editor, prot: Protected, nd: Any, values: dict[str, list[Any]],
     controls = list(ed.control_inputs(name))
     for src, _slot in data:
         controls.extend(deps.get(src, ()))
-    _become_consts(ed, nd, outs, out_types, list(dict.fromkeys(controls)), values, deps)
+    _become_consts(ed, nd, outs, out_types, list(dict.fromkeys(controls)), values, deps,
+                   pending)
 
 
 def _fold_shape(ed: Editor, prot: Protected, nd: Any, shapes: Shapes,
-                values: dict[str, list[Any]], deps: dict[str, list[str]]) -> None:
+                values: dict[str, list[Any]], deps: dict[str, list[str]],
+                pending: dict[str, tuple[Any, int]]) -> None:
     """Shape/Rank/Size/ShapeN of statically known shapes."""
     name = nd.name
     if prot.pinned(name) or not plain_types(output_types(nd)):
@@ -156,23 +198,26 @@ def _fold_shape(ed: Editor, prot: Protected, nd: Any, shapes: Shapes,
     outs = [np.asarray(v, dtype=out_dtype) for v in vals]
     # the Const waits for what produced the input: its deadness, frame and errors still apply
     controls = list(dict.fromkeys([*ed.control_inputs(name), *(src for src, _ in data)]))
-    _become_consts(ed, nd, outs, out_types, controls, values, deps)
+    _become_consts(ed, nd, outs, out_types, controls, values, deps, pending)
 
 
 def _become_consts(ed: Editor, nd: Any, outs: list[Any], out_types: list[int],
                    controls: list[str], values: dict[str, list[Any]],
-                   deps: dict[str, list[str]]) -> None:
+                   deps: dict[str, list[str]], pending: dict[str, tuple[Any, int]]) -> None:
     """``nd`` becomes a Const of output 0; each other used output gets a Const of its own.
-    All wait on ``controls`` so deadness, frames and errors upstream still apply."""
+    All wait on ``controls`` so deadness, frames and errors upstream still apply. The values
+    are left in ``pending``: the Consts hold dtype and shape until the pass encodes them."""
     name = nd.name
     for k in sorted(ed.used_slots(name) - {0}):
         const = ed.make_const(ed.unique_name(f"{name}/_folded_{k}"), outs[k], out_types[k],
-                              controls, nd.device, before=name)
+                              controls, nd.device, before=name, encode=False)
         ed.replace_tensor((name, k), (const.name, 0))
         values[const.name] = [outs[k]]          # its readers come later in the order
         deps[const.name] = ed.control_inputs(const.name)
+        pending[const.name] = (outs[k], out_types[k])
     nd = ed.get(name)
-    set_const(nd, outs[0], out_types[0])
+    set_const_header(nd, outs[0], out_types[0])
+    pending[name] = (outs[0], out_types[0])
     ed.set_inputs(name, [], controls)
     values[name] = [outs[0]]
     deps[name] = ed.control_inputs(name)
@@ -253,3 +298,4 @@ def _elements(dims: np.ndarray) -> int:
     for d in dims.tolist():
         n *= max(int(d), 0)   # Python ints: no overflow on absurd shapes
     return n
+

@@ -13,10 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..graph import Graph, without_gc
-from ..lowering import lower_functional
+from ..lowering import lower_functional, needs_lowering
 from .common import PassOptions
 
 
 @without_gc
 def run(graph: Graph, options: PassOptions) -> Any:
-    return lower_functional(graph.graph_def)
+    gd = graph.graph_def
+    if not gd.HasField("library") and not needs_lowering(gd):
+        return gd               # nothing to do: the input itself, as every pass hands back
+    return lower_functional(gd)

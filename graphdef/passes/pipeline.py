@@ -15,7 +15,12 @@ Each run of a pass is recorded (nodes and edges before and after, whether it cha
 anything, seconds) and logged on the ``dfg.optimize`` logger.
 
 ``run_passes(..., check="end")`` validates once at the end instead of after every pass (a
-new error there re-runs everything with every pass checked). ``optimize_for_signature`` is
+new error there re-runs everything with every pass checked). It also checks purity once, on
+the caller's graph at the end (a mutated input is restored and the run repeated with every
+check), and takes a pass's result as a change unless the pass handed back its input (a pass
+with nothing to do does, ``Editor.finish``), without serializing either: serializing the
+whole graph twice per pass cost more than the passes once folded constants are megabytes
+(issue #12). ``optimize_for_signature`` is
 the Session's entry point: the passes safe for one (fetches, feeds, targets) signature, then
 the run-time fusions, fast enough for the first step of each new signature.
 """
@@ -222,7 +227,9 @@ def _new_errors(before: Any, after_def: Any) -> list[str]:
 
 def _run_passes(graph: Any, options: PassOptions, passes: list[str] | None,
                 skip: list[str] | None, table: dict[str, Any] | None, max_rounds: int,
-                validate_each: bool) -> PipelineResult:
+                validate_each: bool, own_input: bool = False) -> PipelineResult:
+    """``own_input``: the graph is the pipeline's own intermediate, nobody else holds it (with
+    ``validate_each`` off, its purity is not checked)."""
     from ..io import load_graph
     from . import PASSES
 
@@ -235,7 +242,11 @@ def _run_passes(graph: Any, options: PassOptions, passes: list[str] | None,
     result.edges_before = current_edges = count_edges(g.graph_def)
 
     current = g
-    current_bytes = g.graph_def.SerializeToString(deterministic=True)
+    # validate_each: every check after every pass; else purity is checked once, on the
+    # caller's graph at the end, and current_bytes is computed only when needed
+    input_bytes = None if own_input and not validate_each \
+        else g.graph_def.SerializeToString(deterministic=True)
+    current_bytes: bytes | None = input_bytes
     current_errors = _error_keys(current) if validate_each else {}
     must_exist = {parse_tensor_name(f)[0] for f in (*options.fetches, *options.feeds)} \
         | set(options.targets)
@@ -257,7 +268,8 @@ def _run_passes(graph: Any, options: PassOptions, passes: list[str] | None,
             except Exception as e:  # noqa: BLE001 - a broken pass must not break the output
                 problem = ("failed", f"pass '{name}' raised {type(e).__name__}: {e}")
             rec.seconds = time.perf_counter() - t0
-            if current.graph_def.SerializeToString(deterministic=True) != current_bytes:
+            if validate_each and \
+                    current.graph_def.SerializeToString(deterministic=True) != current_bytes:
                 # the pass mutated its input: restore it from the bytes kept aside
                 from dfg.schemas import graph_pb2
 
@@ -266,11 +278,17 @@ def _run_passes(graph: Any, options: PassOptions, passes: list[str] | None,
                 current = Graph(restored)
                 problem = problem or ("rejected", f"pass '{name}' modified its input graph")
             new_graph = new_bytes = new_errors = None
+            changed = False
             if problem is None:
                 # a pass that changed nothing may hand back its input (Editor.finish)
-                new_bytes = current_bytes if out is current.graph_def \
-                    else out.SerializeToString(deterministic=True)
-                if new_bytes != current_bytes:     # an unchanged graph needs no checking
+                if out is current.graph_def:
+                    new_bytes = current_bytes
+                elif validate_each:
+                    new_bytes = out.SerializeToString(deterministic=True)
+                    changed = new_bytes != current_bytes
+                else:
+                    changed = True              # a new graph: taken as a change, unserialized
+                if changed:                     # an unchanged graph needs no checking
                     new_graph = Graph(out)
                     new_errors = _error_keys(new_graph) if validate_each else {}
                     fresh = [msg for k, msg in new_errors.items() if k not in current_errors]
@@ -284,7 +302,7 @@ def _run_passes(graph: Any, options: PassOptions, passes: list[str] | None,
                 log.warning(warning)
                 result.records.append(rec)
                 continue
-            rec.changed = new_bytes != current_bytes
+            rec.changed = changed
             rec.nodes_after = len(out.node)
             rec.edges_after = count_edges(out) if rec.changed else rec.edges_before
             log.info("round %d %s: nodes %d -> %d, edges %d -> %d%s (%.3fs)", rnd, name,
@@ -298,6 +316,12 @@ def _run_passes(graph: Any, options: PassOptions, passes: list[str] | None,
         if not changed_any:
             result.converged = True
             break
+    if input_bytes is not None and not validate_each \
+            and g.graph_def.SerializeToString(deterministic=True) != input_bytes:
+        # a pass modified the caller's graph: restore it, and find the pass with every check
+        g.graph_def.ParseFromString(input_bytes)
+        g._build(g.graph_def)           # its index held the replaced NodeDefs
+        return _run_passes(g, options, passes, skip, table, max_rounds, True)
     result.graph_def = current.graph_def
     result.nodes_after = len(current.graph_def.node)
     result.edges_after = current_edges
@@ -357,13 +381,19 @@ _LINEAR_PASSES = ("lower_functional", "prune", "identity_removal")
 # One round: with the order above a second round mostly confirms (measured on the Keras zoo:
 # the same compute nodes; cse and folding leave dead constants, which the last prune drops).
 SIGNATURE_MAX_ROUNDS = 1
+# What a Session folds: TensorFlow's session folds constants up to 10 MiB
+# (OptimizerOptions.max_folded_constant_in_bytes, 0 = its default of 10 MiB). The folded value
+# lives in memory only; `dfg optimize` writes files and keeps the smaller
+# DEFAULT_MAX_CONST_BYTES.
+SIGNATURE_MAX_CONST_BYTES = 10 << 20
 
 
 def optimize_for_signature(graph: Any, fetches: list[str], feeds: list[str] = (),
                            targets: list[str] = (), *, fuse: bool = True,
                            elementwise: bool = False, skip: list[str] = (),
                            max_nodes: int = SIGNATURE_MAX_NODES,
-                           max_rounds: int = SIGNATURE_MAX_ROUNDS) -> PipelineResult:
+                           max_rounds: int = SIGNATURE_MAX_ROUNDS,
+                           max_const_bytes: int = SIGNATURE_MAX_CONST_BYTES) -> PipelineResult:
     """The graph a Session should run for one signature: ``graph`` pruned to what
     ``fetches`` and ``targets`` need given ``feeds`` (tensor names ``node:slot``), optimized
     by :data:`SIGNATURE_PASSES` and then fused by :data:`FUSION_PASSES` (``fuse=False``:
@@ -385,7 +415,8 @@ def optimize_for_signature(graph: Any, fetches: list[str], feeds: list[str] = ()
 
     t0 = time.perf_counter()
     g = load_graph(graph)
-    options = PassOptions(fetches=tuple(fetches), feeds=tuple(feeds), targets=tuple(targets))
+    options = PassOptions(fetches=tuple(fetches), feeds=tuple(feeds), targets=tuple(targets),
+                          max_const_bytes=max_const_bytes)
     size = total_nodes(g.graph_def)
     select_passes(list(skip), None)       # UsageError for an unknown name
     names = [n for n in SIGNATURE_PASSES if n not in skip]
@@ -403,7 +434,8 @@ def optimize_for_signature(graph: Any, fetches: list[str], feeds: list[str] = ()
         res = _run_passes(g, options, names, None, {n: PASSES[n] for n in names}, max_rounds,
                           validate_each)
         tail = _run_passes(Graph(res.graph_def), options, last, None,
-                           {n: PASSES[n] for n in last}, 1, validate_each)
+                           {n: PASSES[n] for n in last}, 1, validate_each,
+                           own_input=res.graph_def is not g.graph_def)
         res.passes = [*res.passes, *tail.passes]
         res.records.extend(tail.records)
         res.warnings.extend(tail.warnings)

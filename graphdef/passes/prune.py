@@ -23,4 +23,13 @@ def run(graph: Graph, options: PassOptions) -> Any:
     placeholders = [n.name for n in graph.nodes if n.op in INPUT_OPS]
     targets = list(dict.fromkeys([*options.targets, *(n for n in fed_nodes if n in graph),
                                   *placeholders]))
-    return prune(graph, list(options.fetches), feeds=(), targets=targets)
+    out = prune(graph, list(options.fetches), feeds=(), targets=targets)
+    gd = graph.graph_def
+    # Nothing pruned: hand back the input, as a pass with nothing to do does (the pipeline
+    # then knows it unchanged without comparing bytes). prune keeps node order and only
+    # drops nodes and unused functions; it copies versions and library and nothing else.
+    if len(out.node) == len(gd.node) and not graph.duplicates \
+            and {f.name for f, _v in gd.ListFields()} <= {"node", "versions", "library"} \
+            and out.library == gd.library:
+        return gd
+    return out
