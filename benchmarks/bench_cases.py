@@ -55,7 +55,10 @@ def time_dfg(case_dir: Path, warmup: int, iters: int, threads: int) -> dict:
     from dfg.graphdef.io import load_graph
 
     fetch, feed, setup = timed_step(case_dir)
-    with Session(load_graph(case_dir / "graph.pbtxt"), threads=threads) as sess:
+    graph = case_dir / "graph.pbtxt"
+    if not graph.exists():
+        graph = case_dir / "graph.pb"
+    with Session(load_graph(graph), threads=threads) as sess:
         for targets, f in setup:
             sess.run([], f, targets=targets)
         times = time_steps(sess, fetch, feed, warmup, iters)

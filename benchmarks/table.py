@@ -3,8 +3,9 @@
     python benchmarks/table.py [--tf-python /tmp/tfvenv/bin/python] [--threads 2]
                                [--rounds 3] [--iters 10] [--only bench,zoo,tf2,cold] [--json]
 
-Cases: every ``bench`` case of tests/data/conformance, every keras.applications model of the
-zoo (tests/data/models) and the TF2 loop cases (tests/data/tf2). For each, ``--rounds``
+Cases: every ``bench`` case of tests/data/conformance and tests/data/bench (the issue's
+nested loops, MLP, ResNet-style, Transformer encoder and U-Net), every keras.applications
+model of the zoo (tests/data/models) and the TF2 loop cases (tests/data/tf2). For each, ``--rounds``
 alternating rounds (dfg, then TensorFlow in a subprocess of its own environment), each the
 median of ``--iters`` warm steps; the table shows the median over rounds and the ratio
 dfg/TF (below 1: dfg is faster). Then the cold timings: ``dfg run`` of the README's example as
@@ -44,7 +45,8 @@ ISSUE_BEFORE = {"bench_add_chain": 8.1, "bench_addn_fanin": 5.6, "bench_while_10
 def cases(groups: set[str]) -> list[tuple[str, Path]]:
     out: list[tuple[str, Path]] = []
     if "bench" in groups:
-        for d in sorted((DATA / "conformance").glob("*/case.json")):
+        for d in [*sorted((DATA / "conformance").glob("*/case.json")),
+                  *sorted((DATA / "bench").glob("*/case.json"))]:
             if "bench" in json.loads(d.read_text())["features"]:
                 out.append(("bench", d.parent))
     if "zoo" in groups:
