@@ -25,7 +25,7 @@ from dfg.graphdef.errors import (
 from dfg.graphdef.graph import Graph, parse_tensor_name
 from dfg.graphdef.tensors import format_shape
 
-from . import blas
+from . import blas, malloc
 from .executor import Step, WorkerPool
 from .plan import Plan, build_plan
 from .programs import add_programs
@@ -115,6 +115,7 @@ class Session:
         # the calling thread schedules and runs cheap kernels; the pool the expensive ones
         self._pool = WorkerPool(self.threads - 1) if self.threads > 1 else None
         blas.configure(self.threads)   # BLAS threads vs the executor's (executor/blas.py)
+        malloc.tune()                  # freed outputs' memory reused, not faulted in again
 
     # --- plans ----------------------------------------------------------------------------
     def _plan(self, fetches: list[str], feeds: list[str], targets: list[str]) -> Plan:
