@@ -305,9 +305,12 @@ def softmax(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     xf = _softmax_input(x)
     if xf.size == 0:
         return np.empty(x.shape, x.dtype)
-    e = np.exp(xf - np.max(xf, axis=-1, keepdims=True))
+    e = xf - np.max(xf, axis=-1, keepdims=True)
+    np.exp(e, out=e)                # in place: one buffer, not three
     # Multiply by the reciprocal of the sum, as TF does.
-    return (e * (1 / np.sum(e, axis=-1, keepdims=True))).astype(x.dtype, copy=False)
+    s = np.sum(e, axis=-1, keepdims=True)
+    e *= np.reciprocal(s, out=s)
+    return e.astype(x.dtype, copy=False)
 
 
 @kernel("LogSoftmax")
@@ -316,8 +319,8 @@ def log_softmax(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     if xf.size == 0:
         return np.empty(x.shape, x.dtype)
     shifted = xf - np.max(xf, axis=-1, keepdims=True)
-    out = shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
-    return out.astype(x.dtype, copy=False)
+    shifted -= np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
+    return shifted.astype(x.dtype, copy=False)
 
 
 def _float_in(x: np.ndarray) -> np.ndarray:
