@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import threading
 
 _M_TRIM_THRESHOLD = -1      # mallopt parameters (glibc's malloc.h)
@@ -46,7 +45,11 @@ def _apply() -> bool:
         return False
     if "MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ:
         return False
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    try:
+        # glibc answers (cheaper than platform.libc_ver(), which reads the executable)
+        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
+            return False
+    except (ValueError, OSError, AttributeError):
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
