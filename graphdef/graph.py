@@ -139,6 +139,12 @@ class Graph:
         with gc_paused():
             self._build(graph_def)
 
+    def reindex(self) -> None:
+        """Index ``graph_def`` again after its content was replaced in place (ParseFromString,
+        CopyFrom): the index holds the NodeDefs it had."""
+        with gc_paused():
+            self._build(self.graph_def)
+
     def _build(self, graph_def: Any) -> None:
         # One pass reads each NodeDef's fields once (upb field access is the slow part) and
         # parses its inputs; a second pass, with every name known, makes the edges (from the

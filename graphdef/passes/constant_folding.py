@@ -65,8 +65,9 @@ def run(graph: Graph, options: PassOptions) -> Any:
     # constant node -> its output values; an input Const is decoded when a reader needs it
     values = _Values(ed)
     deps: dict[str, list[str]] = {}       # constant node -> control inputs a fold must keep
-    # folded node -> (value, dtype) not yet encoded into its Const (encoded at the end)
-    pending: dict[str, tuple[Any, int]] = {}
+    # folded node -> its dtype, while its value (in ``values``) is not yet encoded into its
+    # Const (encoded at the end)
+    pending: dict[str, int] = {}
     read_before: set[str] = set()     # what the input graph reads, filled on first use
 
     def dead(name: str) -> bool:
@@ -93,8 +94,7 @@ def run(graph: Graph, options: PassOptions) -> Any:
             continue  # unreachable (a broken cycle): leave it to validation
         if _foldable(ed, prot, nd, values):
             data = ed.data_inputs(name)
-            _fold(ed, prot, nd, values, deps, options.max_const_bytes, pending)
-            if pending and ed.op(name) == "Const":
+            if _fold(ed, prot, nd, values, deps, options.max_const_bytes, pending):
                 # what it read may be dead now: drop it at once, so a chain of big
                 # tensors does not hold every link in memory
                 for src in dict.fromkeys(s for s, _ in data):
@@ -108,12 +108,12 @@ def run(graph: Graph, options: PassOptions) -> Any:
         if dead(name):
             _drop(ed, name, values, pending)
         else:
-            set_const(ed.get(name), *pending[name])
+            set_const(ed.get(name), values[name][0], pending[name])
     return ed.finish()
 
 
-def _drop(ed: Editor, name: str, values: dict[str, list[Any]],
-          pending: dict[str, tuple[Any, int]]) -> None:
+def _drop(ed: Editor, name: str, values: dict[str, list[Any]], pending: dict[str, int]
+          ) -> None:
     ed.remove(name)
     pending.pop(name, None)
     values.pop(name, None)
@@ -137,34 +137,36 @@ def _foldable(ed: Editor, prot: Protected, nd: Any, values: _Values) -> bool:
 
 
 def _fold(ed: Editor, prot: Protected, nd: Any, values: dict[str, list[Any]],
-          deps: dict[str, list[str]], limit: int, pending: dict[str, tuple[Any, int]]) -> None:
+          deps: dict[str, list[str]], limit: int, pending: dict[str, int]) -> bool:
+    """Fold ``nd`` if its value can be computed within ``limit``; whether it was."""
     name = nd.name
     data = ed.data_inputs(name)
     args = [values[src][slot] for src, slot in data]
     out_types = output_types(nd) or []
     predicted = _predicted_bytes(nd, args, out_types)
     if predicted is not None and predicted > limit:
-        return
+        return False
     try:
         # a budget well above the limit (estimates are upper bounds) stops AsString(width=2e9)
         outs = evaluate(nd, args, max_bytes=64 * limit + (1 << 16))
     except EvalError:
-        return
+        return False
     used = ed.used_slots(name) | {0}
     if any(k >= len(outs) or outs[k] is None for k in used):
-        return
+        return False
     if any(value_bytes(outs[k]) > limit for k in used):
-        return
+        return False
     controls = list(ed.control_inputs(name))
     for src, _slot in data:
         controls.extend(deps.get(src, ()))
     _become_consts(ed, nd, outs, out_types, list(dict.fromkeys(controls)), values, deps,
                    pending)
+    return True
 
 
 def _fold_shape(ed: Editor, prot: Protected, nd: Any, shapes: Shapes,
                 values: dict[str, list[Any]], deps: dict[str, list[str]],
-                pending: dict[str, tuple[Any, int]]) -> None:
+                pending: dict[str, int]) -> None:
     """Shape/Rank/Size/ShapeN of statically known shapes."""
     name = nd.name
     if prot.pinned(name) or not plain_types(output_types(nd)):
@@ -203,7 +205,7 @@ def _fold_shape(ed: Editor, prot: Protected, nd: Any, shapes: Shapes,
 
 def _become_consts(ed: Editor, nd: Any, outs: list[Any], out_types: list[int],
                    controls: list[str], values: dict[str, list[Any]],
-                   deps: dict[str, list[str]], pending: dict[str, tuple[Any, int]]) -> None:
+                   deps: dict[str, list[str]], pending: dict[str, int]) -> None:
     """``nd`` becomes a Const of output 0; each other used output gets a Const of its own.
     All wait on ``controls`` so deadness, frames and errors upstream still apply. The values
     are left in ``pending``: the Consts hold dtype and shape until the pass encodes them."""
@@ -214,10 +216,10 @@ def _become_consts(ed: Editor, nd: Any, outs: list[Any], out_types: list[int],
         ed.replace_tensor((name, k), (const.name, 0))
         values[const.name] = [outs[k]]          # its readers come later in the order
         deps[const.name] = ed.control_inputs(const.name)
-        pending[const.name] = (outs[k], out_types[k])
+        pending[const.name] = out_types[k]
     nd = ed.get(name)
     set_const_header(nd, outs[0], out_types[0])
-    pending[name] = (outs[0], out_types[0])
+    pending[name] = out_types[0]
     ed.set_inputs(name, [], controls)
     values[name] = [outs[0]]
     deps[name] = ed.control_inputs(name)
@@ -298,4 +300,3 @@ def _elements(dims: np.ndarray) -> int:
     for d in dims.tolist():
         n *= max(int(d), 0)   # Python ints: no overflow on absurd shapes
     return n
-

@@ -320,7 +320,7 @@ def _run_passes(graph: Any, options: PassOptions, passes: list[str] | None,
             and g.graph_def.SerializeToString(deterministic=True) != input_bytes:
         # a pass modified the caller's graph: restore it, and find the pass with every check
         g.graph_def.ParseFromString(input_bytes)
-        g._build(g.graph_def)           # its index held the replaced NodeDefs
+        g.reindex()
         return _run_passes(g, options, passes, skip, table, max_rounds, True)
     result.graph_def = current.graph_def
     result.nodes_after = len(current.graph_def.node)
