@@ -15,6 +15,7 @@ import numpy as np
 
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
+from ._select import where
 from .registry import KernelContext, kernel
 
 # --- helpers -------------------------------------------------------------------------------
@@ -42,7 +43,7 @@ def _conj(x: np.ndarray) -> np.ndarray:
 
 def _no_nan(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """TensorFlow's mul_no_nan: a * b, but exactly 0 wherever b == 0 (even if a is inf/nan)."""
-    return np.where(b == 0, np.zeros((), a.dtype), a * b)
+    return where(b == 0, np.zeros((), a.dtype), a * b)
 
 
 # --- BroadcastGradientArgs ----------------------------------------------------------------
@@ -115,13 +116,13 @@ def leaky_relu_grad(ctx: KernelContext, gradients: np.ndarray,
                     features: np.ndarray) -> np.ndarray:
     _check_grad_pair(gradients, features)
     alpha = _t(gradients, ctx.attrs.get("alpha", 0.2))
-    return np.where(features > 0, gradients, gradients * alpha)
+    return where(features > 0, gradients, gradients * alpha)
 
 
 @kernel("EluGrad")
 def elu_grad(ctx: KernelContext, gradients: np.ndarray, outputs: np.ndarray) -> np.ndarray:
     _check_grad_pair(gradients, outputs)
-    return np.where(outputs < 0, (outputs + _t(outputs, 1)) * gradients, gradients)
+    return where(outputs < 0, (outputs + _t(outputs, 1)) * gradients, gradients)
 
 
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -131,7 +132,7 @@ _SELU_SCALE_ALPHA = 1.7580993408473768599402175208123
 @kernel("SeluGrad")
 def selu_grad(ctx: KernelContext, gradients: np.ndarray, outputs: np.ndarray) -> np.ndarray:
     _check_grad_pair(gradients, outputs)
-    return np.where(outputs < 0, gradients * (outputs + _t(outputs, _SELU_SCALE_ALPHA)),
+    return where(outputs < 0, gradients * (outputs + _t(outputs, _SELU_SCALE_ALPHA)),
                     gradients * _t(gradients, _SELU_SCALE))
 
 
@@ -332,9 +333,9 @@ def _max_pool_grad(ctx: KernelContext, orig_input: np.ndarray, orig_output: np.n
             valid = (rv[:, None] & cv[None, :])[None, :, :, None]
             v = x[:, r][:, :, col]  # (n, oh, ow, c)
             take = valid & ((arg < 0) | (best < v))
-            best = np.where(take, v, best)
+            best = where(take, v, best)
             flat = (r[:, None] * w + col[None, :])[None, :, :, None]
-            arg = np.where(take, flat, arg)
+            arg = where(take, flat, arg)
     out = np.zeros((n, h * w, c), x.dtype)
     ni, _, _, ci = np.indices(arg.shape, sparse=True)
     ok = arg >= 0

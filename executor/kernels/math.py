@@ -26,6 +26,7 @@ import numpy as np
 
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
+from ._select import where
 from .registry import KernelContext, kernel
 
 Array = np.ndarray
@@ -111,7 +112,7 @@ def _floor_mod_real(x: Array, y: Array) -> Array:
     # C fmod, then shifted by y when the signs differ; keeps fmod's signed zero as TF does.
     r = np.fmod(x, y)
     shift = (r != 0) & ((y < 0) != (r < 0))
-    return np.where(shift, r + y, r)
+    return where(shift, r + y, r)
 
 
 def _pow_int(x: Array, y: Array) -> Array:
@@ -126,23 +127,23 @@ def _squared_difference(x: Array, y: Array) -> Array:
 
 
 def _div_no_nan(x: Array, y: Array) -> Array:
-    return np.where(y == 0, x.dtype.type(0), np.true_divide(x, y))
+    return where(y == 0, x.dtype.type(0), np.true_divide(x, y))
 
 
 def _mul_no_nan(x: Array, y: Array) -> Array:
-    return np.where(y == 0, x.dtype.type(0), np.multiply(x, y))
+    return where(y == 0, x.dtype.type(0), np.multiply(x, y))
 
 
 def _xdivy(x: Array, y: Array) -> Array:
-    return np.where(x == 0, x.dtype.type(0), np.true_divide(x, y))
+    return where(x == 0, x.dtype.type(0), np.true_divide(x, y))
 
 
 def _xlogy(x: Array, y: Array) -> Array:
-    return np.where(x == 0, x.dtype.type(0), x * np.log(y))
+    return where(x == 0, x.dtype.type(0), x * np.log(y))
 
 
 def _xlog1py(x: Array, y: Array) -> Array:
-    return np.where(x == 0, x.dtype.type(0), x * np.log1p(y))
+    return where(x == 0, x.dtype.type(0), x * np.log1p(y))
 
 
 def _clamped_shift(y: Array, x: Array) -> Array:
@@ -314,13 +315,13 @@ def select(ctx: KernelContext, cond: Array, t: Array, e: Array) -> Array:
         raise InvalidArgumentError(
             "'condition' and 'then' must have the same size.  but received: "
             f"{_fmt(cond.shape)} vs. {_fmt(t.shape)}")
-    return _as(np.where(cond, t, e), t.dtype)
+    return _as(where(cond, t, e), t.dtype)
 
 
 @kernel("SelectV2")
 def select_v2(ctx: KernelContext, cond: Array, t: Array, e: Array) -> Array:
     try:
-        r = np.where(cond, t, e)
+        r = where(cond, t, e)
     except ValueError:
         raise InvalidArgumentError(
             f"condition {_fmt(cond.shape)}, then {_fmt(t.shape)}, and else {_fmt(e.shape)} "
@@ -349,7 +350,7 @@ def _sigmoid(x: Array) -> Array:
         return 1 / (1 + np.exp(-x))
     # exp of minus |x| never overflows; the sign picks 1/(1+e) or e/(1+e).
     e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    return where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -450,9 +451,11 @@ def _abs32(x: Array) -> Array:
 def _erf(x: Array) -> Array:
     if _single(x):
         a = _abs32(x)
-        r = 1 - _erfc_single(a)
+        r = _erfc_single(a)
+        np.subtract(1, r, out=r)
         small = a < _ERF_TAYLOR_SPLIT
-        r[small] = _erf_taylor(a[small])
+        if small.any():     # the series on every element: cheaper than gathering the small
+            r = where(small, _erf_taylor(a), r)
         return np.copysign(r, x.astype(_F32, copy=False)).astype(x.dtype, copy=False)
     a, small, erf_small, erfc_big = _erf_parts(x)
     r = np.empty_like(a)
@@ -464,12 +467,12 @@ def _erf(x: Array) -> Array:
 def _erfc(x: Array) -> Array:
     if _single(x):
         r = _erfc_single(_abs32(x))
-        return np.where(np.signbit(x), 2 - r, r).astype(x.dtype, copy=False)
+        return where(np.signbit(x), 2 - r, r).astype(x.dtype, copy=False)
     a, small, erf_small, erfc_big = _erf_parts(x)
     r = np.empty_like(a)
     r[small] = 1.0 - erf_small
     r[~small] = erfc_big
-    return np.where(np.signbit(x), 2.0 - r, r).astype(x.dtype, copy=False)
+    return where(np.signbit(x), 2.0 - r, r).astype(x.dtype, copy=False)
 
 
 # Stirling series for lgamma: B_2k / (2k (2k - 1)), k = 1..7.
@@ -484,8 +487,8 @@ def _lgamma_pos(z: Array) -> Array:
     low = z < _SHIFT
     prod = np.ones_like(z)
     for k in range(_SHIFT):
-        prod = np.where(low, prod * (z + k), prod)
-    w = np.where(low, z + _SHIFT, z)
+        prod = where(low, prod * (z + k), prod)
+    w = where(low, z + _SHIFT, z)
     inv = 1.0 / w
     series = inv * _poly(_LGAMMA_SERIES, inv * inv)
     return (w - 0.5) * np.log(w) - w + 0.5 * math.log(2 * math.pi) + series - np.log(prod)
@@ -500,12 +503,12 @@ def _lgamma(x: Array) -> Array:
     v = np.asarray(x, dtype=_F64)
     pole = (v <= 0) & (v == np.floor(v))
     neg = v < 0
-    r = _lgamma_pos(np.where(neg, 1.0 - v, v))
+    r = _lgamma_pos(where(neg, 1.0 - v, v))
     # Reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x) for x < 0.
     sin_pi = np.abs(np.sin(np.pi * _nearest_int_offset(v)))
-    r = np.where(neg, np.log(np.pi / sin_pi) - r, r)
-    r = np.where(pole | np.isinf(v), np.inf, r)
-    r = np.where((v == 1) | (v == 2), 0.0, r)  # exact zeros, which the series misses by ~1e-15
+    r = where(neg, np.log(np.pi / sin_pi) - r, r)
+    r = where(pole | np.isinf(v), np.inf, r)
+    r = where((v == 1) | (v == 2), 0.0, r)  # exact zeros, which the series misses by ~1e-15
     return r.astype(x.dtype, copy=False)
 
 
@@ -513,8 +516,8 @@ def _digamma_pos(z: Array) -> Array:
     low = z < _SHIFT
     acc = np.zeros_like(z)
     for k in range(_SHIFT):
-        acc = np.where(low, acc + 1.0 / (z + k), acc)
-    w = np.where(low, z + _SHIFT, z)
+        acc = where(low, acc + 1.0 / (z + k), acc)
+    w = where(low, z + _SHIFT, z)
     inv2 = 1.0 / (w * w)
     return np.log(w) - 0.5 / w - inv2 * _poly(_DIGAMMA_SERIES, inv2) - acc
 
@@ -523,11 +526,11 @@ def _digamma(x: Array) -> Array:
     v = np.asarray(x, dtype=_F64)
     pole = (v <= 0) & (v == np.floor(v))
     neg = v < 0
-    r = _digamma_pos(np.where(neg, 1.0 - v, v))
+    r = _digamma_pos(where(neg, 1.0 - v, v))
     # Reflection: digamma(x) = digamma(1 - x) - pi / tan(pi x) for x < 0.
-    r = np.where(neg, r - np.pi / np.tan(np.pi * _nearest_int_offset(v)), r)
-    r = np.where(pole, np.nan, r)
-    r = np.where(v == np.inf, np.inf, r)
+    r = where(neg, r - np.pi / np.tan(np.pi * _nearest_int_offset(v)), r)
+    r = where(pole, np.nan, r)
+    r = where(v == np.inf, np.inf, r)
     return r.astype(x.dtype, copy=False)
 
 
@@ -877,7 +880,7 @@ def _trunc_mean(total: Array, count: Array, dtype: np.dtype) -> Array:
     """``total / count`` in ``dtype``; integers truncate toward zero like C++ division."""
     if dtype.kind in "iu":
         q = np.abs(total) // count
-        return _as(np.where(total < 0, -q, q), dtype)
+        return _as(where(total < 0, -q, q), dtype)
     return _as(total / count.astype(dtype), dtype)
 
 
@@ -898,15 +901,15 @@ def _ordered_extreme(data: Array, ids: Array, rows: int, how: str, init: Any) ->
     worst = dt.type(-np.inf if how == "max" else np.inf)
     pos = np.arange(data.shape[0])
     last_nan = np.full(out.shape, -1, dtype=np.int64)
-    np.maximum.at(last_nan, ids, np.where(np.isnan(data), pos[:, None], -1))
+    np.maximum.at(last_nan, ids, where(np.isnan(data), pos[:, None], -1))
     last_row = np.full(rows, -1, dtype=np.int64)
     np.maximum.at(last_row, ids, pos)
     after = pos[:, None] > last_nan[ids]
     best = np.full(out.shape, worst, dtype=dt)
-    ufunc.at(best, ids, np.where(after, data, worst))
+    ufunc.at(best, ids, where(after, data, worst))
     has_nan = last_nan >= 0
-    res = np.where(has_nan, best, ufunc(best, out))
-    return np.where(has_nan & (last_nan == last_row[:, None]), dt.type(np.nan), res).astype(dt)
+    res = where(has_nan, best, ufunc(best, out))
+    return where(has_nan & (last_nan == last_row[:, None]), dt.type(np.nan), res).astype(dt)
 
 
 def _sorted_segment(data: Array, segment_ids: Array, how: str) -> Array:

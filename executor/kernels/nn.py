@@ -44,6 +44,7 @@ from ._conv import same_dtype as _conv_inputs
 from ._conv import tap_range as _tap_range
 from ._conv import to_nhwc as _to_nhwc
 from ._conv import window as _window
+from ._select import where
 from .registry import KernelContext, kernel
 
 # ----------------------------------------------------------------------------------------------
@@ -344,7 +345,7 @@ def relu6(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
 def elu(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     xf = _float_in(x)
     with np.errstate(over="ignore"):
-        out = np.where(xf < 0, np.exp(xf) - 1, xf)
+        out = where(xf < 0, np.exp(xf) - 1, xf)
     return out.astype(x.dtype, copy=False)
 
 
@@ -357,7 +358,7 @@ def selu(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     xf = _float_in(x)
     t = xf.dtype.type
     with np.errstate(over="ignore"):
-        out = np.where(xf < 0, t(_SELU_SCALE * _SELU_ALPHA) * (np.exp(xf) - 1),
+        out = where(xf < 0, t(_SELU_SCALE * _SELU_ALPHA) * (np.exp(xf) - 1),
                        t(_SELU_SCALE) * xf)
     return out.astype(x.dtype, copy=False)
 
@@ -371,7 +372,7 @@ def softplus(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     thr = float(np.log(np.finfo(x.dtype).eps)) + 2
     with np.errstate(over="ignore"):
         e = np.exp(xf)
-        out = np.where(xf > -thr, xf, np.where(xf < thr, e, np.log1p(e)))
+        out = where(xf > -thr, xf, where(xf < thr, e, np.log1p(e)))
     return out.astype(x.dtype, copy=False)
 
 
@@ -385,7 +386,7 @@ def softsign(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
 def leaky_relu(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     xf = _float_in(x)
     alpha = xf.dtype.type(ctx.attrs.get("alpha", 0.2))
-    return np.where(xf > 0, xf, xf * alpha).astype(x.dtype, copy=False)
+    return where(xf > 0, xf, xf * alpha).astype(x.dtype, copy=False)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -731,7 +732,7 @@ def in_top_k_v2(ctx: KernelContext, predictions: np.ndarray, targets: np.ndarray
     valid = (t >= 0) & (t < c)
     if c == 0:
         return np.zeros(b, dtype=bool)
-    target_pred = predictions[np.arange(b), np.where(valid, t, 0)]
+    target_pred = predictions[np.arange(b), where(valid, t, 0)]
     # TF cannot say (and answers false) for a bad target or any non-finite prediction in
     # the row; otherwise it counts the classes strictly more probable than the target.
     finite = np.isfinite(predictions).all(axis=1)
