@@ -40,6 +40,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from dfg.graphdef.errors import InvalidArgumentError
 
+from . import _native
+
 __all__ = ["conv2d", "depthwise_conv2d", "max_pool", "avg_pool"]
 
 _HALF = np.dtype(np.float16)
@@ -62,6 +64,14 @@ _TAP_MIN_CHANNELS = 16
 # Bound on the im2col matrix of one chunk: large batches are processed a few images at a time
 # so the patch matrix neither exhausts memory nor falls out of cache needlessly.
 PATCH_BYTES = 64 << 20
+# With few output channels the GEMM is skinny and BLAS runs at a third to a half of its
+# speed: a KxK float32 convolution with at most NATIVE_MAX_OC of them goes to the compiled
+# direct convolution when it is built (_native.py). Only a large one: the direct kernel
+# splits its rows over the cores from NATIVE_MIN_FLOPS on, and below that one core of it
+# loses to BLAS's two (measured: the Keras zoo's small feature maps ran 1.3x slower).
+NATIVE_MAX_OC = 64
+NATIVE_MIN_FLOPS = 40e6
+_F32 = np.dtype(np.float32)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -362,6 +372,7 @@ class _ConvPlan:
     mode: str
     idx: np.ndarray | None = None
     fill_row: bool = False
+    native: bool = False    # the compiled direct convolution pays (when it is built)
 
 
 @functools.lru_cache(maxsize=256)
@@ -380,15 +391,17 @@ def _conv_plan(x_shape: tuple[int, ...], f_shape: tuple[int, ...], itemsize: int
         return _ConvPlan(g, oc, groups, "grouped")
     if kh == kw == 1 and not g.padded:
         return _ConvPlan(g, oc, groups, "gemm")
+    native = oc <= NATIVE_MAX_OC and 2.0 * g.n * g.oh * g.ow * oc * kh * kw * g.c \
+        >= NATIVE_MIN_FLOPS
     cols_bytes = g.n * g.oh * g.ow * kh * kw * g.c * itemsize
     # With few channels the gather moves tiny rows; a strided copy moves longer runs.
     if cols_bytes <= _GATHER_BYTES and (g.c >= _GATHER_MIN_CHANNELS
                                         or cols_bytes <= _GATHER_SMALL_BYTES):
         idx, fill_row = _gather_index(g)
-        return _ConvPlan(g, oc, groups, "gather", idx, fill_row)
+        return _ConvPlan(g, oc, groups, "gather", idx, fill_row, native)
     if g.c >= _TAP_MIN_CHANNELS:
-        return _ConvPlan(g, oc, groups, "taps")
-    return _ConvPlan(g, oc, groups, "im2col")
+        return _ConvPlan(g, oc, groups, "taps", native=native)
+    return _ConvPlan(g, oc, groups, "im2col", native=native)
 
 
 def _conv_taps(x: np.ndarray, f: np.ndarray, g: Geom, oc: int) -> np.ndarray:
@@ -433,6 +446,8 @@ def conv2d_nhwc(x: np.ndarray, f: np.ndarray, strides: Any, padding: Any,
     p = _conv_plan(x.shape, f.shape, x.dtype.itemsize, _key(strides), padding,
                    _key(dilations), data_format, _key(explicit_paddings))
     g, oc = p.g, p.oc
+    if p.native and x.dtype == _F32 and f.dtype == _F32 and _native.enabled():
+        return _native.conv2d_nhwc_f32(x, f, g)
     if p.mode == "gemm":
         if g.sh != 1 or g.sw != 1 or g.oh != g.h or g.ow != g.w:
             x = x[:, ::g.sh, ::g.sw][:, :g.oh, :g.ow]

@@ -1,0 +1,131 @@
+"""dfg's optional compiled kernels (``executor/native/*.c``), called through ctypes.
+
+``pip install`` builds them into ``dfg.executor._native`` when a C compiler is present
+(``setup.py``). They run only with ``DFG_NATIVE=1`` in the environment: the direct
+convolution is 1.5-2x faster than the numpy path's GEMMs on skinny layers when measured
+alone, but inside a model its threads and OpenBLAS's (which spin for a while after every
+product) take turns on the same cores, and whole-model steps came out even within this
+machine's noise, so the default stays with numpy. Without the build, or without the
+variable, every kernel keeps its numpy path, which computes the same values
+(tests/test_native.py checks both against the definition). :func:`status` says which
+runs.
+
+ctypes releases the GIL for the length of a call, so a kernel's rows are split across a
+small pool of threads (as many as BLAS would use: ``DFG_BLAS_THREADS`` when set, else the
+usable cores). Convolutions are BLAS ops to the scheduler (executor/blas.py), which runs
+them one at a time, so the pool is never asked for more than one kernel's work at once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from dfg.graphdef.errors import ResourceExhaustedError
+
+_F32 = np.dtype(np.float32)
+_VW = 16                      # output channels per vector block (conv.c's VW)
+_MIN_CHUNK_FLOPS = 20e6       # a thread's share below this costs more to hand over than run
+
+# Loaded once; guarded by _lock: the library (False: not built or not loadable), the pool.
+_lock = threading.Lock()
+_lib: Any = None
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+
+
+def _load() -> Any:
+    global _lib
+    if _lib is None:
+        with _lock:
+            if _lib is None:
+                try:
+                    from dfg.executor import _native as module
+                    lib = ctypes.CDLL(module.__file__)
+                    fn = lib.dfg_conv2d_nhwc_f32
+                except (ImportError, OSError, AttributeError):
+                    _lib = False
+                else:
+                    fn.restype = ctypes.c_int
+                    fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long] * 16
+                    _lib = lib
+    return _lib
+
+
+def _wanted() -> bool:
+    return os.environ.get("DFG_NATIVE", "").strip().lower() in ("1", "on", "yes", "true")
+
+
+def built() -> bool:
+    """Whether the compiled kernels were built and load."""
+    return bool(_load())
+
+
+def enabled() -> bool:
+    """Whether the compiled kernels run: asked for (``DFG_NATIVE=1``), built and loadable."""
+    return _wanted() and bool(_load())
+
+
+def status() -> str:
+    if not _load():
+        return "not built (no C compiler at install): numpy kernels"
+    return "on (DFG_NATIVE=1)" if _wanted() else "built, off (DFG_NATIVE=1 turns it on)"
+
+
+def _threads() -> int:
+    env = os.environ.get("DFG_BLAS_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:     # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _run_split(fn: Any, args: tuple, rows: int, flops: float) -> None:
+    """``fn(*args, r0, r1)`` over [0, rows) in up to _threads() chunks, this thread taking
+    the last; raises when a chunk fails (the C code returns -1 when out of memory)."""
+    global _pool, _pool_size
+    k = int(min(_threads(), rows, max(1, flops // _MIN_CHUNK_FLOPS)))
+    bounds = [rows * i // k for i in range(k + 1)]
+    futures = []
+    if k > 1:
+        with _lock:
+            if _pool is None or _pool_size < k - 1:
+                if _pool is not None:
+                    _pool.shutdown(wait=False)
+                _pool = ThreadPoolExecutor(k - 1, thread_name_prefix="dfg-native")
+                _pool_size = k - 1
+            pool = _pool
+        futures = [pool.submit(fn, *args, bounds[i], bounds[i + 1]) for i in range(k - 1)]
+    codes = [fn(*args, bounds[k - 1], bounds[k])] + [f.result() for f in futures]
+    if any(codes):
+        raise ResourceExhaustedError("native Conv2D: out of memory for its edge buffer")
+
+
+def conv2d_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any) -> np.ndarray:
+    """Conv2D of NHWC float32 ``x`` with (KH, KW, C, OC) ``f`` for geometry ``g`` (the
+    numpy path's :class:`~dfg.executor.kernels._conv.Geom`): (N, OH, OW, OC) float32."""
+    lib = _load()
+    kh, kw, c, oc = f.shape
+    x = np.ascontiguousarray(x, _F32)
+    blocks = -(-oc // _VW)
+    if oc % _VW:
+        full = np.zeros((kh, kw, c, blocks * _VW), _F32)
+        full[..., :oc] = f
+    else:
+        full = f
+    # (blocks, KH, KW, C, 16): each block's filter is one contiguous stream (no copy for 16)
+    wb = np.ascontiguousarray(full.reshape(kh, kw, c, blocks, _VW).transpose(3, 0, 1, 2, 4),
+                              _F32)
+    out = np.empty((g.n, g.oh, g.ow, oc), _F32)
+    args = (x.ctypes.data, wb.ctypes.data, out.ctypes.data, g.h, g.w, c, kh, kw, oc,
+            g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl)
+    flops = 2.0 * out.size * kh * kw * c
+    _run_split(lib.dfg_conv2d_nhwc_f32, args, g.n * g.oh, flops)
+    return out

@@ -1,0 +1,19 @@
+"""The one thing pyproject.toml cannot declare: dfg's optional compiled kernels.
+
+``executor/native/*.c`` builds into ``dfg.executor._native`` when a C compiler is there;
+``optional=True`` lets the install go on without it, and the kernels fall back to numpy
+(executor/kernels/_native.py says which is in use).
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "dfg.executor._native",
+            sources=["executor/native/module.c", "executor/native/conv.c"],
+            extra_compile_args=["-O3"],
+            optional=True,
+        ),
+    ],
+)

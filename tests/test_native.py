@@ -1,0 +1,122 @@
+"""The optional compiled direct convolution (executor/native/conv.c) against the definition of
+a convolution, and through the Conv2D kernels and a Session against TensorFlow's outputs.
+
+Skipped when the extension was not built (no C compiler at install)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dfg.executor.kernels import _conv, _native
+from dfg.executor.kernels.registry import invoke
+
+pytestmark = pytest.mark.skipif(not _native.built(), reason="native kernels not built")
+
+BENCH = Path(__file__).parent / "data" / "bench"
+
+
+def _definition(x: np.ndarray, f: np.ndarray, g: _conv.Geom) -> np.ndarray:
+    """sum over taps of x[n, oy*sh - pt + ky*dh, ox*sw - pl + kx*dw, :] @ f[ky, kx], with
+    zeros outside x, in float64."""
+    kh, kw, _, oc = f.shape
+    pad_h = max(0, (g.oh - 1) * g.sh + (kh - 1) * g.dh + 1 - g.pt - g.h)
+    pad_w = max(0, (g.ow - 1) * g.sw + (kw - 1) * g.dw + 1 - g.pl - g.w)
+    xp = np.pad(x.astype(np.float64), ((0, 0), (g.pt, pad_h), (g.pl, pad_w), (0, 0)))
+    out = np.zeros((g.n, g.oh, g.ow, oc))
+    for ky in range(kh):
+        for kx in range(kw):
+            win = xp[:, ky * g.dh:ky * g.dh + (g.oh - 1) * g.sh + 1:g.sh,
+                     kx * g.dw:kx * g.dw + (g.ow - 1) * g.sw + 1:g.sw]
+            out += win @ f[ky, kx].astype(np.float64)
+    return out
+
+
+GEOMETRIES = [
+    # x shape, filter shape, strides, dilations, padding
+    ((1, 9, 11, 3), (3, 3, 3, 16), (1, 1), (1, 1), "SAME"),
+    ((2, 17, 13, 16), (3, 3, 16, 17), (1, 1), (1, 1), "SAME"),
+    ((3, 7, 5, 33), (3, 3, 33, 40), (2, 2), (1, 1), "SAME"),
+    ((2, 20, 21, 5), (5, 5, 5, 1), (1, 1), (1, 1), "VALID"),
+    ((1, 31, 29, 8), (4, 2, 8, 21), (3, 2), (1, 1), "SAME"),
+    ((2, 16, 16, 12), (3, 3, 12, 32), (1, 1), (2, 2), "SAME"),
+    ((1, 12, 40, 4), (1, 7, 4, 64), (1, 1), (1, 3), "VALID"),
+    ((1, 6, 6, 2), (7, 7, 2, 3), (1, 1), (1, 1), "SAME"),      # window wider than the input
+    ((2, 10, 10, 6), (3, 3, 6, 48), (1, 1), (1, 1), [[0, 0], [2, 0], [1, 3], [0, 0]]),
+]
+
+
+@pytest.mark.parametrize("xs,fs,strides,dilations,padding", GEOMETRIES, ids=str)
+def test_direct_convolution_equals_the_definition(xs, fs, strides, dilations, padding,
+                                                  monkeypatch) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(xs).astype(np.float32)
+    f = rng.standard_normal(fs).astype(np.float32)
+    explicit = None
+    if isinstance(padding, list):
+        explicit, padding = [v for pair in padding for v in pair], "EXPLICIT"
+    g = _conv.geometry(xs, "NHWC", fs[0], fs[1], [1, *strides, 1], [1, *dilations, 1],
+                       padding, explicit)
+    want = _definition(x, f, g)
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("DFG_BLAS_THREADS", threads)
+        got = _native.conv2d_nhwc_f32(x, f, g)
+        assert got.shape == want.shape and got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_rows_split_over_threads_give_the_same_bits(monkeypatch) -> None:
+    # Each output element is summed in the same order whichever thread computes its row.
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 64, 64, 32)).astype(np.float32)
+    f = rng.standard_normal((3, 3, 32, 16)).astype(np.float32)
+    g = _conv.geometry(x.shape, "NHWC", 3, 3, [1, 1, 1, 1], [1, 1, 1, 1], "SAME", None)
+    monkeypatch.setenv("DFG_BLAS_THREADS", "1")
+    one = _native.conv2d_nhwc_f32(x, f, g)
+    monkeypatch.setenv("DFG_BLAS_THREADS", "2")
+    assert _native.conv2d_nhwc_f32(x, f, g).tobytes() == one.tobytes()
+
+
+@pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
+def test_conv2d_kernels_take_the_native_path_only_when_asked(fmt, monkeypatch) -> None:
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((4, 48, 48, 24)).astype(np.float32)
+    f = rng.standard_normal((3, 3, 24, 32)).astype(np.float32)
+    bias = rng.standard_normal(32).astype(np.float32)
+    g = _conv.geometry(x.shape, "NHWC", 3, 3, [1, 1, 1, 1], [1, 1, 1, 1], "SAME", None)
+    assert _conv._conv_plan(x.shape, f.shape, 4, (1, 1, 1, 1), "SAME", (1, 1, 1, 1), "NHWC",
+                            ()).native
+    want = _definition(x, f, g)
+    xin = x if fmt == "NHWC" else np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    attrs = {"strides": [1, 1, 1, 1], "padding": "SAME", "data_format": fmt}
+    for mode in ("0", "1"):
+        monkeypatch.setenv("DFG_NATIVE", mode)
+        assert _native.enabled() == (mode == "1")
+        y = invoke("Conv2D", xin, f, attrs=attrs)
+        z = invoke("_FusedConv2D", xin, f, bias,
+                   attrs={**attrs, "fused_ops": ["BiasAdd", "Relu"], "num_args": 1})
+        if fmt == "NCHW":
+            y, z = y.transpose(0, 2, 3, 1), z.transpose(0, 2, 3, 1)
+        tol = 1e-5 * np.abs(want).max()
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=tol)
+        np.testing.assert_allclose(z, np.maximum(want + bias, 0), rtol=1e-5, atol=tol)
+
+
+@pytest.mark.parametrize("case", ["bench_unet", "bench_resnet_style"])
+def test_models_with_native_convolutions_match_tensorflow(case, monkeypatch) -> None:
+    from dfg.executor import Session
+    from dfg.graphdef.io import load_graph
+
+    monkeypatch.setenv("DFG_NATIVE", "1")
+    d = BENCH / case
+    spec = json.loads((d / "case.json").read_text())
+    step = spec["steps"][0]
+    feed = {k: np.load(d / v) for k, v in step["feed"].items()}
+    with Session(load_graph(d / "graph.pb"), threads=2) as s:
+        got = s.run(step["fetch"], feed)
+    for name, value in zip(step["fetch"], got):
+        np.testing.assert_allclose(value, np.load(d / step["expect"][name]),
+                                   rtol=spec["rtol"], atol=spec["atol"])
