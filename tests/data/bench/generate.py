@@ -40,9 +40,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -182,30 +180,6 @@ def spread(y: np.ndarray) -> dict:
             "std": round(float(y.std()), 5)}
 
 
-def write_case(d: Path, doc: dict, graph_bytes: bytes | None, graph_text: str | None,
-               feeds: dict, fetches: list[str], values: list) -> None:
-    if d.exists():
-        shutil.rmtree(d)
-    d.mkdir(parents=True)
-    if graph_bytes is not None:
-        (d / "graph.pb").write_bytes(graph_bytes)
-    if graph_text is not None:
-        (d / "graph.pbtxt").write_text(graph_text)
-    feed_files = {}
-    for i, (k, v) in enumerate(feeds.items()):
-        feed_files[k] = f"s0_feed_{i}.npy"
-        np.save(d / feed_files[k], v)
-    expect = {}
-    for i, (k, v) in enumerate(zip(fetches, values)):
-        expect[k] = f"s0_fetch_{i}.npy"
-        np.save(d / expect[k], np.asarray(v))
-    doc["steps"] = [{"feed": feed_files, "fetch": fetches, "target": [], "expect": expect,
-                     "expect_error": None}]
-    order = ["description", "features", "rtol", "atol", "steps", "prune", "grappler_nodes"]
-    doc = {**{k: doc[k] for k in order}, **{k: v for k, v in doc.items() if k not in order}}
-    (d / "case.json").write_text(json.dumps(doc, indent=1) + "\n")
-
-
 def generate_keras(name: str, out: Path) -> None:
     build, specs, batch, description, features, treat = KERAS[name]
     keras.utils.set_random_seed(SEED)
@@ -233,7 +207,7 @@ def generate_keras(name: str, out: Path) -> None:
            "output_spread": {k: spread(v) for k, v in zip(fetches, values)}}
     # deterministic: attr maps sorted, so reruns write the same bytes
     data = gd.SerializeToString(deterministic=True)
-    write_case(out / name, doc, data, None, feeds, fetches, values)
+    Z.write_case(out / name, doc, data, None, feeds, fetches, values)
     print(f"{name:28} {model.count_params():>8} params {len(gd.node):>5} nodes "
           f"{len(data) / 1e6:6.2f} MB sensitivity {sens:.3f} "
           f"spread {doc['output_spread'][fetches[0]]}", flush=True)
@@ -291,7 +265,7 @@ def generate_nested_while(out: Path) -> None:
            "prune": {"fetch": sorted(f.split(":")[0] for f in fetches),
                      "nodes": sorted(nd.name for nd in keep.node)},
            "grappler_nodes": None, "params": 0, "nodes": len(gd.node)}
-    write_case(out / name, doc, None, text_format.MessageToString(gd), feeds, fetches,
+    Z.write_case(out / name, doc, None, text_format.MessageToString(gd), feeds, fetches,
                [np.asarray(v) for v in values])
     print(f"{name:28} {len(gd.node):>5} nodes, acc {int(values[0])}", flush=True)
 

@@ -588,6 +588,30 @@ def tolerances(expected: list[np.ndarray], features: list[str]) -> tuple[float, 
     return 1e-4, 1e-4 * max(1.0, scale)
 
 
+def write_case(d: Path, doc: dict, graph_bytes: bytes | None, graph_text: str | None,
+               feeds: dict, fetches: list[str], values: list) -> None:
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    if graph_bytes is not None:
+        (d / "graph.pb").write_bytes(graph_bytes)
+    if graph_text is not None:
+        (d / "graph.pbtxt").write_text(graph_text)
+    feed_files = {}
+    for i, (k, v) in enumerate(feeds.items()):
+        feed_files[k] = f"s0_feed_{i}.npy"
+        np.save(d / feed_files[k], v)
+    expect = {}
+    for i, (k, v) in enumerate(zip(fetches, values)):
+        expect[k] = f"s0_fetch_{i}.npy"
+        np.save(d / expect[k], np.asarray(v))
+    doc["steps"] = [{"feed": feed_files, "fetch": fetches, "target": [], "expect": expect,
+                     "expect_error": None}]
+    order = ["description", "features", "rtol", "atol", "steps", "prune", "grappler_nodes"]
+    doc = {**{k: doc[k] for k in order}, **{k: v for k, v in doc.items() if k not in order}}
+    (d / "case.json").write_text(json.dumps(doc, indent=1) + "\n")
+
+
 def generate(name: str, out: Path, full: bool) -> dict:
     build, specs, description, features = CASES[name]
     keras.utils.set_random_seed(SEED)
@@ -615,28 +639,14 @@ def generate(name: str, out: Path, full: bool) -> dict:
         sensitivity = input_sensitivity(gd, in_names, lg or out_names[0], specs,
                                         np.random.default_rng(SEED + 2))
     d = out / name
-    if d.exists():
-        shutil.rmtree(d)
-    d.mkdir(parents=True)
-    (d / "graph.pb").write_bytes(gd.SerializeToString())
-    feed_files = {}
-    for i, (k, v) in enumerate(feeds.items()):
-        feed_files[k] = f"s0_feed_{i}.npy"
-        np.save(d / feed_files[k], v)
-    expect = {}
-    for i, (k, v) in enumerate(zip(fetches, values)):
-        expect[k] = f"s0_fetch_{i}.npy"
-        np.save(d / expect[k], np.asarray(v))
     rtol, atol = tolerances([np.asarray(v) for v in values], features)
     doc = {"description": description, "features": features, "rtol": rtol, "atol": atol,
-           "steps": [{"feed": feed_files, "fetch": fetches, "target": [], "expect": expect,
-                      "expect_error": None}],
            "prune": None, "grappler_nodes": None,
            "params": int(model.count_params()), "nodes": len(gd.node)}
     if sensitivity is not None:
         doc["input_sensitivity"] = round(sensitivity, 4)
         doc["bn_calibrated"] = int(calibrated)
-    (d / "case.json").write_text(json.dumps(doc, indent=1) + "\n")
+    write_case(d, doc, gd.SerializeToString(), None, feeds, fetches, values)
     size = (d / "graph.pb").stat().st_size
     sens = f" sensitivity {sensitivity:.3f}" if sensitivity is not None else ""
     print(f"{name:34} {model.count_params():>9} params {len(gd.node):>6} nodes "
