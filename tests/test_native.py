@@ -1,11 +1,13 @@
-"""The optional compiled direct convolution (executor/native/conv.c) against the definition of
-a convolution, and through the Conv2D kernels and a Session against TensorFlow's outputs.
+"""The optional compiled kernels: the direct convolution (executor/native/conv.c) against the
+definition of a convolution, and through the Conv2D kernels and a Session against
+TensorFlow's outputs; erf/erfc (executor/native/elementwise.c) against Python's math.
 
 Skipped when the extension was not built (no C compiler at install)."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -120,3 +122,40 @@ def test_models_with_native_convolutions_match_tensorflow(case, monkeypatch) -> 
     for name, value in zip(step["fetch"], got):
         np.testing.assert_allclose(value, np.load(d / step["expect"][name]),
                                    rtol=spec["rtol"], atol=spec["atol"])
+
+
+_ERF_POINTS = np.concatenate([np.linspace(-12, 12, 48001), [
+    -0.0, 0.0, 1e-30, -1e-30, 1e-8, 0.49999, 0.5, 0.50001, -0.5, 10.9, 11.0, 11.5, 30.0,
+    np.inf, -np.inf, 3e38]]).astype(np.float32)
+
+
+@pytest.mark.parametrize("op,fn", [("Erf", math.erf), ("Erfc", math.erfc)])
+def test_compiled_erf_and_erfc_are_within_2e_7_of_python_math(op, fn, monkeypatch) -> None:
+    monkeypatch.delenv("DFG_NATIVE", raising=False)
+    assert _native.elementwise()
+    got = invoke(op, _ERF_POINTS)
+    assert got.dtype == np.float32
+    want = np.array([fn(v) for v in _ERF_POINTS.astype(np.float64)])
+    # double-precision evaluation of a fit with fractional error 1.2e-7, rounded once
+    normal = np.abs(want) > np.finfo(np.float32).tiny
+    np.testing.assert_allclose(got[normal], want[normal], rtol=2e-7)
+    np.testing.assert_allclose(got[~normal], want[~normal], rtol=0, atol=2e-45)
+    assert np.array_equal(np.signbit(got), np.signbit(want.astype(np.float32)))
+    nan = invoke(op, np.full(600, np.nan, np.float32))
+    assert np.isnan(nan).all()
+
+
+@pytest.mark.parametrize("op", ["Erf", "Erfc"])
+def test_compiled_and_numpy_erf_agree_in_every_single_precision_dtype(op, monkeypatch) -> None:
+    for dtype in (np.float32, np.float16):
+        x = _ERF_POINTS[np.abs(_ERF_POINTS) < 60000].astype(dtype)
+        monkeypatch.setenv("DFG_NATIVE", "0")
+        assert not _native.elementwise()
+        numpy_path = invoke(op, x)
+        monkeypatch.delenv("DFG_NATIVE")
+        compiled = invoke(op, x)
+        assert compiled.dtype == numpy_path.dtype == dtype
+        # both within 6e-7 of the truth, so within 1.2e-6 of each other (float16: one ulp)
+        tol = 1.2e-6 if dtype == np.float32 else 1e-3
+        np.testing.assert_allclose(compiled.astype(np.float64), numpy_path.astype(np.float64),
+                                   rtol=tol, atol=1e-38)

@@ -48,17 +48,24 @@ def _load() -> Any:
                     from dfg.executor import _native as module
                     lib = ctypes.CDLL(module.__file__)
                     fn = lib.dfg_conv2d_nhwc_f32
+                    erf = lib.dfg_erf_f32
                 except (ImportError, OSError, AttributeError):
                     _lib = False
                 else:
                     fn.restype = ctypes.c_int
                     fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long] * 16
+                    erf.restype = None
+                    erf.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_int]
                     _lib = lib
     return _lib
 
 
+def _setting() -> str:
+    return os.environ.get("DFG_NATIVE", "").strip().lower()
+
+
 def _wanted() -> bool:
-    return os.environ.get("DFG_NATIVE", "").strip().lower() in ("1", "on", "yes", "true")
+    return _setting() in ("1", "on", "yes", "true")
 
 
 def built() -> bool:
@@ -67,14 +74,32 @@ def built() -> bool:
 
 
 def enabled() -> bool:
-    """Whether the compiled kernels run: asked for (``DFG_NATIVE=1``), built and loadable."""
+    """Whether the compiled convolution runs: asked for (``DFG_NATIVE=1``), built, loadable."""
     return _wanted() and bool(_load())
+
+
+def elementwise() -> bool:
+    """Whether the compiled elementwise kernels run: built, and not refused with
+    ``DFG_NATIVE=0``. They use no threads, so nothing fights them: on by default."""
+    return _setting() not in ("0", "off", "no", "false") and bool(_load())
 
 
 def status() -> str:
     if not _load():
         return "not built (no C compiler at install): numpy kernels"
-    return "on (DFG_NATIVE=1)" if _wanted() else "built, off (DFG_NATIVE=1 turns it on)"
+    if _wanted():
+        return "on (DFG_NATIVE=1): convolution and elementwise"
+    if not elementwise():
+        return "built, off (DFG_NATIVE=0)"
+    return "built: elementwise on, convolution off (DFG_NATIVE=1 turns it on)"
+
+
+def erf_f32(x: np.ndarray, complement: bool) -> np.ndarray:
+    """erfc (``complement``) or erf of float32 ``x``, in one compiled pass."""
+    x = np.ascontiguousarray(x, _F32)
+    out = np.empty_like(x)
+    _load().dfg_erf_f32(x.ctypes.data, out.ctypes.data, x.size, int(complement))
+    return out
 
 
 def _threads() -> int:

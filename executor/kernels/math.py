@@ -26,6 +26,7 @@ import numpy as np
 
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
+from . import _einsum, _native
 from ._select import where
 from .registry import KernelContext, kernel
 
@@ -448,8 +449,22 @@ def _abs32(x: Array) -> Array:
     return np.minimum(a, np.float32(11), out=a)     # NaN stays NaN
 
 
+# Below this many elements numpy's passes cost less than the ctypes call.
+_NATIVE_MIN = 512
+
+
+def _native_erf(x: Array, complement: bool) -> Array | None:
+    """erf/erfc of single-precision ``x`` in one compiled pass (executor/native/
+    elementwise.c), or None when the kernels are not built, refused, or not worth the call."""
+    if x.size < _NATIVE_MIN or not _native.elementwise():
+        return None
+    return _native.erf_f32(x, complement).astype(x.dtype, copy=False)
+
+
 def _erf(x: Array) -> Array:
     if _single(x):
+        if (r := _native_erf(x, False)) is not None:
+            return r
         a = _abs32(x)
         r = _erfc_single(a)
         np.subtract(1, r, out=r)
@@ -466,6 +481,8 @@ def _erf(x: Array) -> Array:
 
 def _erfc(x: Array) -> Array:
     if _single(x):
+        if (r := _native_erf(x, True)) is not None:
+            return r
         r = _erfc_single(_abs32(x))
         return where(np.signbit(x), 2 - r, r).astype(x.dtype, copy=False)
     a, small, erf_small, erfc_big = _erf_parts(x)
@@ -815,6 +832,10 @@ def einsum(ctx: KernelContext, *inputs: Array) -> Array:
         raise InvalidArgumentError(
             f"Expecting 1 or 2 input subscripts matching the {len(inputs)} inputs in "
             f"equation, but got: {n}")
+    if n == 2 and inputs[0].dtype == inputs[1].dtype and inputs[0].dtype.kind in "fciu":
+        p = _einsum.plan(equation, inputs[0].shape, inputs[1].shape)
+        if p is not None:
+            return _einsum.run(p, inputs[0], inputs[1], inputs[0].dtype)
     try:
         r = np.einsum(equation, *inputs, optimize=len(inputs) > 1)
     except ValueError as e:

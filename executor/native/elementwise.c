@@ -1,0 +1,107 @@
+/* dfg's native elementwise kernels: erf and erfc of float32 in one pass.
+ *
+ * Why: numpy evaluates erfc as about twenty whole-array passes (a polynomial by Horner's
+ * rule, two exps, the selects), 0.7 ms on 131k floats, and exact GELU (Keras, ConvNeXt,
+ * BERT) calls it once per activation. One pass that keeps every intermediate in registers
+ * costs a tenth of that.
+ *
+ * The formula is the numpy path's (executor/kernels/math.py): erfc(a) = t exp(-a^2 + P(t)),
+ * t = 1 / (1 + a/2), with Numerical Recipes' Chebyshev fit P (fractional error below 1.2e-7),
+ * and erf's Taylor series below 0.5. Here it runs in double precision, so a^2 is exact and
+ * no splitting of the exponent is needed; the result is rounded to float32 once.
+ *
+ * exp is computed here (not libm's) so the loop vectorizes: n = round(x / ln 2) by the
+ * 1.5 * 2^52 shift, r = x - n ln 2 in two parts, e^r by its Taylor series to r^10 (|r| <=
+ * 0.35: relative error below 1e-12), times 2^n built from the exponent bits. Arguments stay
+ * within [-125, 1], far inside double's normal range.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CLONES
+#endif
+
+static const double ERFC_CHEB[10] = {
+    -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+    0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277};
+
+static inline double exp_small(double x) {
+    const double shift = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
+    double k = x * 1.4426950408889634 + shift;
+    int64_t kb;
+    memcpy(&kb, &k, sizeof kb);
+    double n = k - shift;
+    double r = x - n * 0.6931471805598903 - n * 5.497923018708371e-14;
+    double p = 1.0 / 3628800;
+    p = p * r + 1.0 / 362880;
+    p = p * r + 1.0 / 40320;
+    p = p * r + 1.0 / 5040;
+    p = p * r + 1.0 / 720;
+    p = p * r + 1.0 / 120;
+    p = p * r + 1.0 / 24;
+    p = p * r + 1.0 / 6;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    /* the low 32 bits of k's mantissa hold n (two's complement); 2^n = (n + 1023) << 52 */
+    int64_t eb = ((int64_t)(int32_t)kb + 1023) << 52;
+    double scale;
+    memcpy(&scale, &eb, sizeof scale);
+    return p * scale;
+}
+
+/* erfc(a) for a in [0, 11] (erfc(11) is 0 in float32) */
+static inline double erfc_pos(double a) {
+    double t = 1.0 / (1.0 + 0.5 * a);
+    double p = ERFC_CHEB[9];
+    for (int k = 8; k >= 0; k--)
+        p = p * t + ERFC_CHEB[k];
+    return t * exp_small(p - a * a);
+}
+
+/* erf's Taylor series: 2/sqrt(pi) sum_k (-1)^k a^(2k+1) / (k! (2k+1)), 8 terms: below 1e-12
+ * for a < 0.5 */
+static inline double erf_taylor(double a) {
+    double s = a * a;
+    double p = -1.4925650358406251e-05;
+    p = p * s + 0.00012055332981789664;
+    p = p * s - 0.0008548327023450852;
+    p = p * s + 0.005223977625442188;
+    p = p * s - 0.026866170645131252;
+    p = p * s + 0.11283791670955126;
+    p = p * s - 0.37612638903183754;
+    p = p * s + 1.1283791670955126;
+    return a * p;
+}
+
+/* |x| in double, at most 11; NaN becomes 11 here and is put back by the caller */
+static inline double abs11(float xf) {
+    double a = __builtin_fabs((double)xf);
+    return a < 11.0 ? a : 11.0;
+}
+
+/* out[i] = erfc(x[i]) when complement, else erf(x[i]), for i in [0, n). NaN stays NaN.
+ * Two loops without branches, so each vectorizes. */
+CLONES
+void dfg_erf_f32(const float *x, float *out, long n, int complement) {
+    if (complement) {
+        for (long i = 0; i < n; i++) {
+            float xf = x[i];
+            double r = erfc_pos(abs11(xf));
+            float res = (float)(xf < 0 ? 2.0 - r : r);
+            out[i] = xf != xf ? xf : res;
+        }
+    } else {
+        for (long i = 0; i < n; i++) {
+            float xf = x[i];
+            double a = abs11(xf);
+            double e = a < 0.5 ? erf_taylor(a) : 1.0 - erfc_pos(a);
+            /* copysign keeps erf(-0.0) = -0.0 and puts back erf's sign */
+            float res = __builtin_copysignf((float)e, xf);
+            out[i] = xf != xf ? xf : res;
+        }
+    }
+}
