@@ -1,4 +1,4 @@
-"""The compiled direct convolution (DFG_NATIVE=1) against the numpy path, layer by layer.
+"""The compiled direct convolution against the numpy path (DFG_NATIVE=0), layer by layer.
 
     python benchmarks/bench_native_conv.py [--rounds 5]
 
@@ -48,7 +48,7 @@ def main() -> None:
     if not _native.built():
         raise SystemExit("the native kernels are not built (no C compiler at install)")
     malloc.tune()
-    os.environ.pop("DFG_NATIVE", None)     # the numpy column is the numpy path
+    os.environ["DFG_NATIVE"] = "0"     # the numpy column is the numpy path
     rng = np.random.default_rng(0)
     print(f"{'x':18} {'filter':17} {'numpy ms':>9} {'GF/s':>6} {'native ms':>10} {'GF/s':>6}"
           f" {'ratio':>6}")

@@ -273,3 +273,46 @@ def test_blas_threads_are_left_alone_unless_asked(monkeypatch) -> None:
         monkeypatch.delenv("DFG_BLAS_THREADS", raising=False)
         blas.configure(2)
     assert blas.current()[0]["threads"] == default
+
+
+def _ref_conv_backprop_input(x_shape, f, dy, s, padding):
+    """d(sum(conv(x, f) * dy)) / dx by the definition: every output tap scatters dy @ f^T."""
+    n, h, w, c = x_shape
+    kh, kw = f.shape[:2]
+    pads = _pads((h, w), (kh, kw), s, (1, 1), padding)
+    dxp = np.zeros((n, h + sum(pads[0]), w + sum(pads[1]), c))
+    for oy in range(dy.shape[1]):
+        for ox in range(dy.shape[2]):
+            for i in range(kh):
+                for j in range(kw):
+                    dxp[:, oy * s[0] + i, ox * s[1] + j] += \
+                        dy[:, oy, ox].astype(np.float64) @ f[i, j].T.astype(np.float64)
+    return dxp[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + w]
+
+
+@pytest.mark.parametrize("x_shape,k,s,padding,tiled", [
+    ((2, 8, 6, 3), (2, 2), (2, 2), "SAME", True),      # Keras Conv2DTranspose(2, strides=2)
+    ((1, 9, 12, 4), (3, 3), (3, 3), "VALID", True),
+    ((2, 8, 8, 16), (2, 2), (2, 2), "VALID", True),
+    ((1, 9, 9, 4), (2, 2), (2, 2), "VALID", False),    # the last row and column untouched
+    ((2, 7, 7, 3), (3, 3), (2, 2), "SAME", False),     # overlapping windows
+])
+@pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
+def test_conv2d_backprop_input_matches_definition(x_shape, k, s, padding, tiled, fmt) -> None:
+    rng = np.random.default_rng(5)
+    oc = 5
+    f = rng.standard_normal(k + (x_shape[3], oc)).astype(np.float32)
+    g = _conv.geometry(x_shape, "NHWC", k[0], k[1], (1,) + s + (1,), (1, 1, 1, 1), padding,
+                       None)
+    assert _conv.tiles_exactly(g) == tiled
+    dy = rng.standard_normal((x_shape[0], g.oh, g.ow, oc)).astype(np.float32)
+    want = _ref_conv_backprop_input(x_shape, f, dy, s, padding)
+    nchw = (0, 3, 1, 2)
+    sizes = np.array(x_shape if fmt == "NHWC" else [x_shape[i] for i in nchw], np.int32)
+    got = invoke("Conv2DBackpropInput", sizes, f,
+                 dy if fmt == "NHWC" else np.ascontiguousarray(dy.transpose(nchw)),
+                 attrs=_attrs(s, padding=padding, fmt=fmt))
+    if fmt == "NCHW":
+        got = got.transpose(0, 2, 3, 1)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

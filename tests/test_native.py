@@ -83,7 +83,7 @@ def test_rows_split_over_threads_give_the_same_bits(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
-def test_conv2d_kernels_take_the_native_path_only_when_asked(fmt, monkeypatch) -> None:
+def test_conv2d_kernels_agree_with_the_native_path_on_and_off(fmt, monkeypatch) -> None:
     rng = np.random.default_rng(9)
     x = rng.standard_normal((4, 48, 48, 24)).astype(np.float32)
     f = rng.standard_normal((3, 3, 24, 32)).astype(np.float32)
@@ -132,7 +132,7 @@ _ERF_POINTS = np.concatenate([np.linspace(-12, 12, 48001), [
 @pytest.mark.parametrize("op,fn", [("Erf", math.erf), ("Erfc", math.erfc)])
 def test_compiled_erf_and_erfc_are_within_2e_7_of_python_math(op, fn, monkeypatch) -> None:
     monkeypatch.delenv("DFG_NATIVE", raising=False)
-    assert _native.elementwise()
+    assert _native.enabled()
     got = invoke(op, _ERF_POINTS)
     assert got.dtype == np.float32
     want = np.array([fn(v) for v in _ERF_POINTS.astype(np.float64)])
@@ -150,7 +150,7 @@ def test_compiled_and_numpy_erf_agree_in_every_single_precision_dtype(op, monkey
     for dtype in (np.float32, np.float16):
         x = _ERF_POINTS[np.abs(_ERF_POINTS) < 60000].astype(dtype)
         monkeypatch.setenv("DFG_NATIVE", "0")
-        assert not _native.elementwise()
+        assert not _native.enabled()
         numpy_path = invoke(op, x)
         monkeypatch.delenv("DFG_NATIVE")
         compiled = invoke(op, x)
@@ -159,3 +159,32 @@ def test_compiled_and_numpy_erf_agree_in_every_single_precision_dtype(op, monkey
         tol = 1.2e-6 if dtype == np.float32 else 1e-3
         np.testing.assert_allclose(compiled.astype(np.float64), numpy_path.astype(np.float64),
                                    rtol=tol, atol=1e-38)
+
+
+@pytest.mark.parametrize("shape", [(8, 4, 64, 64), (3, 1000), (600, 1), (2, 37, 19)])
+def test_compiled_softmax_and_log_softmax_match_the_definition(shape, monkeypatch) -> None:
+    monkeypatch.delenv("DFG_NATIVE", raising=False)
+    x = (np.random.default_rng(3).standard_normal(shape) * 8).astype(np.float32)
+    x64 = x.astype(np.float64)
+    shifted = x64 - x64.max(-1, keepdims=True)
+    total = np.exp(shifted).sum(-1, keepdims=True)
+    got = invoke("Softmax", x)
+    assert got.dtype == np.float32 and got.shape == shape
+    np.testing.assert_allclose(got, np.exp(shifted) / total, rtol=3e-7, atol=1e-37)
+    got_log = invoke("LogSoftmax", x)
+    np.testing.assert_allclose(got_log, shifted - np.log(total), rtol=3e-7, atol=3e-7)
+
+
+def test_compiled_softmax_special_values_follow_the_numpy_path(monkeypatch) -> None:
+    rows = [[1, 2, np.nan, 3], [np.nan, 1, 2, 3], [np.inf, 1, 2, 3], [-np.inf] * 4,
+            [0, -np.inf, 1e30, -1e30], [-1e4, 0, -1e4, -1e4]]
+    x = np.repeat(np.array(rows, np.float32), 200, axis=1)     # past the ctypes floor
+    for op in ("Softmax", "LogSoftmax"):
+        monkeypatch.setenv("DFG_NATIVE", "0")
+        numpy_path = invoke(op, x)
+        monkeypatch.delenv("DFG_NATIVE")
+        compiled = invoke(op, x)
+        np.testing.assert_allclose(compiled, numpy_path, rtol=3e-7, atol=0)
+        assert np.array_equal(np.isnan(compiled), np.isnan(numpy_path))
+    # a row of -inf and a row holding NaN or +inf are NaN throughout, as in TensorFlow
+    assert np.isnan(invoke("Softmax", x)[[0, 1, 2, 3]]).all()

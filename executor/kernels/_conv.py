@@ -65,12 +65,15 @@ _TAP_MIN_CHANNELS = 16
 # so the patch matrix neither exhausts memory nor falls out of cache needlessly.
 PATCH_BYTES = 64 << 20
 # With few output channels the GEMM is skinny and BLAS runs at a third to a half of its
-# speed: a KxK float32 convolution with at most NATIVE_MAX_OC of them goes to the compiled
-# direct convolution when it is built (_native.py). Only a large one: the direct kernel
-# splits its rows over the cores from NATIVE_MIN_FLOPS on, and below that one core of it
-# loses to BLAS's two (measured: the Keras zoo's small feature maps ran 1.3x slower).
+# speed: a KxK float32 convolution with at most NATIVE_MAX_OC of them and overlapping windows
+# goes to the compiled direct convolution when it is built (_native.py), from
+# NATIVE_MIN_FLOPS on. Measured with paired in-process runs (DFG_NATIVE alternating):
+# bench_cnn 0.73-0.87x, resnet_style 0.66-0.88x, U-Net 0.84-0.96x the numpy path's step;
+# the Keras zoo's small feature maps even (0.97-1.03x; without the floor one core of the
+# direct kernel lost to BLAS's two there, 1.05-1.13x). 1x1 convolutions stay with BLAS:
+# 2-4x faster than the direct kernel on them.
 NATIVE_MAX_OC = 64
-NATIVE_MIN_FLOPS = 40e6
+NATIVE_MIN_FLOPS = 5e6
 _F32 = np.dtype(np.float32)
 
 
@@ -375,6 +378,21 @@ class _ConvPlan:
     native: bool = False    # the compiled direct convolution pays (when it is built)
 
 
+def tiles_exactly(g: Geom) -> bool:
+    """Whether the windows cover the input exactly once each: kernel == stride, no padding,
+    no dilation, and the input a whole number of windows."""
+    return (g.sh, g.sw) == (g.kh, g.kw) and g.dh == g.dw == 1 and g.pt == g.pl == 0 \
+        and g.oh * g.kh == g.h and g.ow * g.kw == g.w
+
+
+def _native_pays(g: Geom, oc: int) -> bool:
+    """Whether the compiled direct convolution beats the GEMM paths on this geometry."""
+    if g.sh >= g.kh and g.sw >= g.kw:
+        return False    # windows that do not overlap (1x1, patchify): a GEMM (BLAS is better)
+    return oc <= NATIVE_MAX_OC and 2.0 * g.n * g.oh * g.ow * oc * g.kh * g.kw * g.c \
+        >= NATIVE_MIN_FLOPS
+
+
 @functools.lru_cache(maxsize=256)
 def _conv_plan(x_shape: tuple[int, ...], f_shape: tuple[int, ...], itemsize: int,
                strides: tuple, padding: Any, dilations: tuple, fmt: str,
@@ -389,10 +407,9 @@ def _conv_plan(x_shape: tuple[int, ...], f_shape: tuple[int, ...], itemsize: int
         return _ConvPlan(g, oc, groups, "empty")
     if groups > 1:
         return _ConvPlan(g, oc, groups, "grouped")
+    native = _native_pays(g, oc)
     if kh == kw == 1 and not g.padded:
-        return _ConvPlan(g, oc, groups, "gemm")
-    native = oc <= NATIVE_MAX_OC and 2.0 * g.n * g.oh * g.ow * oc * kh * kw * g.c \
-        >= NATIVE_MIN_FLOPS
+        return _ConvPlan(g, oc, groups, "gemm", native=native)
     cols_bytes = g.n * g.oh * g.ow * kh * kw * g.c * itemsize
     # With few channels the gather moves tiny rows; a strided copy moves longer runs.
     if cols_bytes <= _GATHER_BYTES and (g.c >= _GATHER_MIN_CHANNELS

@@ -1,14 +1,19 @@
 """dfg's optional compiled kernels (``executor/native/*.c``), called through ctypes.
 
 ``pip install`` builds them into ``dfg.executor._native`` when a C compiler is present
-(``setup.py``). They run only with ``DFG_NATIVE=1`` in the environment: the direct
-convolution is 1.5-2x faster than the numpy path's GEMMs on skinny layers when measured
-alone, but inside a model its threads and OpenBLAS's (which spin for a while after every
-product) take turns on the same cores, and whole-model steps came out even within this
-machine's noise, so the default stays with numpy. Without the build, or without the
-variable, every kernel keeps its numpy path, which computes the same values
-(tests/test_native.py checks both against the definition). :func:`status` says which
-runs.
+(``setup.py``), and then they run by default; ``DFG_NATIVE=0`` in the environment keeps
+every kernel on its numpy path, which computes the same values (tests/test_native.py checks
+both against the definition). Without the build the numpy paths run. :func:`status` says
+which.
+
+* erf/erfc of single precision: one vectorized pass instead of twenty numpy passes.
+* Softmax/LogSoftmax of single precision: one sweep per row instead of five numpy passes.
+* The direct convolution, for KxK float32 convolutions with few output channels
+  (``_conv._native_pays`` says which): 1.5-2x faster than the numpy path's skinny GEMMs per
+  layer. Inside a model its threads and OpenBLAS's (which spin for a while after every
+  product) take turns on the same cores, so it pays only when a model's convolutions mostly
+  run here; 1x1 and non-overlapping windows stay with BLAS (2-4x faster there), and so do
+  convolutions too small to amortize one core against BLAS's two.
 
 ctypes releases the GIL for the length of a call, so a kernel's rows are split across a
 small pool of threads (as many as BLAS would use: ``DFG_BLAS_THREADS`` when set, else the
@@ -49,6 +54,7 @@ def _load() -> Any:
                     lib = ctypes.CDLL(module.__file__)
                     fn = lib.dfg_conv2d_nhwc_f32
                     erf = lib.dfg_erf_f32
+                    softmax = lib.dfg_softmax_f32
                 except (ImportError, OSError, AttributeError):
                     _lib = False
                 else:
@@ -56,16 +62,15 @@ def _load() -> Any:
                     fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long] * 16
                     erf.restype = None
                     erf.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_int]
+                    softmax.restype = None
+                    softmax.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long,
+                                        ctypes.c_long, ctypes.c_int]
                     _lib = lib
     return _lib
 
 
-def _setting() -> str:
-    return os.environ.get("DFG_NATIVE", "").strip().lower()
-
-
-def _wanted() -> bool:
-    return _setting() in ("1", "on", "yes", "true")
+def _refused() -> bool:
+    return os.environ.get("DFG_NATIVE", "").strip().lower() in ("0", "off", "no", "false")
 
 
 def built() -> bool:
@@ -74,24 +79,14 @@ def built() -> bool:
 
 
 def enabled() -> bool:
-    """Whether the compiled convolution runs: asked for (``DFG_NATIVE=1``), built, loadable."""
-    return _wanted() and bool(_load())
-
-
-def elementwise() -> bool:
-    """Whether the compiled elementwise kernels run: built, and not refused with
-    ``DFG_NATIVE=0``. They use no threads, so nothing fights them: on by default."""
-    return _setting() not in ("0", "off", "no", "false") and bool(_load())
+    """Whether the compiled kernels run: built, loadable, and not refused (``DFG_NATIVE=0``)."""
+    return not _refused() and bool(_load())
 
 
 def status() -> str:
     if not _load():
         return "not built (no C compiler at install): numpy kernels"
-    if _wanted():
-        return "on (DFG_NATIVE=1): convolution and elementwise"
-    if not elementwise():
-        return "built, off (DFG_NATIVE=0)"
-    return "built: elementwise on, convolution off (DFG_NATIVE=1 turns it on)"
+    return "built, off (DFG_NATIVE=0)" if _refused() else "on (DFG_NATIVE=0 turns it off)"
 
 
 def erf_f32(x: np.ndarray, complement: bool) -> np.ndarray:
@@ -131,6 +126,16 @@ def _run_split(fn: Any, args: tuple, rows: int, flops: float) -> None:
     codes = [fn(*args, bounds[k - 1], bounds[k])] + [f.result() for f in futures]
     if any(codes):
         raise ResourceExhaustedError("native Conv2D: out of memory for its edge buffer")
+
+
+def softmax_f32(x: np.ndarray, as_log: bool) -> np.ndarray:
+    """Softmax (or log-softmax) over the last axis of float32 ``x`` (size > 0), one sweep
+    per row."""
+    x = np.ascontiguousarray(x, _F32)
+    out = np.empty_like(x)
+    cols = x.shape[-1]
+    _load().dfg_softmax_f32(x.ctypes.data, out.ctypes.data, x.size // cols, cols, int(as_log))
+    return out
 
 
 def conv2d_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any) -> np.ndarray:

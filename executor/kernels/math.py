@@ -456,7 +456,7 @@ _NATIVE_MIN = 512
 def _native_erf(x: Array, complement: bool) -> Array | None:
     """erf/erfc of single-precision ``x`` in one compiled pass (executor/native/
     elementwise.c), or None when the kernels are not built, refused, or not worth the call."""
-    if x.size < _NATIVE_MIN or not _native.elementwise():
+    if x.size < _NATIVE_MIN or not _native.enabled():
         return None
     return _native.erf_f32(x, complement).astype(x.dtype, copy=False)
 

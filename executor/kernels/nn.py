@@ -30,7 +30,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
-from . import _conv
+from . import _conv, _native
 from ._conv import AXES as _AXES
 from ._conv import PATCH_BYTES as _PATCH_BYTES
 from ._conv import Geom as _Geom
@@ -119,6 +119,14 @@ def conv2d_backprop_input(ctx: KernelContext, input_sizes: np.ndarray, f: np.nda
             f"out_backprop must have shape {[n, g.oh, g.ow, oc]} (NHWC) for input of shape "
             f"{[n, h, w, c]}, found {list(dyn.shape)}")
     m, k = n * g.oh * g.ow, kh * kw
+    if groups == 1 and m and _conv.tiles_exactly(g):
+        # Windows that tile the input exactly (kernel == stride, no padding, Keras's
+        # Conv2DTranspose(k, strides=k)): every input pixel takes one window's one tap, so
+        # the gradient is one product, dy @ W^T as a 1x1 convolution, and one transpose.
+        wt = np.ascontiguousarray(f.reshape(k * c, oc).T).reshape(1, 1, oc, k * c)
+        r = _conv.conv2d_nhwc(dyn, wt, (1, 1, 1, 1), "VALID")
+        out = r.reshape(n, g.oh, g.ow, kh, kw, c).transpose(0, 1, 3, 2, 4, 5).reshape(n, h, w, c)
+        return np.ascontiguousarray(_from_nhwc(out, fmt)).astype(dt, copy=False)
     dy2 = dyn.reshape(m, oc)
     # Column gradients, laid out channel-major (K, C, M) so that the scatter below adds
     # long runs along output columns.
@@ -295,10 +303,22 @@ def fused_batch_norm_v3(ctx: KernelContext, x: np.ndarray, scale: np.ndarray,
 # Softmax and activations
 
 
+_F32 = np.dtype(np.float32)
+_NATIVE_MIN = 512   # below this many elements numpy's passes cost less than the ctypes call
+
+
 def _softmax_input(x: np.ndarray) -> np.ndarray:
     if x.ndim < 1:
         raise InvalidArgumentError(f"logits must have >= 1 dimension, found shape {list(x.shape)}")
     return x.astype(_compute_dtype(x.dtype), copy=False)
+
+
+def _native_softmax(xf: np.ndarray, dtype: np.dtype, as_log: bool) -> np.ndarray | None:
+    """(Log-)softmax of float32 ``xf`` by the compiled kernel (executor/native/
+    elementwise.c), or None when it is not built, refused, or not worth the call."""
+    if xf.dtype != _F32 or xf.size < _NATIVE_MIN or not _native.enabled():
+        return None
+    return _native.softmax_f32(xf, as_log).astype(dtype, copy=False)
 
 
 @kernel("Softmax")
@@ -306,6 +326,8 @@ def softmax(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     xf = _softmax_input(x)
     if xf.size == 0:
         return np.empty(x.shape, x.dtype)
+    if (r := _native_softmax(xf, x.dtype, False)) is not None:
+        return r
     e = xf - np.max(xf, axis=-1, keepdims=True)
     np.exp(e, out=e)                # in place: one buffer, not three
     # Multiply by the reciprocal of the sum, as TF does.
@@ -319,6 +341,8 @@ def log_softmax(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     xf = _softmax_input(x)
     if xf.size == 0:
         return np.empty(x.shape, x.dtype)
+    if (r := _native_softmax(xf, x.dtype, True)) is not None:
+        return r
     shifted = xf - np.max(xf, axis=-1, keepdims=True)
     shifted -= np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
     return shifted.astype(x.dtype, copy=False)

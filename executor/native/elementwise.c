@@ -105,3 +105,51 @@ void dfg_erf_f32(const float *x, float *out, long n, int complement) {
         }
     }
 }
+
+/* Softmax (log_softmax when `as_log`) of each row of a (rows, cols) float32 array, in one
+ * sweep per row while the row sits in L1 (numpy makes five whole-array passes). As
+ * TensorFlow: subtract the row's max, exponentiate, scale
+ * by the sum; here the exps and the sum are in double and each output is rounded once.
+ * exp_small needs arguments above -708: below -200 the float32 result is 0 either way. */
+#define LANES 16
+
+CLONES
+void dfg_softmax_f32(const float *x, float *out, long rows, long cols, int as_log) {
+    for (long r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        float *yr = out + r * cols;
+        /* The row's max. A NaN anywhere need not be looked for: its exp is NaN, so the
+         * sum is, and with it every output of the row (as in TensorFlow). */
+        float m = xr[0];
+        long i;
+        for (i = 1; i < cols; i++)
+            m = xr[i] > m ? xr[i] : m;
+        /* exps into the output (float; a loop without a reduction vectorizes), then
+         * summed in double in LANES partial sums */
+        double md = m;
+        for (i = 0; i < cols; i++) {
+            double d = (double)xr[i] - md;   /* inf - inf is NaN, as in TensorFlow */
+            d = d < -200.0 ? -200.0 : d;
+            yr[i] = (float)exp_small(d);
+        }
+        double ps[LANES] = {0};
+        i = 0;
+        for (; i + LANES <= cols; i += LANES)
+            for (int j = 0; j < LANES; j++)
+                ps[j] += yr[i + j];
+        for (; i < cols; i++)
+            ps[0] += yr[i];
+        double s = 0;
+        for (int j = 0; j < LANES; j++)
+            s += ps[j];
+        if (as_log) {
+            double ls = __builtin_log(s);
+            for (i = 0; i < cols; i++)
+                yr[i] = (float)(((double)xr[i] - (double)m) - ls);
+        } else {
+            float inv = (float)(1.0 / s);   /* TensorFlow scales by the sum's reciprocal */
+            for (i = 0; i < cols; i++)
+                yr[i] *= inv;
+        }
+    }
+}
