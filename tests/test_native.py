@@ -188,3 +188,47 @@ def test_compiled_softmax_special_values_follow_the_numpy_path(monkeypatch) -> N
         assert np.array_equal(np.isnan(compiled), np.isnan(numpy_path))
     # a row of -inf and a row holding NaN or +inf are NaN throughout, as in TensorFlow
     assert np.isnan(invoke("Softmax", x)[[0, 1, 2, 3]]).all()
+
+
+@pytest.mark.parametrize("fused_ops", [
+    ["BiasAdd"], ["BiasAdd", "Relu"], ["BiasAdd", "Relu6"], ["BiasAdd", "Add", "Relu"],
+    ["FusedBatchNorm"], ["FusedBatchNorm", "Relu"], ["FusedBatchNorm", "Add", "Relu6"],
+    ["BiasAdd", "Elu"],     # an activation the compiled epilogue does not take: numpy's
+])
+def test_fused_conv2d_epilogue_in_the_compiled_kernel_matches_the_definition(
+        fused_ops, monkeypatch) -> None:
+    monkeypatch.delenv("DFG_NATIVE", raising=False)
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 40, 36, 8)).astype(np.float32)   # 10 MFLOP: native
+    f = rng.standard_normal((3, 3, 8, 24)).astype(np.float32)
+    x[0, 5, 5, :] = np.nan          # NaN must survive Relu and Relu6, as TensorFlow keeps it
+    g = _conv.geometry(x.shape, "NHWC", 3, 3, [1, 1, 1, 1], [1, 1, 1, 1], "SAME", None)
+    assert _conv._conv_plan(x.shape, f.shape, 4, (1, 1, 1, 1), "SAME", (1, 1, 1, 1), "NHWC",
+                            ()).native
+    y = _definition(x, f, g)
+    if fused_ops[0] == "BiasAdd":
+        args = [rng.standard_normal(24).astype(np.float32)]
+        y = y + args[0]
+    else:
+        scale, offset, mean = (rng.standard_normal(24).astype(np.float32) for _ in range(3))
+        var = rng.uniform(0.5, 2, 24).astype(np.float32)
+        args = [scale, offset, mean, var]
+        y = (y - mean) * scale / np.sqrt(var.astype(np.float64) + 1e-3) + offset
+    if "Add" in fused_ops:
+        args.append(rng.standard_normal(y.shape).astype(np.float32))
+        y = y + args[-1]
+    act = fused_ops[-1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        if act == "Relu":
+            y = np.where(np.isnan(y), y, np.maximum(y, 0))
+        elif act == "Relu6":
+            y = np.where(np.isnan(y), y, np.clip(y, 0, 6))
+        elif act == "Elu":
+            y = np.where(y < 0, np.expm1(y), y)
+    got = invoke("_FusedConv2D", x, f, *args,
+                 attrs={"strides": [1, 1, 1, 1], "padding": "SAME", "fused_ops": fused_ops,
+                        "num_args": len(args), "epsilon": 1e-3})
+    assert got.dtype == np.float32 and got.shape == y.shape
+    assert np.array_equal(np.isnan(got), np.isnan(y))
+    ok = ~np.isnan(y)
+    np.testing.assert_allclose(got[ok], y[ok], rtol=1e-5, atol=1e-4)

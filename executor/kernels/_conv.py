@@ -504,6 +504,25 @@ def conv2d(x: np.ndarray, filter: np.ndarray, strides: Sequence[int], padding: s
     return from_nhwc(out, fmt).astype(dt, copy=False)
 
 
+def conv2d_native_fused(x: np.ndarray, filter: np.ndarray, strides: Sequence[int],
+                        padding: str, dilations: Sequence[int] | None, data_format: str,
+                        explicit_paddings: Sequence[int] | None,
+                        epilogue: _native.Epilogue) -> np.ndarray | None:
+    """Conv2D with ``epilogue`` applied inside the compiled kernel (no pass over the output
+    per fused op), or None when that kernel does not take this convolution: the caller then
+    runs :func:`conv2d` and its own epilogue."""
+    if (data_format or "NHWC") != "NHWC" or x.dtype != _F32 or filter.dtype != _F32 \
+            or x.ndim != 4 or filter.ndim != 4 or not _native.enabled():
+        return None
+    p = _conv_plan(x.shape, filter.shape, 4, _key(strides), padding, _key(dilations), "NHWC",
+                   _key(explicit_paddings))
+    res = epilogue.residual
+    if not p.native or p.groups != 1 or res is not None and (
+            res.dtype != _F32 or res.shape != (p.g.n, p.g.oh, p.g.ow, p.oc)):
+        return None
+    return _native.conv2d_nhwc_f32(x, filter, p.g, epilogue)
+
+
 # ----------------------------------------------------------------------------------------------
 # DepthwiseConv2dNative
 

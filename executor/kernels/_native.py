@@ -27,7 +27,7 @@ import ctypes
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -59,7 +59,9 @@ def _load() -> Any:
                     _lib = False
                 else:
                     fn.restype = ctypes.c_int
-                    fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long] * 16
+                    fn.argtypes = ([ctypes.c_void_p] * 3 + [ctypes.c_long] * 14
+                                   + [ctypes.c_void_p] * 3 + [ctypes.c_int]
+                                   + [ctypes.c_long] * 2)
                     erf.restype = None
                     erf.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_int]
                     softmax.restype = None
@@ -138,9 +140,33 @@ def softmax_f32(x: np.ndarray, as_log: bool) -> np.ndarray:
     return out
 
 
-def conv2d_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any) -> np.ndarray:
+class Epilogue(NamedTuple):
+    """What _FusedConv2D applies after the convolution, in this order: out * scale + shift
+    (per output channel, float32, each None to skip), + residual (None, or a float32 tensor
+    of the output's shape), then the activation (ACT_NONE, ACT_RELU, ACT_RELU6)."""
+    scale: np.ndarray | None
+    shift: np.ndarray | None
+    residual: np.ndarray | None
+    act: int
+
+
+ACT_NONE, ACT_RELU, ACT_RELU6 = 0, 1, 2
+
+
+def _per_channel(v: np.ndarray | None, oc: int, blocks: int) -> np.ndarray | None:
+    """``v`` (OC,) as float32 padded with zeros to whole blocks (the kernel loads vectors)."""
+    if v is None:
+        return None
+    full = np.zeros(blocks * _VW, _F32)
+    full[:oc] = v
+    return full
+
+
+def conv2d_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any,
+                    epilogue: Epilogue | None = None) -> np.ndarray:
     """Conv2D of NHWC float32 ``x`` with (KH, KW, C, OC) ``f`` for geometry ``g`` (the
-    numpy path's :class:`~dfg.executor.kernels._conv.Geom`): (N, OH, OW, OC) float32."""
+    numpy path's :class:`~dfg.executor.kernels._conv.Geom`): (N, OH, OW, OC) float32, with
+    ``epilogue`` applied while each block is in registers."""
     lib = _load()
     kh, kw, c, oc = f.shape
     x = np.ascontiguousarray(x, _F32)
@@ -154,8 +180,14 @@ def conv2d_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any) -> np.ndarray:
     wb = np.ascontiguousarray(full.reshape(kh, kw, c, blocks, _VW).transpose(3, 0, 1, 2, 4),
                               _F32)
     out = np.empty((g.n, g.oh, g.ow, oc), _F32)
+    ep = epilogue or Epilogue(None, None, None, ACT_NONE)
+    scale, shift = (_per_channel(v, oc, blocks) for v in (ep.scale, ep.shift))
+    res = None if ep.residual is None else np.ascontiguousarray(ep.residual, _F32)
+    if res is not None and res.shape != out.shape:
+        raise ValueError(f"residual of shape {res.shape} for an output of {out.shape}")
     args = (x.ctypes.data, wb.ctypes.data, out.ctypes.data, g.h, g.w, c, kh, kw, oc,
-            g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl)
+            g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl,
+            *(None if a is None else a.ctypes.data for a in (scale, shift, res)), ep.act)
     flops = 2.0 * out.size * kh * kw * c
     _run_split(lib.dfg_conv2d_nhwc_f32, args, g.n * g.oh, flops)
     return out

@@ -26,7 +26,7 @@ import numpy as np
 
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
-from . import nn
+from . import _conv, _native, nn
 from ._select import where
 from .registry import KernelContext, kernel
 
@@ -171,10 +171,44 @@ def _epilogue(ctx: KernelContext, y: np.ndarray, args: tuple[np.ndarray, ...],
     return y.astype(out_dtype, copy=False)
 
 
+_NATIVE_ACT = {None: _native.ACT_NONE, "Relu": _native.ACT_RELU, "Relu6": _native.ACT_RELU6}
+
+
+def _native_epilogue(ctx: KernelContext, f: np.ndarray, args: tuple[np.ndarray, ...],
+                     first: str | None, add: bool, act: str | None
+                     ) -> _native.Epilogue | None:
+    """The epilogue as the compiled convolution applies it, or None when it cannot (other
+    activations, dtypes, or arguments _epilogue would reject with an error)."""
+    oc = f.shape[-1] if f.ndim == 4 else -1
+    if first is None or act not in _NATIVE_ACT or any(
+            np.asarray(a).shape != (oc,) for a in args[:_FIRST[first]]):
+        return None
+    scale = None
+    if first == "BiasAdd":
+        shift = np.asarray(args[0])
+        if shift.dtype != np.float32:
+            return None
+    else:   # FusedBatchNorm, folded as _epilogue folds it
+        sc, offset, mean, var = (np.asarray(a, np.float64) for a in args[:4])
+        s = sc / np.sqrt(var + float(ctx.attrs.get("epsilon", 1e-4)))
+        scale, shift = s.astype(np.float32), (offset - mean * s).astype(np.float32)
+    residual = np.asarray(args[_FIRST[first]]) if add else None
+    return _native.Epilogue(scale, shift, residual, _NATIVE_ACT[act])
+
+
 def _conv_call(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
                f: np.ndarray, args: tuple[np.ndarray, ...]) -> np.ndarray:
     first, add, act = _plan(ctx, args)
     fmt = ctx.attrs.get("data_format", "NHWC") or "NHWC"
+    if fn is nn.conv2d and fmt == "NHWC" and x.dtype == np.float32:
+        ep = _native_epilogue(ctx, f, args, first, add, act)
+        if ep is not None:
+            a = ctx.attrs
+            y = _conv.conv2d_native_fused(x, f, a.get("strides"), a.get("padding"),
+                                          a.get("dilations"), fmt,
+                                          a.get("explicit_paddings"), ep)
+            if y is not None:
+                return y
     y = fn(ctx, x, f)
     return _epilogue(ctx, y, args, first, add, act, fmt, (x, f))
 
