@@ -9,6 +9,7 @@ TensorFlow is never a dependency of dfg: it runs in a subprocess of a separate e
 dfg is timed exactly as `dfg bench` does (same code path: Session.run in one process).
 """
 
+# ruff: noqa: I001
 from __future__ import annotations
 
 import argparse
@@ -20,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+# dfg.executor before numpy: it sets OpenBLAS's thread timeout, read when numpy loads OpenBLAS
+import dfg.executor  # noqa: F401
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
