@@ -22,7 +22,10 @@ import time
 from pathlib import Path
 
 # dfg.executor before numpy: it sets OpenBLAS's thread timeout, read when numpy loads OpenBLAS
-import dfg.executor  # noqa: F401
+try:
+    import dfg.executor  # noqa: F401
+except ImportError:     # TensorFlow's side runs this module in its own venv, without dfg
+    pass
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -59,6 +59,7 @@ import time
 from typing import Any
 
 from . import codegen, kernel_call
+from .blas import BLAS_OPS
 from .kernel_call import call
 from .plan import (
     CF_PROGRAM,
@@ -88,13 +89,23 @@ class _Program:
     """What both kinds share: the kernels they run, and the plan's stats, which decide
     whether they run (``PlanStats.program_runs``) and learn which kernels are slow."""
 
+    # whether gated BLAS products may sit in it without keeping it from running (PlanStats)
+    holds_serial = False
+
     def __init__(self, prog_id: int) -> None:
         self.id = prog_id
         self.kernels: list[NodeItem] = []
         self.stats: PlanStats | None = None   # set when the plan is assembled
+        self._serial: list[NodeItem] | None = None
 
     def runs(self) -> bool:
         return self.stats.program_runs(self)
+
+    def serial_kernels(self) -> list[NodeItem]:
+        """Its BLAS products (found once; ``kernels`` is complete when a program runs)."""
+        if self._serial is None:
+            self._serial = [k for k in self.kernels if k.op in BLAS_OPS]
+        return self._serial
 
 
 class If:
@@ -311,6 +322,8 @@ def bind_steps(steps: list[tuple], resources: Any, step_state: Any,
 
 class StraightLineProgram(_Program):
     """A step without control flow as one list of kernel calls (see the module docstring)."""
+
+    holds_serial = True
 
     def __init__(self, prog_id: int) -> None:
         super().__init__(prog_id)

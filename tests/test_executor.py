@@ -521,7 +521,9 @@ def test_random_loops_equal_numpy_node_by_node_and_as_programs(seed: int) -> Non
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-def test_straight_line_program_is_used_only_while_every_kernel_is_cheap() -> None:
+def test_straight_line_program_is_used_only_while_every_kernel_is_cheap(monkeypatch) -> None:
+    # BLAS products not gated (run side by side node by node): they count like any kernel
+    monkeypatch.setenv("DFG_BLAS_GATE", "0")
     g = graph_from_text('''
 node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
 node { name: "y" op: "MatMul" input: "x" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
@@ -541,3 +543,35 @@ node { name: "y" op: "MatMul" input: "x" input: "x" attr { key: "T" value { type
         np.testing.assert_array_equal(sess.run("y", {"x": big}), np.full((1500, 1500), 1500.0,
                                                                          np.float32))
         assert not prog.runs()                                     # the slow run noticed
+
+
+def test_gated_blas_products_do_not_keep_a_straight_line_program_from_running(
+        monkeypatch) -> None:
+    """Gated, BLAS products run one at a time node by node as well, each on every core: once
+    measured (the first step, node by node), a program holding a slow one runs, and its mean
+    kernel cost leaves the product out."""
+    monkeypatch.delenv("DFG_BLAS_GATE", raising=False)
+    monkeypatch.delenv("DFG_BLAS_THREADS", raising=False)
+    g = graph_from_text('''
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "w" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "y" op: "MatMul" input: "x" input: "w" attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "z" op: "Relu" input: "y" attr { key: "T" value { type: DT_FLOAT } } }
+''')
+    x = np.ones((4000, 1500), np.float32)         # reads 24 MB: far above 400 us
+    w = np.full((1500, 4), -1.0, np.float32)
+    with Session(g, threads=2) as sess:
+        prog = sess.plan(["z"], ["x", "w"]).program
+        assert prog is not None and not prog.runs()     # MatMul: unmeasured, presumed heavy
+        sess.run("z", {"x": x, "w": w})
+        assert prog.stats.cost_us[prog.kernels[0].id] > prog.stats.PROGRAM_LEAVE_US
+        for _ in range(20):     # until the Relu's average is measured cheap (a busy machine)
+            if prog.runs():
+                break
+            sess.run("z", {"x": x, "w": w})
+        assert prog.runs()
+        for _ in range(3):
+            np.testing.assert_array_equal(sess.run("z", {"x": x, "w": w}),
+                                          np.zeros((4000, 4), np.float32))
+            assert prog.runs()
+        assert prog.stats.program_cost[prog.id] < prog.stats.PROGRAM_LEAVE_US
