@@ -103,9 +103,16 @@ CONV_CASES = [
 ]
 
 
+# "0": the numpy paths only; "": the compiled kernels where they apply (when built)
+NATIVE = ["0", ""]
+
+
 @pytest.mark.parametrize("xs,fs,s,d,padding,explicit,mode", CONV_CASES)
 @pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
-def test_conv2d_paths_match_definition(xs, fs, s, d, padding, explicit, mode, fmt) -> None:
+@pytest.mark.parametrize("native", NATIVE)
+def test_conv2d_paths_match_definition(xs, fs, s, d, padding, explicit, mode, fmt, native,
+                                       monkeypatch) -> None:
+    monkeypatch.setenv("DFG_NATIVE", native)
     x = rng.standard_normal(xs).astype(np.float32)
     f = rng.standard_normal(fs).astype(np.float32)
     a = _attrs(s, d, padding, fmt, explicit)
@@ -161,12 +168,16 @@ DEPTHWISE_CASES = [
     ((1, 40, 40, 48), (3, 3, 48, 1), (1, 1), (1, 1), "SAME", "taps"),
     ((1, 41, 40, 24), (5, 3, 24, 2), (2, 1), (1, 2), "SAME", "taps"),
     ((1, 80, 81, 48), (3, 3, 48, 1), (2, 2), (1, 1), "VALID", "taps"),
+    ((2, 30, 31, 40), (5, 5, 40, 1), (2, 1), (1, 2), "SAME", "taps"),    # wide windows, dilated
 ]
 
 
 @pytest.mark.parametrize("xs,fs,s,d,padding,mode", DEPTHWISE_CASES)
 @pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
-def test_depthwise_paths_match_definition(xs, fs, s, d, padding, mode, fmt) -> None:
+@pytest.mark.parametrize("native", NATIVE)
+def test_depthwise_paths_match_definition(xs, fs, s, d, padding, mode, fmt, native,
+                                          monkeypatch) -> None:
+    monkeypatch.setenv("DFG_NATIVE", native)
     x = rng.standard_normal(xs).astype(np.float32)
     f = rng.standard_normal(fs).astype(np.float32)
     a = _attrs(s, d, padding, fmt)

@@ -569,6 +569,9 @@ def depthwise_conv2d(x: np.ndarray, filter: np.ndarray, strides: Sequence[int], 
     p = _depthwise_plan(xn.shape, f.shape, x.dtype.itemsize, _key(strides), padding,
                         _key(dilations), fmt, _key(explicit_paddings))
     g = p.g
+    if mult == 1 and p.mode != "empty" and xn.dtype == _F32 and f.dtype == _F32 \
+            and _native.enabled():
+        return from_nhwc(_native.depthwise_nhwc_f32(xn, f, g), fmt).astype(dt, copy=False)
     if p.mode == "gather":
         cols = _gather(xn, p.idx, p.fill_row, 0).reshape(-1, kh * kw, c)
         if mult == 1:

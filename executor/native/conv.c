@@ -130,3 +130,34 @@ int dfg_conv2d_nhwc_f32(const float *x, const float *wb, float *out,
     free(edge);
     return 0;
 }
+
+/* Depthwise 2-D convolution of float32 NHWC with one filter per channel (depth multiplier
+ * 1): out[n, oy, ox, c] = sum_{ky, kx} x[n, oy*sh - pt + ky*dh, ox*sw - pl + kx*dw, c]
+ * * f[ky, kx, c] over the taps inside x (padding is zeros: skipped). Each output pixel's C
+ * channels accumulate in place, tap by tap, in loops over channels GCC vectorizes; numpy's
+ * path makes two passes over the whole output per tap. f is (KH, KW, C).
+ * Computes output rows [r0, r1) of the N * OH. */
+CLONES
+void dfg_depthwise_nhwc_f32(const float *x, const float *f, float *out, long H, long W,
+                            long C, long KH, long KW, long OH, long OW, long sh, long sw,
+                            long dh, long dw, long pt, long pl, long r0, long r1)
+{
+    for (long row = r0; row < r1; row++) {
+        const long n = row / OH, oy = row % OH;
+        for (long ox = 0; ox < OW; ox++) {
+            float *restrict o = out + (row * OW + ox) * C;
+            for (long c = 0; c < C; c++) o[c] = 0.0f;
+            for (long ky = 0; ky < KH; ky++) {
+                const long iy = oy * sh - pt + ky * dh;
+                if (iy < 0 || iy >= H) continue;
+                for (long kx = 0; kx < KW; kx++) {
+                    const long ix = ox * sw - pl + kx * dw;
+                    if (ix < 0 || ix >= W) continue;
+                    const float *restrict xp = x + ((n * H + iy) * W + ix) * C;
+                    const float *restrict fp = f + (ky * KW + kx) * C;
+                    for (long c = 0; c < C; c++) o[c] += xp[c] * fp[c];
+                }
+            }
+        }
+    }
+}
