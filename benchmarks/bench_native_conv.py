@@ -9,6 +9,7 @@ for OpenBLAS's idle threads spinning next to the native ones (see
 executor/kernels/_native.py), which this does not show.
 """
 
+# ruff: noqa: I001
 from __future__ import annotations
 
 import argparse
@@ -17,9 +18,11 @@ import os
 import statistics
 import time
 
+# dfg before numpy: it limits OpenBLAS's idle spinning (dfg/executor/__init__.py), which
+# would otherwise take a core from the native column's second thread
+from dfg.executor import malloc
 import numpy as np
 
-from dfg.executor import malloc
 from dfg.executor.kernels import _conv, _native
 
 SHAPES = [  # x (NHWC), filter (KH, KW, C, OC)
@@ -28,6 +31,8 @@ SHAPES = [  # x (NHWC), filter (KH, KW, C, OC)
     ((4, 16, 16, 64), (3, 3, 64, 64)), ((4, 32, 32, 64), (3, 3, 64, 32)),
     ((4, 64, 64, 32), (3, 3, 32, 16)), ((1, 56, 56, 64), (3, 3, 64, 64)),
     ((1, 112, 112, 32), (3, 3, 32, 64)), ((4, 16, 16, 128), (3, 3, 128, 64)),
+    ((4, 8, 8, 64), (3, 3, 64, 128)), ((4, 32, 32, 32), (3, 3, 32, 128)),
+    ((4, 16, 16, 64), (3, 3, 64, 128)), ((1, 14, 14, 256), (3, 3, 256, 256)),
 ]
 
 

@@ -72,7 +72,12 @@ PATCH_BYTES = 64 << 20
 # the Keras zoo's small feature maps even (0.97-1.03x; without the floor one core of the
 # direct kernel lost to BLAS's two there, 1.05-1.13x). 1x1 convolutions stay with BLAS:
 # 2-4x faster than the direct kernel on them.
+# The GEMM is skinny in its depth too when a window holds few values (K = KH*KW*C): any
+# output count then goes to the direct kernel. python benchmarks/bench_native_conv.py,
+# direct/GEMM time: C <= 32 with 64-128 outputs 0.41-0.89 (stems: 224x224x3 by 3x3x64 0.79,
+# 7x7x3x64 stride 2 0.52); C >= 64 with 128+ outputs 1.09-1.87, so those stay with BLAS.
 NATIVE_MAX_OC = 64
+NATIVE_MAX_K = 288
 NATIVE_MIN_FLOPS = 5e6
 _F32 = np.dtype(np.float32)
 
@@ -389,8 +394,8 @@ def _native_pays(g: Geom, oc: int) -> bool:
     """Whether the compiled direct convolution beats the GEMM paths on this geometry."""
     if g.sh >= g.kh and g.sw >= g.kw:
         return False    # windows that do not overlap (1x1, patchify): a GEMM (BLAS is better)
-    return oc <= NATIVE_MAX_OC and 2.0 * g.n * g.oh * g.ow * oc * g.kh * g.kw * g.c \
-        >= NATIVE_MIN_FLOPS
+    skinny = oc <= NATIVE_MAX_OC or g.kh * g.kw * g.c <= NATIVE_MAX_K
+    return skinny and 2.0 * g.n * g.oh * g.ow * oc * g.kh * g.kw * g.c >= NATIVE_MIN_FLOPS
 
 
 @functools.lru_cache(maxsize=256)
