@@ -1,4 +1,4 @@
-/* dfg's native kernels: a direct 2-D convolution for float32 NHWC.
+/* dfg's native kernels: direct 2-D convolutions for float32 NHWC.
  *
  * Why: numpy runs a convolution as im2col (or per-tap products) plus a BLAS GEMM, and the
  * GEMMs of real CNN layers are skinny (16-64 output channels against K = 9 * C), where
@@ -6,8 +6,9 @@
  * 8-pixel x 16-channel block of outputs in vector registers and streams the input and the
  * filter through it, so no patch matrix is built and the inner loop is one broadcast FMA
  * per input value: about 100 GFLOP/s per core on AVX-512, 2-3x the GEMM path on those
- * shapes. Padding is never materialized: a window's read outside the input points at a row
- * of zeros.
+ * shapes. Padding is never materialized for the whole input: each output row copies the
+ * few input rows it reads into a zero-padded buffer (rows of padding are skipped).
+ * Also here: the depthwise convolution (one filter per channel).
  *
  * Plain C with GCC vector extensions (no intrinsics): the same source compiles anywhere;
  * on x86-64 GCC builds AVX-512, AVX2 and baseline clones picked at load time by the CPU.
@@ -46,38 +47,40 @@ int dfg_conv2d_nhwc_f32(const float *x, const float *wb, float *out,
                         long r0, long r1)
 {
     const long xs = sw * C;                          /* input step between output pixels */
-    const long span = (RB - 1) * sw + (KW - 1) * dw + 1;   /* input pixels a block reads */
-    /* A block whose windows leave the row (or the row's last, partial block) reads a copy
-     * of its span with zeros outside the input, so the inner loop never tests bounds. */
-    float *edge = malloc(span * C * sizeof(float));
-    if (!edge) return -1;
+    /* Each output row first copies the KH input rows it reads into a zero-padded buffer,
+     * wide enough for whole blocks (the row's last, partial block computes a few pixels it
+     * does not store): the inner loop never tests bounds and no block takes a slow path.
+     * The copy is KH * Wp * C floats per row against OW * OC * KH * KW * C FMAs. */
+    const long blocks = (OW + RB - 1) / RB;
+    const long Wp = (blocks * RB - 1) * sw + (KW - 1) * dw + 1;   /* padded columns read */
+    /* padded column q holds input column q - pl: input in [lo, hi), zeros elsewhere */
+    const long lo = pl < Wp ? pl : Wp;
+    const long hi = pl + W < Wp ? pl + W : Wp;
+    float *rows = malloc(KH * Wp * C * sizeof(float));
+    if (!rows) return -1;
     for (long row = r0; row < r1; row++) {
         const long n = row / OH, oy = row % OH;
         const long iy0 = oy * sh - pt;
         float *orow = out + row * OW * OC;
+        for (long ky = 0; ky < KH; ky++) {
+            const long iy = iy0 + ky * dh;
+            if (iy < 0 || iy >= H) continue;        /* a row of padding: its taps are skipped */
+            float *d = rows + ky * Wp * C;
+            memset(d, 0, lo * C * sizeof(float));
+            if (hi > lo)
+                memcpy(d + lo * C, x + (n * H + iy) * W * C, (hi - lo) * C * sizeof(float));
+            memset(d + hi * C, 0, (Wp - hi) * C * sizeof(float));
+        }
         for (long ob = 0; ob < OC; ob += VW) {
             const long width = OC - ob < VW ? OC - ob : VW;
             const float *wblock = wb + ob * KH * KW * C;
             for (long ox = 0; ox < OW; ox += RB) {
                 const long nr = OW - ox < RB ? OW - ox : RB;
-                const long ix0 = ox * sw - pl;
-                const int inside = nr == RB && ix0 >= 0 && ix0 + span <= W;
                 vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
                 for (long ky = 0; ky < KH; ky++) {
                     const long iy = iy0 + ky * dh;
                     if (iy < 0 || iy >= H) continue;
-                    const float *xrow = x + (n * H + iy) * W * C;
-                    const float *base = xrow + ix0 * C;
-                    if (!inside) {
-                        for (long q = 0; q < span; q++) {
-                            const long ix = ix0 + q;
-                            if (ix >= 0 && ix < W)
-                                memcpy(edge + q * C, xrow + ix * C, C * sizeof(float));
-                            else
-                                memset(edge + q * C, 0, C * sizeof(float));
-                        }
-                        base = edge;
-                    }
+                    const float *base = rows + (ky * Wp + ox * sw) * C;
                     for (long kx = 0; kx < KW; kx++) {
                         const float *xp = base + kx * dw * C;
                         const float *wk = wblock + (ky * KW + kx) * C * VW;
@@ -127,7 +130,7 @@ int dfg_conv2d_nhwc_f32(const float *x, const float *wb, float *out,
             }
         }
     }
-    free(edge);
+    free(rows);
     return 0;
 }
 
