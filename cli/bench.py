@@ -48,7 +48,8 @@ def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets:
     """Run GRAPH's step repeatedly in one process and print seconds per step.
 
     \b
-    JSON keys (stable): graph, fetches, threads, iters, min_s, median_s, mean_s, max_s.
+    JSON keys (stable): graph, fetches, threads, iters, min_s, median_s, mean_s, max_s,
+    native (whether dfg's compiled kernels ran: built, and not turned off with DFG_NATIVE=0).
 
     --trace FILE records the timed steps (tracing slows them: time without it).
 
@@ -61,6 +62,7 @@ def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets:
     import time
 
     from dfg.executor import Session
+    from dfg.executor.kernels import _native
 
     feed_dict = parse_feeds(feeds)
     g = load(graph)
@@ -86,14 +88,16 @@ def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets:
         tracer.write(trace_path)
     res = {"graph": graph, "fetches": list(fetches), "threads": used, "iters": len(times),
            "min_s": min(times), "median_s": statistics.median(times),
-           "mean_s": statistics.fmean(times), "max_s": max(times)}
+           "mean_s": statistics.fmean(times), "max_s": max(times),
+           "native": _native.enabled()}
     if as_json:
         emit_json(res)
         return
     console().print(
         f"{graph}: {res['iters']} steps on {used} thread(s): "
         f"min {_ms(res['min_s'])}  median {_ms(res['median_s'])}  "
-        f"mean {_ms(res['mean_s'])}  max {_ms(res['max_s'])}")
+        f"mean {_ms(res['mean_s'])}  max {_ms(res['max_s'])}  "
+        f"(compiled kernels: {_native.status()})")
 
 
 def _ms(s: float) -> str:

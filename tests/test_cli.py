@@ -196,6 +196,8 @@ def test_bench_json_keys() -> None:
     for k in ("min_s", "median_s", "mean_s", "max_s", "iters"):
         assert k in doc
     assert doc["iters"] == 3 and doc["min_s"] <= doc["median_s"] <= doc["max_s"]
+    from dfg.executor.kernels import _native
+    assert doc["native"] is _native.enabled()
 
 
 def test_ops_json_lists_at_least_200_cpu_kernels() -> None:
