@@ -349,9 +349,15 @@ def _identity(x: Array) -> Array:
 def _sigmoid(x: Array) -> Array:
     if x.dtype.kind == "c":
         return 1 / (1 + np.exp(-x))
-    # exp of minus |x| never overflows; the sign picks 1/(1+e) or e/(1+e).
-    e = np.exp(-np.abs(x))
-    return where(x >= 0, 1 / (1 + e), e / (1 + e))
+    # exp of minus |x| never overflows; the sign picks 1/(1+e) or e/(1+e). In place, five
+    # passes instead of nine: an RNN cell calls this on small tensors, where each pass is a
+    # few microseconds of overhead (out=: an array even when x is 0-d).
+    e = np.abs(x, out=np.empty_like(x))
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    num = where(x >= 0, e.dtype.type(1), e)
+    d = np.add(e, 1, out=e)
+    return np.divide(num, d, out=d)
 
 
 _SQRT_PI = math.sqrt(math.pi)
