@@ -232,3 +232,67 @@ def test_fused_conv2d_epilogue_in_the_compiled_kernel_matches_the_definition(
     assert np.array_equal(np.isnan(got), np.isnan(y))
     ok = ~np.isnan(y)
     np.testing.assert_allclose(got[ok], y[ok], rtol=1e-5, atol=1e-4)
+
+
+def _build_for(arch: str, tmp_path: Path):
+    """The native sources compiled for one instruction set only (no target clones), loaded."""
+    import ctypes
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    src = Path(__file__).resolve().parent.parent / "executor" / "native"
+    lib = tmp_path / f"native_{arch}.so"
+    subprocess.run([cc, "-O3", "-fno-trapping-math", f"-march={arch}", "-shared", "-fPIC",
+                    "-DDFG_NO_CLONES", str(src / "conv.c"), str(src / "elementwise.c"),
+                    "-o", str(lib)], check=True, capture_output=True)
+    return ctypes.CDLL(str(lib))
+
+
+@pytest.mark.skipif(__import__("platform").machine() != "x86_64", reason="x86-64 clones only")
+@pytest.mark.parametrize("arch", ["x86-64", "x86-64-v3"])
+def test_every_target_clone_computes_what_the_loaded_one_does(arch, tmp_path) -> None:
+    """GCC builds AVX-512, AVX2 and baseline clones and the CPU picks one: the ones this
+    machine does not pick are built alone here and checked against the loaded kernels."""
+    import ctypes
+    import shutil
+
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler")
+    lib = _build_for(arch, tmp_path)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 13, 11, 5)).astype(np.float32)
+    f = rng.standard_normal((3, 3, 5, 20)).astype(np.float32)
+    g = _conv.geometry(x.shape, "NHWC", 3, 3, [1, 2, 2, 1], [1, 1, 1, 1], "SAME", None)
+    blocks = 2
+    full = np.zeros((3, 3, 5, blocks * 16), np.float32)
+    full[..., :20] = f
+    wb = np.ascontiguousarray(full.reshape(3, 3, 5, blocks, 16).transpose(3, 0, 1, 2, 4))
+    bias = np.zeros(blocks * 16, np.float32)
+    bias[:20] = rng.standard_normal(20)
+    out = np.empty((g.n, g.oh, g.ow, 20), np.float32)
+    fn = lib.dfg_conv2d_nhwc_f32
+    fn.argtypes = ([ctypes.c_void_p] * 3 + [ctypes.c_long] * 14 + [ctypes.c_void_p] * 3
+                   + [ctypes.c_int] + [ctypes.c_long] * 2)
+    fn(x.ctypes.data, wb.ctypes.data, out.ctypes.data, g.h, g.w, 5, 3, 3, 20, g.oh, g.ow,
+       g.sh, g.sw, g.dh, g.dw, g.pt, g.pl, None, bias.ctypes.data, None, _native.ACT_RELU6,
+       0, g.n * g.oh)
+    want = _native.conv2d_nhwc_f32(x, f, g, _native.Epilogue(None, bias[:20], None,
+                                                             _native.ACT_RELU6))
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)   # FMA or not: rounding only
+
+    xs = np.concatenate([np.linspace(-12, 12, 4001), [-0.0, np.inf, -np.inf, np.nan]]) \
+        .astype(np.float32)
+    erf = lib.dfg_erf_f32
+    erf.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_int]
+    for complement in (0, 1):
+        got = np.empty_like(xs)
+        erf(xs.ctypes.data, got.ctypes.data, xs.size, complement)
+        np.testing.assert_allclose(got, _native.erf_f32(xs, bool(complement)), rtol=2e-7,
+                                   atol=1e-45)
+    z = (rng.standard_normal((37, 53)) * 5).astype(np.float32)
+    got = np.empty_like(z)
+    sm = lib.dfg_softmax_f32
+    sm.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_int]
+    sm(z.ctypes.data, got.ctypes.data, 37, 53, 0)
+    np.testing.assert_allclose(got, _native.softmax_f32(z, False), rtol=1e-6, atol=1e-9)

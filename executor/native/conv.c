@@ -11,7 +11,8 @@
  * Also here: the depthwise convolution (one filter per channel).
  *
  * Plain C with GCC vector extensions (no intrinsics): the same source compiles anywhere;
- * on x86-64 GCC builds AVX-512, AVX2 and baseline clones picked at load time by the CPU.
+ * on x86-64 GCC builds AVX-512, AVX2 and baseline clones picked at load time by the CPU
+ * (-DDFG_NO_CLONES builds for -march only: tests/test_native.py checks each clone so).
  * It is called through ctypes (executor/kernels/_native.py), which releases the GIL, on
  * disjoint ranges of output rows from several threads.
  */
@@ -24,7 +25,7 @@
 typedef float vf __attribute__((vector_size(VW * sizeof(float))));
 typedef float vfu __attribute__((vector_size(VW * sizeof(float)), aligned(4)));
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(DFG_NO_CLONES)
 #define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define CLONES
