@@ -12,10 +12,11 @@ setup(
         Extension(
             "dfg.executor._native",
             sources=["executor/native/module.c", "executor/native/conv.c",
-                     "executor/native/elementwise.c"],
+                     "executor/native/elementwise.c", "executor/native/pool.c"],
             # -fno-trapping-math lets GCC compute both sides of a select and vectorize the
             # loop (dfg never traps on floating-point exceptions); values are unchanged.
-            extra_compile_args=["-O3", "-fno-trapping-math"],
+            extra_compile_args=["-O3", "-fno-trapping-math", "-pthread"],
+            extra_link_args=["-pthread"],     # pool.c's threads (older glibc: libpthread)
             optional=True,
         ),
     ],

@@ -244,7 +244,8 @@ def _build_for(arch: str, tmp_path: Path):
     src = Path(__file__).resolve().parent.parent / "executor" / "native"
     lib = tmp_path / f"native_{arch}.so"
     subprocess.run([cc, "-O3", "-fno-trapping-math", f"-march={arch}", "-shared", "-fPIC",
-                    "-DDFG_NO_CLONES", str(src / "conv.c"), str(src / "elementwise.c"),
+                    "-DDFG_NO_CLONES", "-pthread", str(src / "conv.c"), str(src / "elementwise.c"),
+                    str(src / "pool.c"),
                     "-o", str(lib)], check=True, capture_output=True)
     return ctypes.CDLL(str(lib))
 
@@ -296,3 +297,39 @@ def test_every_target_clone_computes_what_the_loaded_one_does(arch, tmp_path) ->
     sm.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_int]
     sm(z.ctypes.data, got.ctypes.data, 37, 53, 0)
     np.testing.assert_allclose(got, _native.softmax_f32(z, False), rtol=1e-6, atol=1e-9)
+
+
+def test_native_pool_is_shared_safely_by_threads_and_survives_fork(monkeypatch) -> None:
+    """Several Python threads run split convolutions at once (one gets the pool, the others
+    run theirs inline), every result equals the single-threaded one; a forked child, which
+    has no pool threads, starts its own."""
+    import os
+    import threading
+
+    monkeypatch.delenv("DFG_BLAS_THREADS", raising=False)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((4, 32, 32, 16)).astype(np.float32)
+    f = rng.standard_normal((3, 3, 16, 32)).astype(np.float32)
+    g = _conv.geometry(x.shape, "NHWC", 3, 3, [1, 1, 1, 1], [1, 1, 1, 1], "SAME", None)
+    monkeypatch.setenv("DFG_BLAS_THREADS", "1")
+    want = _native.conv2d_nhwc_f32(x, f, g)
+    monkeypatch.setenv("DFG_BLAS_THREADS", "3")
+    bad: list[str] = []
+
+    def work() -> None:
+        for _ in range(20):
+            if not np.array_equal(_native.conv2d_nhwc_f32(x, f, g), want):
+                bad.append("differs")
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+    pid = os.fork()
+    if pid == 0:   # the child: exit status says whether its split result was right
+        ok = np.array_equal(_native.conv2d_nhwc_f32(x, f, g), want)
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

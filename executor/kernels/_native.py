@@ -17,10 +17,12 @@ which.
   run here; 1x1 and non-overlapping windows stay with BLAS (2-4x faster there), and so do
   convolutions too small to amortize one core against BLAS's two.
 
-ctypes releases the GIL for the length of a call, so a kernel's rows are split across a
-small pool of threads (as many as BLAS would use: ``DFG_BLAS_THREADS`` when set, else the
-usable cores). Convolutions are BLAS ops to the scheduler (executor/blas.py), which runs
-them one at a time, so the pool is never asked for more than one kernel's work at once.
+ctypes releases the GIL for the length of a call, and a kernel's rows are split on a small
+pool of native threads (executor/native/pool.c: the caller works too, idle workers spin a
+few tens of microseconds before sleeping; a Python pool's hand-over cost 56 us per call) with
+as many threads as BLAS would use: ``DFG_BLAS_THREADS`` when set, else the usable cores.
+Convolutions are BLAS ops to the scheduler (executor/blas.py), which runs them one at a
+time; a second caller that finds the pool busy runs its kernel on its own thread.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -37,13 +38,14 @@ from dfg.graphdef.errors import ResourceExhaustedError
 
 _F32 = np.dtype(np.float32)
 _VW = 16                      # output channels per vector block (conv.c's VW)
-_MIN_CHUNK_FLOPS = 20e6       # a thread's share below this costs more to hand over than run
+# A thread's share below this costs more to hand over than to run: measured with the native
+# pool, (8,32,32,16) by 3x3x16 (38 MFLOP) 395 -> 238 us split in two, (4,16,16,32) by 3x3x32
+# 187 -> 121 us, while 2.4 MFLOP stays even.
+_MIN_CHUNK_FLOPS = 2e6
 
-# Loaded once; guarded by _lock: the library (False: not built or not loadable), the pool.
+# Loaded once; guarded by _lock: the library (False: not built or not loadable).
 _lock = threading.Lock()
 _lib: Any = None
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
 
 
 def _load() -> Any:
@@ -54,21 +56,22 @@ def _load() -> Any:
                 try:
                     from dfg.executor import _native as module
                     lib = ctypes.CDLL(module.__file__)
-                    fn = lib.dfg_conv2d_nhwc_f32
+                    fn = lib.dfg_conv2d_nhwc_f32_mt
                     erf = lib.dfg_erf_f32
                     softmax = lib.dfg_softmax_f32
-                    depthwise = lib.dfg_depthwise_nhwc_f32
+                    depthwise = lib.dfg_depthwise_nhwc_f32_mt
                 except (ImportError, OSError, AttributeError):
                     _lib = False
                 else:
                     fn.restype = ctypes.c_int
                     fn.argtypes = ([ctypes.c_void_p] * 3 + [ctypes.c_long] * 14
                                    + [ctypes.c_void_p] * 3 + [ctypes.c_int]
-                                   + [ctypes.c_long] * 2)
+                                   + [ctypes.c_long] * 2 + [ctypes.c_int])
                     erf.restype = None
                     erf.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_int]
-                    depthwise.restype = None
-                    depthwise.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long] * 15
+                    depthwise.restype = ctypes.c_int
+                    depthwise.argtypes = ([ctypes.c_void_p] * 3 + [ctypes.c_long] * 15
+                                          + [ctypes.c_int])
                     softmax.restype = None
                     softmax.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long,
                                         ctypes.c_long, ctypes.c_int]
@@ -115,24 +118,15 @@ def _threads() -> int:
 
 
 def _run_split(fn: Any, args: tuple, rows: int, flops: float) -> None:
-    """``fn(*args, r0, r1)`` over [0, rows) in up to _threads() chunks, this thread taking
-    the last; raises when a chunk fails (the C code returns -1 when out of memory)."""
-    global _pool, _pool_size
+    """``fn(*args, rows, chunks, threads)``: a ``*_mt`` kernel, which splits [0, rows) into
+    chunks on dfg's native thread pool (executor/native/pool.c) with up to _threads()
+    threads, this one included; raises when a chunk fails (the C code returns -1 when out of
+    memory). A share below _MIN_CHUNK_FLOPS is not worth a thread."""
     k = int(min(_threads(), rows, max(1, flops // _MIN_CHUNK_FLOPS)))
-    bounds = [rows * i // k for i in range(k + 1)]
-    futures = []
-    if k > 1:
-        with _lock:
-            if _pool is None or _pool_size < k - 1:
-                if _pool is not None:
-                    _pool.shutdown(wait=False)
-                _pool = ThreadPoolExecutor(k - 1, thread_name_prefix="dfg-native")
-                _pool_size = k - 1
-            pool = _pool
-        futures = [pool.submit(fn, *args, bounds[i], bounds[i + 1]) for i in range(k - 1)]
-    codes = [fn(*args, bounds[k - 1], bounds[k])] + [f.result() for f in futures]
-    if any(codes):
-        raise ResourceExhaustedError("native Conv2D: out of memory for its edge buffer")
+    # a few chunks per thread: a thread slowed by other work takes fewer of them
+    chunks = min(rows, 4 * k) if k > 1 else 1
+    if fn(*args, rows, chunks, k):
+        raise ResourceExhaustedError("native Conv2D: out of memory for its row buffer")
 
 
 def softmax_f32(x: np.ndarray, as_log: bool) -> np.ndarray:
@@ -151,7 +145,7 @@ def depthwise_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any) -> np.ndarray:
     x = np.ascontiguousarray(x, _F32)
     fk = np.ascontiguousarray(f.reshape(f.shape[0], f.shape[1], f.shape[2]), _F32)
     out = np.empty((g.n, g.oh, g.ow, g.c), _F32)
-    _run_split(_load().dfg_depthwise_nhwc_f32,
+    _run_split(_load().dfg_depthwise_nhwc_f32_mt,
                (x.ctypes.data, fk.ctypes.data, out.ctypes.data, g.h, g.w, g.c, g.kh, g.kw,
                 g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl), g.n * g.oh,
                2.0 * out.size * g.kh * g.kw)
@@ -207,5 +201,5 @@ def conv2d_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any,
             g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl,
             *(None if a is None else a.ctypes.data for a in (scale, shift, res)), ep.act)
     flops = 2.0 * out.size * kh * kw * c
-    _run_split(lib.dfg_conv2d_nhwc_f32, args, g.n * g.oh, flops)
+    _run_split(lib.dfg_conv2d_nhwc_f32_mt, args, g.n * g.oh, flops)
     return out

@@ -165,3 +165,55 @@ void dfg_depthwise_nhwc_f32(const float *x, const float *f, float *out, long H, 
         }
     }
 }
+
+/* The kernels above over all their rows, split on dfg's native thread pool (pool.c). */
+int dfg_pool_run(int (*fn)(const void *, long, long), const void *args, long rows,
+                 long chunks, int threads);
+
+struct conv_args {
+    const float *x, *wb;
+    float *out;
+    long H, W, C, KH, KW, OC, OH, OW, sh, sw, dh, dw, pt, pl;
+    const float *scale, *shift, *res;
+    int act;
+};
+
+static int conv_range(const void *p, long r0, long r1) {
+    const struct conv_args *a = p;
+    return dfg_conv2d_nhwc_f32(a->x, a->wb, a->out, a->H, a->W, a->C, a->KH, a->KW, a->OC,
+                               a->OH, a->OW, a->sh, a->sw, a->dh, a->dw, a->pt, a->pl,
+                               a->scale, a->shift, a->res, a->act, r0, r1);
+}
+
+int dfg_conv2d_nhwc_f32_mt(const float *x, const float *wb, float *out,
+                           long H, long W, long C, long KH, long KW, long OC, long OH, long OW,
+                           long sh, long sw, long dh, long dw, long pt, long pl,
+                           const float *scale, const float *shift, const float *res, int act,
+                           long rows, long chunks, int threads)
+{
+    struct conv_args a = {x, wb, out, H, W, C, KH, KW, OC, OH, OW, sh, sw, dh, dw, pt, pl,
+                          scale, shift, res, act};
+    return dfg_pool_run(conv_range, &a, rows, chunks, threads);
+}
+
+struct dw_args {
+    const float *x, *f;
+    float *out;
+    long H, W, C, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl;
+};
+
+static int dw_range(const void *p, long r0, long r1) {
+    const struct dw_args *a = p;
+    dfg_depthwise_nhwc_f32(a->x, a->f, a->out, a->H, a->W, a->C, a->KH, a->KW, a->OH, a->OW,
+                           a->sh, a->sw, a->dh, a->dw, a->pt, a->pl, r0, r1);
+    return 0;
+}
+
+int dfg_depthwise_nhwc_f32_mt(const float *x, const float *f, float *out, long H, long W,
+                              long C, long KH, long KW, long OH, long OW, long sh, long sw,
+                              long dh, long dw, long pt, long pl,
+                              long rows, long chunks, int threads)
+{
+    struct dw_args a = {x, f, out, H, W, C, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl};
+    return dfg_pool_run(dw_range, &a, rows, chunks, threads);
+}
