@@ -70,14 +70,19 @@ def test_direct_convolution_equals_the_definition(xs, fs, strides, dilations, pa
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
-def test_rows_split_over_threads_give_the_same_bits(monkeypatch) -> None:
-    # Each output element is summed in the same order whichever thread computes its row.
-    rng = np.random.default_rng(5)
-    x = rng.standard_normal((4, 64, 64, 32)).astype(np.float32)
-    f = rng.standard_normal((3, 3, 32, 16)).astype(np.float32)
+def _single_threaded(monkeypatch, seed: int, x_shape: tuple, f_shape: tuple) -> tuple:
+    """x, f, their SAME 3x3 geometry, and the convolution computed on one thread."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    f = rng.standard_normal(f_shape).astype(np.float32)
     g = _conv.geometry(x.shape, "NHWC", 3, 3, [1, 1, 1, 1], [1, 1, 1, 1], "SAME", None)
     monkeypatch.setenv("DFG_BLAS_THREADS", "1")
-    one = _native.conv2d_nhwc_f32(x, f, g)
+    return x, f, g, _native.conv2d_nhwc_f32(x, f, g)
+
+
+def test_rows_split_over_threads_give_the_same_bits(monkeypatch) -> None:
+    # Each output element is summed in the same order whichever thread computes its row.
+    x, f, g, one = _single_threaded(monkeypatch, 5, (4, 64, 64, 32), (3, 3, 32, 16))
     monkeypatch.setenv("DFG_BLAS_THREADS", "2")
     assert _native.conv2d_nhwc_f32(x, f, g).tobytes() == one.tobytes()
 
@@ -306,13 +311,7 @@ def test_native_pool_is_shared_safely_by_threads_and_survives_fork(monkeypatch) 
     import os
     import threading
 
-    monkeypatch.delenv("DFG_BLAS_THREADS", raising=False)
-    rng = np.random.default_rng(8)
-    x = rng.standard_normal((4, 32, 32, 16)).astype(np.float32)
-    f = rng.standard_normal((3, 3, 16, 32)).astype(np.float32)
-    g = _conv.geometry(x.shape, "NHWC", 3, 3, [1, 1, 1, 1], [1, 1, 1, 1], "SAME", None)
-    monkeypatch.setenv("DFG_BLAS_THREADS", "1")
-    want = _native.conv2d_nhwc_f32(x, f, g)
+    x, f, g, want = _single_threaded(monkeypatch, 8, (4, 32, 32, 16), (3, 3, 16, 32))
     monkeypatch.setenv("DFG_BLAS_THREADS", "3")
     bad: list[str] = []
 
