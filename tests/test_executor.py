@@ -570,8 +570,16 @@ node { name: "z" op: "Relu" input: "y" attr { key: "T" value { type: DT_FLOAT } 
                 break
             sess.run("z", {"x": x, "w": w})
         assert prog.runs()
-        for _ in range(3):
-            np.testing.assert_array_equal(sess.run("z", {"x": x, "w": w}),
-                                          np.zeros((4000, 4), np.float32))
-            assert prog.runs()
-        assert prog.stats.program_cost[prog.id] < prog.stats.PROGRAM_LEAVE_US
+        np.testing.assert_array_equal(sess.run("z", {"x": x, "w": w}),
+                                      np.zeros((4000, 4), np.float32))
+        assert prog.stats.program_cost.get(prog.id) is not None    # it ran as a program
+        # its mean kernel cost leaves the product's measured cost out (set here: on a busy
+        # machine one slow product could cross PROGRAM_LEAVE_US, and the next step would
+        # simply run node by node and measure again)
+        stats = prog.stats
+        matmul = next(k for k in prog.kernels if k.op == "MatMul")
+        stats.cost_us[matmul.id] = 1000.0
+        stats.program_cost.pop(prog.id)
+        stats.record_program(prog, 1.05e-3, 2)      # 1050 us for the MatMul and the Relu
+        assert stats.program_cost[prog.id] == pytest.approx(50.0)
+        assert prog.runs()
