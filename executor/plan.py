@@ -123,8 +123,8 @@ class PlanStats:
     each on every core (BLAS's threads, the native kernels' pool), so all node by node could
     overlap with them is cheap kernels, and it pays a scheduling trip per node for that. A
     program's mean cost leaves their last measured cost out. Measured with programs
-    always/auto: DenseNet121 3.5/4.8 ms, NASNetMobile 9.2/12.0, ConvNeXt 5.0/6.0,
-    resnet_style 7.5/11.0, U-Net 13.0/14.3."""
+    always/auto/never: DenseNet121 3.5/3.6/4.6 ms, NASNetMobile 5.9/6.2/7.7, ConvNeXt
+    3.2/3.2/3.7, Inception-ResNet-v2 10.4/10.8/12.6."""
 
     PROGRAM_ENTER_US = 100.0
     PROGRAM_LEAVE_US = 400.0

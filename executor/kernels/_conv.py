@@ -522,7 +522,7 @@ def conv2d_native_fused(x: np.ndarray, filter: np.ndarray, strides: Sequence[int
     p = _conv_plan(x.shape, filter.shape, 4, _key(strides), padding, _key(dilations), "NHWC",
                    _key(explicit_paddings))
     res = epilogue.residual
-    if not p.native or p.groups != 1 or res is not None and (
+    if not p.native or res is not None and (
             res.dtype != _F32 or res.shape != (p.g.n, p.g.oh, p.g.ow, p.oc)):
         return None
     return _native.conv2d_nhwc_f32(x, filter, p.g, epilogue)

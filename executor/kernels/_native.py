@@ -10,12 +10,11 @@ which.
 * Softmax/LogSoftmax of single precision: one sweep per row instead of five numpy passes.
 * Depthwise convolutions of float32 NHWC (depth multiplier 1): each output pixel's channels
   accumulate tap by tap in L1, where numpy makes two passes over the output per tap.
-* The direct convolution, for KxK float32 convolutions with few output channels
-  (``_conv._native_pays`` says which): 1.5-2x faster than the numpy path's skinny GEMMs per
-  layer. Inside a model its threads and OpenBLAS's (which spin for a while after every
-  product) take turns on the same cores, so it pays only when a model's convolutions mostly
-  run here; 1x1 and non-overlapping windows stay with BLAS (2-4x faster there), and so do
-  convolutions too small to amortize one core against BLAS's two.
+* The direct convolution, for KxK float32 convolutions whose GEMM would be skinny
+  (``_conv._native_pays`` says which), with _FusedConv2D's epilogue applied in registers:
+  2-3x faster than the numpy path's GEMMs per layer (``benchmarks/bench_native_conv.py``).
+  1x1 and non-overlapping windows stay with BLAS (2-4x faster there). Next to BLAS it
+  relies on OpenBLAS's idle threads not spinning long (dfg/executor/__init__.py).
 
 ctypes releases the GIL for the length of a call, and a kernel's rows are split on a small
 pool of native threads (executor/native/pool.c: the caller works too, idle workers spin a
@@ -34,9 +33,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from dfg.executor import blas
 from dfg.graphdef.errors import ResourceExhaustedError
 
 _F32 = np.dtype(np.float32)
+# Below this many elements an elementwise kernel's numpy passes cost less than the ctypes call.
+MIN_ELEMENTS = 512
 _VW = 16                      # output channels per vector block (conv.c's VW)
 # A thread's share below this costs more to hand over than to run: measured with the native
 # pool, (8,32,32,16) by 3x3x16 (38 MFLOP) 395 -> 238 us split in two, (4,16,16,32) by 3x3x32
@@ -108,9 +110,10 @@ def erf_f32(x: np.ndarray, complement: bool) -> np.ndarray:
 
 
 def _threads() -> int:
-    env = os.environ.get("DFG_BLAS_THREADS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
+    """As many threads as BLAS would use: DFG_BLAS_THREADS when set, else the usable cores."""
+    n = blas.wanted_threads(0)
+    if n is not None:
+        return n
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:     # not Linux

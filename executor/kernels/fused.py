@@ -120,6 +120,13 @@ def _channel_shape(fmt: str, ndim: int) -> tuple[int, ...]:
     return (-1,)
 
 
+def _fold_batch_norm(ctx: KernelContext, scale: np.ndarray, offset: np.ndarray,
+                     mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Inference batch norm as y * s + t per channel (float64 in, float64 out)."""
+    s = scale / np.sqrt(var + float(ctx.attrs.get("epsilon", 1e-4)))
+    return s, offset - mean * s
+
+
 def _epilogue(ctx: KernelContext, y: np.ndarray, args: tuple[np.ndarray, ...],
               first: str | None, add: bool, act: str | None, fmt: str = "NHWC",
               inputs: tuple[np.ndarray, ...] = ()) -> np.ndarray:
@@ -147,11 +154,10 @@ def _epilogue(ctx: KernelContext, y: np.ndarray, args: tuple[np.ndarray, ...],
                 raise InvalidArgumentError(
                     f"{name} must be 1-D with the output's {c} channels, found shape "
                     f"{list(v.shape)}")
-        eps = float(ctx.attrs.get("epsilon", 1e-4))
-        s = scale / np.sqrt(var + eps)
+        s, t = _fold_batch_norm(ctx, scale, offset, mean, var)
         shape = _channel_shape(fmt, y.ndim)
         np.multiply(y, s.astype(y.dtype).reshape(shape), out=y)
-        np.add(y, (offset - mean * s).astype(y.dtype).reshape(shape), out=y)
+        np.add(y, t.astype(y.dtype).reshape(shape), out=y)
     if add:
         other = np.asarray(args[_FIRST[first]])
         if other.dtype != out_dtype:
@@ -189,9 +195,8 @@ def _native_epilogue(ctx: KernelContext, f: np.ndarray, args: tuple[np.ndarray, 
         if shift.dtype != np.float32:
             return None
     else:   # FusedBatchNorm, folded as _epilogue folds it
-        sc, offset, mean, var = (np.asarray(a, np.float64) for a in args[:4])
-        s = sc / np.sqrt(var + float(ctx.attrs.get("epsilon", 1e-4)))
-        scale, shift = s.astype(np.float32), (offset - mean * s).astype(np.float32)
+        s, t = _fold_batch_norm(ctx, *(np.asarray(a, np.float64) for a in args[:4]))
+        scale, shift = s.astype(np.float32), t.astype(np.float32)
     residual = np.asarray(args[_FIRST[first]]) if add else None
     return _native.Epilogue(scale, shift, residual, _NATIVE_ACT[act])
 
@@ -200,7 +205,7 @@ def _conv_call(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
                f: np.ndarray, args: tuple[np.ndarray, ...]) -> np.ndarray:
     first, add, act = _plan(ctx, args)
     fmt = ctx.attrs.get("data_format", "NHWC") or "NHWC"
-    if fn is nn.conv2d and fmt == "NHWC" and x.dtype == np.float32:
+    if fn is nn.conv2d and fmt == "NHWC":
         ep = _native_epilogue(ctx, f, args, first, add, act)
         if ep is not None:
             a = ctx.attrs

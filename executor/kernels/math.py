@@ -455,14 +455,10 @@ def _abs32(x: Array) -> Array:
     return np.minimum(a, np.float32(11), out=a)     # NaN stays NaN
 
 
-# Below this many elements numpy's passes cost less than the ctypes call.
-_NATIVE_MIN = 512
-
-
 def _native_erf(x: Array, complement: bool) -> Array | None:
     """erf/erfc of single-precision ``x`` in one compiled pass (executor/native/
     elementwise.c), or None when the kernels are not built, refused, or not worth the call."""
-    if x.size < _NATIVE_MIN or not _native.enabled():
+    if x.size < _native.MIN_ELEMENTS or not _native.enabled():
         return None
     return _native.erf_f32(x, complement).astype(x.dtype, copy=False)
 

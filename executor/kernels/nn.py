@@ -304,7 +304,6 @@ def fused_batch_norm_v3(ctx: KernelContext, x: np.ndarray, scale: np.ndarray,
 
 
 _F32 = np.dtype(np.float32)
-_NATIVE_MIN = 512   # below this many elements numpy's passes cost less than the ctypes call
 
 
 def _softmax_input(x: np.ndarray) -> np.ndarray:
@@ -316,7 +315,7 @@ def _softmax_input(x: np.ndarray) -> np.ndarray:
 def _native_softmax(xf: np.ndarray, dtype: np.dtype, as_log: bool) -> np.ndarray | None:
     """(Log-)softmax of float32 ``xf`` by the compiled kernel (executor/native/
     elementwise.c), or None when it is not built, refused, or not worth the call."""
-    if xf.dtype != _F32 or xf.size < _NATIVE_MIN or not _native.enabled():
+    if xf.dtype != _F32 or xf.size < _native.MIN_ELEMENTS or not _native.enabled():
         return None
     return _native.softmax_f32(xf, as_log).astype(dtype, copy=False)
 

@@ -101,7 +101,7 @@ int dfg_conv2d_nhwc_f32(const float *x, const float *wb, float *out,
                 vf acc[RB] = {a0, a1, a2, a3, a4, a5, a6, a7};
                 float *o = orow + ox * OC + ob;
                 /* the epilogue while the block is in registers: scale, shift, residual */
-                if (scale || shift || res || act) {
+                if (scale || shift || res) {
                     const float *rp = res ? res + (o - out) : NULL;
                     for (long r = 0; r < nr; r++) {
                         vf v = acc[r];
