@@ -171,7 +171,8 @@ class Session:
             return self.graph, {"error": f"{type(e).__name__}: {e}"}
         if res.graph_def is self.graph.graph_def:
             return self.graph, res
-        return Graph(res.graph_def), res
+        return (res.graph if res.graph is not None and res.graph.graph_def is res.graph_def
+                else Graph(res.graph_def)), res
 
     def plan(self, fetches: list[str], feed_names: list[str] = (), targets: list[str] = ()
              ) -> Plan:

@@ -332,6 +332,30 @@ def test_cse_keeps_fetched_names_and_never_merges_feeds_or_stateful_ops():
     assert "r1" in n and "r2" in n                        # two random draws stay two
 
 
+
+def test_cse_large_consts_merge_only_when_every_byte_is_equal():
+    # above cse.SAMPLE_ABOVE bytes a Const's key hashes a sample of its bytes: values equal in
+    # the sample but not elsewhere must still stay two nodes
+    from dfg.graphdef.passes.cse import SAMPLE_ABOVE
+    from dfg.graphdef.tensors import from_numpy
+
+    a = np.arange(SAMPLE_ABOVE // 2, dtype=np.float32)        # 128 KiB
+    c = a.copy()
+    c[1] = -7.0             # bytes 4..7: between the sampled bytes and not in the tail
+    gd = graph_pb2.GraphDef()
+    for name, arr in (("ca", a), ("cb", a.copy()), ("cc", c)):
+        nd = gd.node.add(name=name, op="Const")
+        nd.attr["dtype"].type = 1
+        from_numpy(arr, 1, nd.attr["value"].tensor)
+    text_format.Parse(op("s1", "AddV2", "ca", "cb") + op("s2", "AddV2", "ca", "cc"), gd)
+    out = run_pass("cse", gd, fetch=["s1", "s2"])
+    n = nodes(out)
+    assert len({"ca", "cb"} & set(n)) == 1 and "cc" in n
+    s1, s2 = run(out, ["s1", "s2"])
+    np.testing.assert_array_equal(s1, a + a)
+    np.testing.assert_array_equal(s2, a + c)
+
+
 # --- identity removal --------------------------------------------------------------------------
 
 def test_identity_removal_rewires_and_keeps_control_dependencies():

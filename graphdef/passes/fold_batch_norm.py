@@ -40,6 +40,7 @@ from .common import (
     Shapes,
     attr,
     attr_type,
+    const_shape,
     const_value,
     is_const,
 )
@@ -203,15 +204,15 @@ def _nhwc(nd: Any) -> bool:
     return "data_format" not in nd.attr or nd.attr["data_format"].s.decode() == "NHWC"
 
 
-def _channels(op: str, nd: Any, w: np.ndarray) -> int | None:
-    """The number of output channels of contraction ``nd`` with filter ``w``."""
-    if w.ndim == 4 and op == "Conv2D":
-        return w.shape[3]
-    if w.ndim == 4 and op == "DepthwiseConv2dNative":
-        return w.shape[2] * w.shape[3]
-    if w.ndim == 2 and op == "MatMul":
+def _channels(op: str, nd: Any, shape: tuple[int, ...]) -> int | None:
+    """The number of output channels of contraction ``nd`` with a filter of ``shape``."""
+    if len(shape) == 4 and op == "Conv2D":
+        return shape[3]
+    if len(shape) == 4 and op == "DepthwiseConv2dNative":
+        return shape[2] * shape[3]
+    if len(shape) == 2 and op == "MatMul":
         tb = attr(nd, "transpose_b")
-        return w.shape[0] if tb is not None and tb.b else w.shape[1]
+        return shape[0] if tb is not None and tb.b else shape[1]
     return None
 
 
@@ -280,10 +281,13 @@ def _fold_affine(ed: Editor, prot: Protected, p: Any) -> bool:
     w_name = data[1][0]
     if not _private(ed, prot, w_name, p.name):
         return False
-    w = const_value(ed.get(w_name))
-    if w is None or w.dtype != np.float32:
+    # the filter's shape and dtype come from the header: decoding a weight is only worth it
+    # once a chain to fold is found (most contractions have none after fusion-free graphs)
+    w_nd = ed.get(w_name)
+    w_shape = const_shape(w_nd)
+    if w_shape is None or attr_type(w_nd, "dtype") != DT_FLOAT:
         return False
-    c = _channels(p.op, p, w)
+    c = _channels(p.op, p, w_shape)
     if c is None:
         return False
     scale = np.ones(c)
@@ -319,6 +323,9 @@ def _fold_affine(ed: Editor, prot: Protected, p: Any) -> bool:
     if not chain or len(chain) == 1 and not scaled and ed.op(chain[0]) == "BiasAdd":
         return False
     if not np.all(np.isfinite(scale)) or not np.all(np.isfinite(shift)):
+        return False
+    w = const_value(w_nd) if scaled else None
+    if scaled and (w is None or w.dtype != np.float32 or w.shape != w_shape):
         return False
     last = ed.get(chain[-1])
     controls = [ctl for n in chain for ctl in ed.control_inputs(n)]

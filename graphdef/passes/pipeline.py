@@ -77,6 +77,9 @@ class PipelineResult:
     nodes_after: int = 0
     edges_after: int = 0
     seconds: float = 0.0   # wall time, set by optimize_for_signature
+    # the index of graph_def the pipeline built last (None when it built none); a caller
+    # running the result uses it rather than indexing the same GraphDef again
+    graph: Graph | None = field(default=None, repr=False, compare=False)
 
     def summary(self) -> str:
         """One line: nodes before and after, the passes that changed something, time."""
@@ -323,6 +326,7 @@ def _run_passes(graph: Any, options: PassOptions, passes: list[str] | None,
         g.reindex()
         return _run_passes(g, options, passes, skip, table, max_rounds, True)
     result.graph_def = current.graph_def
+    result.graph = current
     result.nodes_after = len(current.graph_def.node)
     result.edges_after = current_edges
     return result
@@ -433,13 +437,14 @@ def optimize_for_signature(graph: Any, fetches: list[str], feeds: list[str] = ()
     def both(validate_each: bool) -> PipelineResult:
         res = _run_passes(g, options, names, None, {n: PASSES[n] for n in names}, max_rounds,
                           validate_each)
-        tail = _run_passes(Graph(res.graph_def), options, last, None,
+        tail = _run_passes(res.graph if res.graph is not None else Graph(res.graph_def),
+                           options, last, None,
                            {n: PASSES[n] for n in last}, 1, validate_each,
                            own_input=res.graph_def is not g.graph_def)
         res.passes = [*res.passes, *tail.passes]
         res.records.extend(tail.records)
         res.warnings.extend(tail.warnings)
-        res.graph_def = tail.graph_def
+        res.graph_def, res.graph = tail.graph_def, tail.graph
         res.nodes_after, res.edges_after = tail.nodes_after, tail.edges_after
         return res
 
