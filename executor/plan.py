@@ -110,8 +110,10 @@ class PlanStats:
     """What steps learn about a plan: measured kernel costs and whether each program runs.
 
     The one mutable part of a plan. Update policy: a kernel's cost is an exponential average
-    of its measured runs (µs; -1 until measured), written by whichever thread ran it (a lost
-    update only delays a decision); a compiled program records its mean cost per kernel call.
+    of its measured runs (µs; -1 until measured) that halves the gap to a faster run and
+    moves a fifth of the way to a slower one, counting it at most 4x the average (``record``),
+    written by whichever thread ran it (a lost update only delays a decision); a compiled
+    program records its mean cost per kernel call (a plain average: one slow run counts).
     A program's mode changes with hysteresis so a plan does not flap between modes: it starts
     running as a program when every kernel is cheap by its static class or measured at most
     ``PROGRAM_ENTER_US``; it stops once its mean kernel cost (or one kernel measured by the
@@ -147,7 +149,19 @@ class PlanStats:
 
     def record(self, item: NodeItem, secs: float) -> None:
         c = self.cost_us[item.id]
-        self.cost_us[item.id] = secs * 1e6 if c < 0 else 0.8 * c + 0.2e6 * secs
+        us = secs * 1e6
+        if c < 0:
+            self.cost_us[item.id] = us
+        elif us <= c:
+            self.cost_us[item.id] = 0.5 * (c + us)
+        else:
+            # Noise only ever adds time: one preempted or page-faulting run of a ~5 us
+            # kernel of a GRU's loop took 15 ms in a trace here; as a plain average (a fifth
+            # of it, 3000 us) it crossed PROGRAM_LEAVE_US and took ~20 samples to fall back
+            # below PROGRAM_ENTER_US. A sample counts for at most 4x the average, so a kernel
+            # that really got slower (larger inputs) is followed at 1.6x per sample; the
+            # program's own mean cost (record_program) still notices a slow run at once.
+            self.cost_us[item.id] = 0.8 * c + 0.2 * min(us, 4.0 * c + 1.0)
 
     def program_runs(self, prog: Any) -> bool:
         on = self.program_on.get(prog.id)

@@ -583,3 +583,31 @@ node { name: "z" op: "Relu" input: "y" attr { key: "T" value { type: DT_FLOAT } 
         stats.record_program(prog, 1.05e-3, 2)      # 1050 us for the MatMul and the Relu
         assert stats.program_cost[prog.id] == pytest.approx(50.0)
         assert prog.runs()
+
+
+def test_kernel_cost_estimate_shrugs_off_one_slow_run_but_follows_a_lasting_change() -> None:
+    """PlanStats.record: the first run sets a kernel's cost; a faster run halves the gap; a
+    slower one moves a fifth of the way, counted at most 4x the average (+1 us), so one
+    preempted run does not turn a cheap kernel expensive, while a kernel that stays slow is
+    followed within a few runs."""
+    g = graph_from_text('''
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "y" op: "Neg" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+''')
+    with Session(g, threads=1) as sess:
+        prog = sess.plan(["y"], ["x"]).program
+        stats, item = prog.stats, prog.kernels[0]
+        stats.cost_us[item.id] = -1.0
+        stats.record(item, 5e-6)
+        assert stats.cost_us[item.id] == pytest.approx(5.0)
+        stats.record(item, 15e-3)                        # one 15 ms hiccup
+        assert stats.cost_us[item.id] == pytest.approx(0.8 * 5 + 0.2 * 21)     # 8.2 us
+        assert stats.cost_us[item.id] < stats.PROGRAM_ENTER_US
+        stats.record(item, 1e-6)
+        assert stats.cost_us[item.id] == pytest.approx((8.2 + 1) / 2)
+        runs = 0
+        while stats.cost_us[item.id] <= stats.PROGRAM_LEAVE_US:   # now 2 ms every run
+            stats.record(item, 2e-3)
+            runs += 1
+        # each run multiplies the estimate by 0.8 + 0.2 * 4 = 1.6 at most (plus the 1 us)
+        assert 6 <= runs <= 10
