@@ -125,7 +125,9 @@ def _run_split(fn: Any, args: tuple, rows: int, flops: float) -> None:
     chunks on dfg's native thread pool (executor/native/pool.c) with up to _threads()
     threads, this one included; raises when a chunk fails (the C code returns -1 when out of
     memory). A share below _MIN_CHUNK_FLOPS is not worth a thread."""
-    k = int(min(_threads(), rows, max(1, flops // _MIN_CHUNK_FLOPS)))
+    k = int(min(rows, max(1, flops // _MIN_CHUNK_FLOPS)))
+    if k > 1:
+        k = min(k, _threads())
     # a few chunks per thread: a thread slowed by other work takes fewer of them
     chunks = min(rows, 4 * k) if k > 1 else 1
     if fn(*args, rows, chunks, k):
