@@ -34,10 +34,16 @@ _HALF = np.dtype(np.float16)
 
 
 def _sigmoid_(y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """sigmoid(y) into ``out`` (default: y itself), exactly as the Sigmoid kernel: with
+    """sigmoid(y) into ``out`` (default: y itself), exactly as the Sigmoid kernel
+    (math._sigmoid): 1/(1+e^-y) in single and double precision; in half precision, with
     e = exp(-|y|) (never overflows), 1/(1+e) for y >= 0 and e/(1+e) below. No masked ufuncs
     (``where=`` branches per element, several times slower than a bitwise select)."""
     out = y if out is None else out
+    if y.dtype.kind == "f" and y.dtype.itemsize >= 4:
+        np.negative(y, out=out)
+        np.exp(out, out=out)
+        np.add(out, 1, out=out)
+        return np.reciprocal(out, out=out)
     neg = y < 0
     e = np.abs(y, out=np.empty_like(y))     # out=: an array even when y is 0-d
     np.negative(e, out=e)
