@@ -3,8 +3,8 @@
 Test coverage is found, not listed by hand. When dfg runs from a source checkout (a ``tests``
 folder next to the package), an op counts as covered by
 
-* ``tests/kernels/test_raw_ops.py`` if a case of its TensorFlow manifest
-  (``tests/data/kernels/raw_ops/manifest.json``) runs it;
+* ``tests/kernels/test_raw_ops.py`` if a case of a TensorFlow manifest
+  (``tests/data/kernels/raw_ops*/manifest.json``) runs it;
 * ``tests/data/<folder>`` if a graph stored there (``.pbtxt``, ``.json`` or ``.pb``, function
   libraries included) has a node of that op: the tests of that folder run those graphs;
 * a test module if it names the op as a string literal (``invoke("Roll", ...)``,
@@ -111,14 +111,14 @@ def test_coverage(ops: set[str], tests: Path | None = None) -> dict[str, list[st
         for n in names & ops:
             found.setdefault(n, set()).add(where)
 
-    manifest = tests / "data" / "kernels" / "raw_ops" / "manifest.json"
-    if manifest.is_file():
+    for manifest in sorted((tests / "data" / "kernels").glob("raw_ops*/manifest.json")):
         cases = json.loads(manifest.read_text())
         credit({c["op"] for c in cases if "op" in c}
                | {o for c in cases for o in c.get("ops", [])}, "tests/kernels/test_raw_ops.py")
     data = tests / "data"
     for path in sorted(data.rglob("*")) if data.is_dir() else []:
-        if path.suffix not in (".pbtxt", ".json", ".pb") or "raw_ops" in path.parts:
+        if path.suffix not in (".pbtxt", ".json", ".pb") or any(
+                part.startswith("raw_ops") for part in path.parts):
             continue
         raw = path.read_bytes()
         if path.suffix == ".pb":

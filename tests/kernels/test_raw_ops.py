@@ -23,21 +23,28 @@ from dfg.executor import Session
 from dfg.executor.kernels.registry import invoke
 from dfg.graphdef import errors, load_graph
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "kernels" / "raw_ops"
+KERNELS = Path(__file__).resolve().parent.parent / "data" / "kernels"
+# raw_ops/ and one raw_ops_<family>/ per later kernel family, each with its own generator
+DIRS = tuple(sorted(d for d in KERNELS.glob("raw_ops*") if (d / "manifest.json").is_file()))
 
 
 @cache
 def manifest() -> list[dict]:
-    return json.loads((DATA / "manifest.json").read_text())
+    """Every case of every folder; ``_dir`` says which folder's arrays and graphs it uses."""
+    out = []
+    for d in DIRS:
+        for c in json.loads((d / "manifest.json").read_text()):
+            out.append({**c, "_dir": d.name})
+    return out
 
 
 @cache
-def arrays() -> Any:
-    return np.load(DATA / "arrays.npz", allow_pickle=False)
+def arrays(folder: str) -> Any:
+    return np.load(KERNELS / folder / "arrays.npz", allow_pickle=False)
 
 
-def arr(key: str) -> np.ndarray:
-    a = arrays()[key]
+def arr(key: str, folder: str = "raw_ops") -> np.ndarray:
+    a = arrays(folder)[key]
     if a.dtype.kind == "S":  # dfg's strings are object arrays of bytes
         out = np.empty(a.shape, dtype=object)
         out.reshape(-1)[:] = [bytes(x) for x in a.reshape(-1)]
@@ -83,7 +90,8 @@ def graph_cases() -> list[tuple[str, dict]]:
 
 @pytest.mark.parametrize("case", [c for _, c in eager_cases()], ids=[i for i, _ in eager_cases()])
 def test_eager_case(case: dict) -> None:
-    inputs = [[arr(k) for k in x] if isinstance(x, list) else arr(x) for x in case["inputs"]]
+    d = case["_dir"]
+    inputs = [[arr(k, d) for k in x] if isinstance(x, list) else arr(x, d) for x in case["inputs"]]
     flat: list = []
     for x in inputs:
         flat.extend(x if isinstance(x, list) else [x])
@@ -105,25 +113,26 @@ def test_eager_case(case: dict) -> None:
         if isinstance(k, dict):  # TF leaves the values unspecified: dtype and shape only
             assert (g.dtype.name, list(g.shape)) == (k["dtype"], k["shape"]), what
         elif i in case.get("signs", ()):  # defined up to each column's sign
-            compare(np.abs(g), np.abs(arr(k)), case.get("tol"), what)
+            compare(np.abs(g), np.abs(arr(k, d)), case.get("tol"), what)
         else:
-            compare(g, arr(k), case.get("tol"), what)
+            compare(g, arr(k, d), case.get("tol"), what)
 
 
 @pytest.mark.parametrize("case", [c for _, c in graph_cases()], ids=[i for i, _ in graph_cases()])
 def test_graph_case(case: dict) -> None:
-    sess = Session(load_graph(str(DATA / case["graph"])))
+    d = case["_dir"]
+    sess = Session(load_graph(str(KERNELS / d / case["graph"])))
     try:
         for n, step in enumerate(case["steps"]):
             targets = [t.split(":")[0] for t in step["targets"]]
-            feeds = {t: str(DATA / f) for t, f in step.get("files", {}).items()}
+            feeds = {t: str(KERNELS / d / f) for t, f in step.get("files", {}).items()}
             if "error" in step:
                 with pytest.raises(errors.OpError) as info:
                     sess.run(step["fetches"], feeds, targets=targets)
                 assert type(info.value).__name__ == step["error"], n
                 continue
             got = sess.run(step["fetches"], feeds, targets=targets)
-            want = [arr(k) for k in step["outputs"]]
+            want = [arr(k, d) for k in step["outputs"]]
             if "sort" in step:  # TF's order is unspecified (a hash map's): sort both by one
                 got = [g[np.argsort(got[step["sort"]], kind="stable")] for g in got]
                 want = [w[np.argsort(want[step["sort"]], kind="stable")] for w in want]
