@@ -40,6 +40,7 @@ FAMILIES = (
     "basic", "control_flow", "state", "math", "array", "reduction", "nn", "grad",
     "tensor_array", "image", "random", "string", "tensor_list", "io",
     "losses", "training", "linalg", "lookup", "segment", "sparse", "detection", "fused",
+    "spectral", "special", "ragged", "parsing", "formats", "quantization", "rnn",
 )
 
 CPU = "CPU"

@@ -1,0 +1,5 @@
+"""Parsing serialized data: tf.Example / SequenceExample protos, CSV, raw bytes, serialized
+tensors, JSON examples.
+"""
+
+from __future__ import annotations
