@@ -22,6 +22,10 @@ control edges naming it keep working):
   ``Merge`` of the two pivots gated on each branch's completion.
 * ``Case``: a chain of the ``If`` shape, ``branch_index == k`` at level k, so an index out of
   range runs the last branch, as TensorFlow does.
+* ``_SwitchN`` (what TensorFlow's own lowering makes of a ``Case``; frozen TF2 graphs hold
+  it): ``N = Identity(data, ^N's control inputs)`` and one ``Switch`` of ``N`` per output,
+  on ``index == j`` (the last output: index out of ``[0, n-1)``, TensorFlow's rule), and
+  readers of ``N:j`` read that ``Switch``'s live side instead.
 * ``While``: frame named after ``N``, one Enter/Merge/Switch/Exit per loop variable,
   ``N/cond`` and ``N/body`` inlined as calls inside the frame, ``NextIteration`` of each body
   result, ``N = IdentityN(exits)``. A body's control outputs gate its results, so one
@@ -62,10 +66,15 @@ NODE_ATTR = "_dfg_node"
 MAX_NODES = 5_000_000
 
 
+SWITCH_N = "_SwitchN"
+
+
 def needs_lowering(graph_def: Any) -> bool:
-    """True when a top-level node is functional (a call, If, Case or While)."""
+    """True when a top-level node is functional (a call, If, Case or While) or a
+    ``_SwitchN``."""
     names = {f.signature.name for f in graph_def.library.function}
-    return any(nd.op in FUNCTIONAL_OPS or nd.op in names for nd in graph_def.node)
+    return any(nd.op in FUNCTIONAL_OPS or nd.op in names or nd.op == SWITCH_N
+               for nd in graph_def.node)
 
 
 def lower_functional(graph_def: Any, keep_library: bool = False) -> Any:
@@ -163,6 +172,10 @@ class _Lowering:
             elif nd.op in WHILE_OPS:
                 self.lower_while(nd)
             i += 1
+        # after inlining, so a body's _SwitchN and its readers are all in the graph
+        switch_n = [nd for nd in self.out.node if nd.op == SWITCH_N]
+        if switch_n:
+            self.lower_switch_n(switch_n)
 
     def _replace(self, nd: Any, op: str, inputs: list[str], **attrs: Any) -> None:
         """Rewrite ``nd`` in place (same name) as ``op`` reading ``inputs``."""
@@ -366,6 +379,46 @@ class _Lowering:
                              then_fn, else_fn, out_types, out_node=out_node)
 
         level(0, nd.name, idx, args, ctrl, out_node=nd)
+
+    def lower_switch_n(self, nodes: list[Any]) -> None:
+        renamed: dict[str, str] = {}   # "N:j" -> the tensor that now carries output j
+        switches: set[str] = set()     # they read N itself
+        for nd in nodes:
+            data, ctrl = self._split_inputs(nd)
+            if len(data) != 2:
+                raise InvalidArgumentError(f"_SwitchN needs 2 inputs (data, output_index), "
+                                           f"found {len(data)}", node=nd.name, op=nd.op)
+            n = int(nd.attr["num_outs"].i)
+            t = nd.attr["T"].type
+            value, idx = data
+            name = nd.name
+            self._replace(nd, "Identity", [value] + ctrl, T=t)
+            # the index's own frame and deadness: every new node hangs off it
+            anchor = self.add(name + "/index", "Identity", [idx, "^" + name], T=D.DT_INT32)
+            for j in range(n):
+                if j < n - 1:
+                    k = self.add(f"{name}/k{j}", "Const", ["^" + anchor], dtype=D.DT_INT32,
+                                 value=("int32", j))
+                    pred = self.add(f"{name}/pred{j}", "Equal", [anchor, k], T=D.DT_INT32)
+                    live = 1
+                else:  # in range of the first n-1 outputs: the last output is dead
+                    lo = self.add(f"{name}/k0_", "Const", ["^" + anchor], dtype=D.DT_INT32,
+                                  value=("int32", 0))
+                    hi = self.add(f"{name}/kn_", "Const", ["^" + anchor], dtype=D.DT_INT32,
+                                  value=("int32", n - 1))
+                    ge = self.add(f"{name}/ge", "GreaterEqual", [anchor, lo], T=D.DT_INT32)
+                    lt = self.add(f"{name}/lt", "Less", [anchor, hi], T=D.DT_INT32)
+                    pred = self.add(f"{name}/in_range", "LogicalAnd", [ge, lt])
+                    live = 0
+                sw = self.add(f"{name}/switch{j}", "Switch", [name, pred], T=t)
+                switches.add(sw)
+                renamed[f"{name}:{j}"] = f"{sw}:{live}" if live else sw
+            renamed[name] = renamed[f"{name}:0"]
+        for nd in self.out.node:
+            for i, s in enumerate(nd.input):
+                r = renamed.get(s)
+                if r is not None and nd.name not in switches:
+                    nd.input[i] = r
 
     # --- loops ------------------------------------------------------------------------------
     def lower_while(self, nd: Any) -> None:

@@ -722,6 +722,36 @@ def keras_case(kind: str, lowered: bool) -> dict[str, Any]:
                step({inp: f32(rng.normal(size=(2, 5, 3)))}, [out])])
 
 
+@case
+def frozen_switch_case() -> dict[str, Any]:
+    from tensorflow.python.framework.convert_to_constants import (
+        convert_variables_to_constants_v2,
+    )
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.int32, name="i"),
+                                  tf.TensorSpec([3], tf.float32, name="x")])
+    def fn(i, x):
+        r = tf.switch_case(i, [lambda: x + 1.0, lambda: x * x, lambda: -x, lambda: x / 2.0])
+        return tf.reduce_sum(r) * tf.cast(i, tf.float32)
+
+    # TensorFlow's own lowering turns the Case into a _SwitchN per branch input
+    frozen = convert_variables_to_constants_v2(fn.get_concrete_function(),
+                                               lower_control_flow=True)
+    gd = frozen.graph.as_graph_def()
+    assert "_SwitchN" in {n.op for n in gd.node}
+    i_name, x_name = (t.name for t in frozen.inputs)
+    out = frozen.outputs[0].name
+    x = f32([1.5, -2.0, 4.0])
+    return dict(
+        description="A tf.function with a 4-branch tf.switch_case frozen with "
+                    "convert_variables_to_constants_v2(lower_control_flow=True): TensorFlow's "
+                    "lowering writes _SwitchN nodes. Each index, and out-of-range 9 and -2 "
+                    "(the last branch).",
+        features=["case", "frozen", "lowered", "multi-step"],
+        graph=gd,
+        steps=[step({i_name: i32(k), x_name: x}, [out]) for k in (0, 1, 2, 3, 9, -2)])
+
+
 for _kind in ("lstm", "gru", "simple_rnn", "bidirectional_lstm"):
     for _lowered in (False, True):
         CASES[f"tf2_keras_{_kind}" + ("_lowered" if _lowered else "")] = (
