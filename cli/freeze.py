@@ -31,9 +31,14 @@ def freeze(saved_model: str, signature: str | None, tags: str | None, output: st
     (KEY:0; KEY_1:0 if a node already has that name). The names are printed after writing:
     on standard output, or on standard error when the graph goes there (-o -, the default).
 
+    A signature that reads lookup tables keeps their initializers (asset files by their path
+    in DIR/assets) under one NoOp, init_all_tables: run it first, as a TF1 user runs
+    tables_initializer (dfg run frozen.pb --init init_all_tables ...).
+
     \b
     JSON (--json, stable): {"signature", "inputs": {key: {name, dtype, shape}},
-    "outputs": {key: {name, dtype, shape, source}}, "variables", "constant_bytes", "nodes"}.
+    "outputs": {key: {name, dtype, shape, source}}, "variables", "constant_bytes", "nodes",
+    and "init" (the NoOp to run first) when the graph reads tables}.
 
     \b
     Example:
@@ -60,4 +65,7 @@ def freeze(saved_model: str, signature: str | None, tags: str | None, output: st
     for key, spec in info["outputs"].items():
         lines.append(f"  fetch {printable(spec['name']):<32} output {printable(key)} "
                      f"({spec['dtype']})")
+    if info.get("init"):
+        lines.append(f"  init  {printable(info['init']):<32} run it first (--init): it fills "
+                     "the lookup tables")
     stream.write("\n".join(lines) + "\n")

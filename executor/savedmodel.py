@@ -7,7 +7,9 @@
 Loading builds one Session on the MetaGraphDef's GraphDef (calls are inlined by the Session),
 then runs the SaverDef's restore op with its filename tensor fed the ``variables/variables``
 prefix (the restore function's RestoreV2 reads the bundle, its AssignVariableOps fill the
-variables), then the ``__saved_model_init_op`` if there is one. A signature is then one
+variables), then the init op (``__saved_model_init_op``, a TF1 model's main op, or else its
+table and local variable initializers, as TensorFlow 2's loader does) with the asset
+placeholders fed the files under ``assets/``. A signature is then one
 ``Session.run`` fetching its outputs' tensors and feeding its inputs' tensors, by key.
 """
 
@@ -81,9 +83,11 @@ def restore(session: Session, saved_model: SavedModelDir) -> None:
                                                                          dtype=object)},
                     targets=[saver.restore_op_name.split(":")[0]])
     restore_captured_variables(session, saved_model)
-    init = saved_model.init_op
-    if init is not None:
-        session.run([], targets=[init])
+    targets = saved_model.init_targets()
+    if targets:
+        assets = {name: np.array(path.encode(), dtype=object)
+                  for name, path in saved_model.asset_feeds().items()}
+        session.run([], feed_dict=assets, targets=targets)
 
 
 def restore_captured_variables(session: Session, saved_model: SavedModelDir) -> int:
@@ -164,12 +168,16 @@ def _outputs_of(op: str, in_slot: int) -> list[int]:
     return [0] if in_slot == 0 else []
 
 
-def inline_variables(graph_def: Any, values: dict[str, np.ndarray]) -> Any:
+def inline_variables(graph_def: Any, values: dict[str, np.ndarray],
+                     droppable: frozenset[str] | set[str] = frozenset()) -> Any:
     """A copy of ``graph_def`` where each ``VarHandleOp`` named in ``values`` is a ``Const`` of
     its value, the handle-passing nodes downstream (Identity, Enter, Switch, Merge, ...) carry
     the value's dtype instead of ``resource``, and each ``ReadVariableOp`` of it is an
-    ``Identity`` (TensorFlow's convert_variables_to_constants_v2 does the same rewrite).
-    Any other use of such a handle (an assignment, a gather) is an UnimplementedError."""
+    ``Identity``, each ``ResourceGather``/``ResourceGatherNd`` a ``GatherV2``/``GatherNd``
+    of it (TensorFlow's convert_variables_to_constants_v2 does the same rewrites). Any other
+    use of such a handle is an UnimplementedError, except that an assignment named in
+    ``droppable`` (one only the init op runs: the value it writes is already the constant)
+    becomes a ``NoOp`` with the same inputs as control inputs."""
     from dfg.graphdef import dtypes as D
     from dfg.graphdef.errors import UnimplementedError
     from dfg.graphdef.graph import CONTROL_SLOT, parse_input
@@ -215,6 +223,18 @@ def inline_variables(graph_def: Any, values: dict[str, np.ndarray]) -> Any:
                 del nd.attr["dtype"]
                 nd.attr["T"].type = dt
                 continue
+            if nd.name in droppable and nd.op in _ASSIGNS:
+                nd.op = "NoOp"
+                ins = [x if x.startswith("^") else "^" + parse_input(x)[0] for x in nd.input]
+                del nd.input[:]
+                nd.input.extend(dict.fromkeys(ins))
+                for a in list(nd.attr):
+                    if not a.startswith("_"):
+                        del nd.attr[a]
+                continue
+            if nd.op in _GATHERS and i == 0:
+                _gather_of_value(out, nd, dt)
+                continue
             if nd.op not in _PASS_THROUGH:
                 raise UnimplementedError(
                     "uses a variable in a way freezing cannot turn into a constant (only "
@@ -230,6 +250,34 @@ def inline_variables(graph_def: Any, values: dict[str, np.ndarray]) -> Any:
     return out
 
 
+_GATHERS = {"ResourceGather": "GatherV2", "ResourceGatherNd": "GatherNd"}
+_ASSIGNS = {"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"}
+
+
+def _gather_of_value(graph_def: Any, nd: Any, dt: int) -> None:
+    """Rewrite a ResourceGather(Nd) of a frozen variable in place as GatherV2 (GatherNd)."""
+    from dfg.graphdef.graph import parse_input
+    from dfg.graphdef.tensors import from_numpy
+
+    batch_dims = nd.attr["batch_dims"].i if "batch_dims" in nd.attr else 0
+    tindices = nd.attr["Tindices"].type
+    for a in list(nd.attr):
+        if not a.startswith("_"):
+            del nd.attr[a]
+    nd.attr["Tparams"].type = dt
+    nd.attr["Tindices"].type = tindices
+    if nd.op == "ResourceGather":
+        # the axis lives where the handle does (same frame, same deadness)
+        src = parse_input(nd.input[0])[0]
+        axis = graph_def.node.add(name=f"{nd.name}/axis", op="Const", input=["^" + src])
+        axis.attr["dtype"].type = 3  # DT_INT32
+        from_numpy(np.asarray(0, np.int32), 3, axis.attr["value"].tensor)
+        nd.input.insert(2, axis.name)
+        nd.attr["Taxis"].type = 3
+        nd.attr["batch_dims"].i = batch_dims
+    nd.op = _GATHERS[nd.op]
+
+
 def freeze(model: LoadedModel, signature: str | None = None) -> tuple[Any, dict[str, Any]]:
     """A self-contained GraphDef computing ``signature``: calls inlined and functional control
     flow lowered (as the Session runs it), pruned to the signature's outputs, variables turned
@@ -243,8 +291,19 @@ def freeze(model: LoadedModel, signature: str | None = None) -> tuple[Any, dict[
 
     sig = model.signature(signature)
     lowered = model.session.graph          # calls inlined, If/While lowered
-    pruned = prune(lowered, [s.name for s in sig.outputs.values()],
-                   [s.name for s in sig.inputs.values()])
+    fetches = [s.name for s in sig.outputs.values()]
+    feeds = [s.name for s in sig.inputs.values()]
+    # Lookup tables are filled by the init op, not by a variable: a signature reading one
+    # keeps the initializers, gathered under one NoOp the frozen graph's user runs first
+    # (as a TF1 user runs tables_initializer), with asset paths as Consts.
+    init_targets: list[str] = []
+    needed = prune(lowered, fetches, feeds)
+    if _reads_tables(needed):
+        init_targets = model.saved_model.init_targets()
+    pruned = prune(lowered, fetches, feeds, targets=init_targets) if init_targets else needed
+    init_only = {nd.name for nd in pruned.node} - {nd.name for nd in needed.node}
+    if init_targets:
+        _assets_as_consts(pruned, model.saved_model.asset_feeds())
     values: dict[str, np.ndarray] = {}
     for nd in pruned.node:
         if nd.op != "VarHandleOp":
@@ -255,7 +314,7 @@ def freeze(model: LoadedModel, signature: str | None = None) -> tuple[Any, dict[
             raise FailedPreconditionError("variable has no value after restoring the "
                                           "checkpoint", node=nd.name, op=nd.op)
         values[nd.name] = var.value
-    frozen = inline_variables(pruned, values)
+    frozen = inline_variables(pruned, values, droppable=init_only)
     frozen.ClearField("library")
     taken = {nd.name for nd in frozen.node}
     outputs = {}
@@ -270,6 +329,13 @@ def freeze(model: LoadedModel, signature: str | None = None) -> tuple[Any, dict[
         nd.input.append(spec.name[:-2] if spec.name.endswith(":0") else spec.name)
         nd.attr["T"].type = spec.dtype
         outputs[key] = {**spec.as_dict(), "name": f"{name}:0", "source": spec.name}
+    init = None
+    if init_targets:
+        init = "init_all_tables"
+        while init in taken:
+            init += "_"
+        nd = frozen.node.add(name=init, op="NoOp")
+        nd.input.extend("^" + t for t in init_targets)
     info = {"signature": sig.key,
             "inputs": {k: s.as_dict() for k, s in sig.inputs.items()},
             "outputs": outputs,
@@ -277,4 +343,32 @@ def freeze(model: LoadedModel, signature: str | None = None) -> tuple[Any, dict[
             "constant_bytes": int(sum(np.asarray(v).nbytes for v in values.values()
                                       if np.asarray(v).dtype != object)),
             "nodes": len(frozen.node)}
+    if init is not None:
+        info["init"] = init
     return frozen, info
+
+
+_TABLE_OPS = {"HashTableV2", "HashTable", "MutableHashTableV2", "MutableHashTable",
+              "MutableHashTableOfTensorsV2", "MutableDenseHashTableV2"}
+
+
+def _reads_tables(graph_def: Any) -> bool:
+    return any(nd.op in _TABLE_OPS for nd in graph_def.node)
+
+
+def _assets_as_consts(graph_def: Any, assets: dict[str, str]) -> None:
+    """Each asset Placeholder becomes a Const string of its file's path."""
+    from dfg.graphdef import dtypes as D
+    from dfg.graphdef.tensors import from_numpy
+
+    names = {n.split(":")[0]: path for n, path in assets.items()}
+    for nd in graph_def.node:
+        path = names.get(nd.name)
+        if path is None or nd.op != "Placeholder":
+            continue
+        nd.op = "Const"
+        for a in list(nd.attr):
+            del nd.attr[a]
+        nd.attr["dtype"].type = D.DT_STRING
+        from_numpy(np.array(path.encode(), dtype=object), D.DT_STRING,
+                   nd.attr["value"].tensor)

@@ -30,6 +30,12 @@ from .tensors import format_shape, shape_from_proto
 SAVED_MODEL_PB = "saved_model.pb"
 SAVED_MODEL_PBTXT = "saved_model.pbtxt"
 INIT_OP_SIGNATURE_KEY = "__saved_model_init_op"
+# TF1 SavedModels' collections (tensorflow/python/saved_model/constants.py, ops.GraphKeys)
+MAIN_OP_KEY = "saved_model_main_op"
+LEGACY_INIT_OP_KEY = "legacy_init_op"
+ASSETS_KEY = "saved_model_assets"
+TABLE_INITIALIZERS_KEY = "table_initializer"
+LOCAL_VARIABLES_KEY = "local_variables"
 DEFAULT_TAGS = ("serve",)
 DEFAULT_SIGNATURE = "serving_default"
 
@@ -225,11 +231,57 @@ class SavedModelDir:
 
     @property
     def init_op(self) -> str | None:
-        """The node the loader runs after restoring (``__saved_model_init_op``), if any."""
+        """The node the loader runs after restoring, if any: the ``__saved_model_init_op``
+        signature, else a TF1 model's ``saved_model_main_op`` or ``legacy_init_op``
+        collection (TensorFlow's ``loader_impl.get_init_op``)."""
         sd = self.meta_graph.signature_def.get(INIT_OP_SIGNATURE_KEY)
-        if sd is None or INIT_OP_SIGNATURE_KEY not in sd.outputs:
-            return None
-        return sd.outputs[INIT_OP_SIGNATURE_KEY].name.split(":")[0] or None
+        if sd is not None and INIT_OP_SIGNATURE_KEY in sd.outputs:
+            name = sd.outputs[INIT_OP_SIGNATURE_KEY].name.split(":")[0]
+            if name:
+                return name
+        for key in (MAIN_OP_KEY, LEGACY_INIT_OP_KEY):
+            col = self.meta_graph.collection_def.get(key)
+            if col is not None and col.node_list.value:
+                return col.node_list.value[0].split(":")[0]
+        return None
+
+    def init_targets(self) -> list[str]:
+        """What to run after restoring: the init op, or else what TensorFlow 2's loader of
+        TF1 models runs instead (``Scaffold.default_local_init_op``): every table
+        initializer and local variable initializer the graph lists in its collections."""
+        init = self.init_op
+        if init is not None:
+            return [init]
+        from dfg.schemas import variable_pb2
+
+        out: list[str] = []
+        cols = self.meta_graph.collection_def
+        if TABLE_INITIALIZERS_KEY in cols:
+            out += [n.split(":")[0] for n in cols[TABLE_INITIALIZERS_KEY].node_list.value]
+        if LOCAL_VARIABLES_KEY in cols:
+            for raw in cols[LOCAL_VARIABLES_KEY].bytes_list.value:
+                vd = variable_pb2.VariableDef()
+                vd.ParseFromString(raw)
+                if vd.initializer_name:
+                    out.append(vd.initializer_name.split(":")[0])
+        known = {nd.name for nd in self.graph_def.node}
+        return [n for n in dict.fromkeys(out) if n in known]
+
+    def asset_feeds(self) -> dict[str, str]:
+        """Asset tensor name -> the asset file's path under ``assets/`` (the loader feeds
+        them when it runs the init op), from ``asset_file_def`` or, in older TF1 models,
+        the ``saved_model_assets`` collection."""
+        from dfg.schemas import meta_graph_pb2
+
+        protos = list(self.meta_graph.asset_file_def)
+        col = self.meta_graph.collection_def.get(ASSETS_KEY)
+        if not protos and col is not None:
+            for any_ in col.any_list.value:
+                a = meta_graph_pb2.AssetFileDef()
+                any_.Unpack(a)
+                protos.append(a)
+        return {a.tensor_info.name: str(self.directory / "assets" / a.filename)
+                for a in protos if a.tensor_info.name}
 
     # --- variables ------------------------------------------------------------------------
     @property

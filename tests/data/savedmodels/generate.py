@@ -341,7 +341,126 @@ def zoo_module(rng) -> None:
     })
 
 
-BUILDERS = (mlp, cnn, lstm, module, zoo_mobilenet_v2, zoo_resnet, zoo_text_lstm, zoo_module)
+# --- what loaders must do beyond restoring variables: tables, assets, TF1 init ops -------------
+
+def _tf1_io(name: str, feeds: dict) -> None:
+    """TensorFlow 2's loader (tf.saved_model.load) on a TF1 SavedModel: its outputs."""
+    loaded = tf.saved_model.load(str(HERE / name))
+    fn = loaded.signatures["serving_default"]
+    _save_io(name, "serving_default", feeds, fn(**{k: tf.constant(v) for k, v in feeds.items()}))
+
+
+def tf1_tables(rng) -> None:
+    """simple_save of a TF1 graph with a while_loop/cond, a get_variable and a
+    KeyValueTensorInitializer table but no main op: TF2's loader runs the table
+    initializers itself (TF1's loader would fail)."""
+    name = "tf1_tables"
+    _fresh(HERE / name)
+    _fresh(HERE / f"{name}_io")
+    v1 = tf.compat.v1
+    g = tf.Graph()
+    with g.as_default():
+        x = v1.placeholder(tf.float32, [None, 3], name="x")
+        n = v1.placeholder(tf.int32, [], name="n")
+        s = v1.placeholder(tf.string, [None], name="s")
+        w = v1.get_variable("w", initializer=tf.constant(
+            rng.standard_normal((3, 2)).astype(np.float32)))
+        y = tf.matmul(x, w)
+
+        def body(i, acc):
+            return i + 1, v1.cond(i % 2 > 0, lambda: acc * 1.1, lambda: acc + 1.0)
+
+        _, loop = v1.while_loop(lambda i, acc: i < n, body, [tf.constant(0), y])
+        table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(["a", "b"], [5, 6]), -1)
+        ids = table.lookup(s)
+        with v1.Session(graph=g) as sess:
+            sess.run([v1.global_variables_initializer(), v1.tables_initializer()])
+            v1.saved_model.simple_save(sess, str(HERE / name), inputs={"x": x, "n": n, "s": s},
+                                       outputs={"y": y, "loop": loop, "ids": ids})
+    _tf1_io(name, {"x": rng.standard_normal((4, 3)).astype(np.float32), "n": np.int32(5),
+                   "s": np.array([b"a", b"zz", b"b"])})
+
+
+def tf1_assets(rng) -> None:
+    """A TF1 SavedModel from Builder with a vocabulary file asset, a text-file table and a
+    main op (tables_initializer) fed the asset's path; the signature also bumps a variable."""
+    name = "tf1_assets"
+    _fresh(HERE / name)
+    _fresh(HERE / f"{name}_io")
+    v1 = tf.compat.v1
+    tmp = HERE / "colors.txt"
+    tmp.write_text("red\ngreen\nblue\n")
+    try:
+        g = tf.Graph()
+        with g.as_default():
+            s = v1.placeholder(tf.string, [None], name="s")
+            init = tf.lookup.TextFileInitializer(
+                str(tmp), tf.string, tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64,
+                tf.lookup.TextFileIndex.LINE_NUMBER)
+            ids = tf.lookup.StaticVocabularyTable(init, num_oov_buckets=2).lookup(s)
+            c = v1.get_variable("c", initializer=tf.constant(3.0))
+            with tf.control_dependencies([v1.assign_add(c, 1.0)]):
+                out = tf.cast(ids, tf.float32) * c
+            with v1.Session(graph=g) as sess:
+                sess.run([v1.global_variables_initializer(), v1.tables_initializer()])
+                b = v1.saved_model.Builder(str(HERE / name))
+                b.add_meta_graph_and_variables(
+                    sess, ["serve"], signature_def_map={
+                        "serving_default": v1.saved_model.predict_signature_def(
+                            {"s": s}, {"out": out, "ids": ids})},
+                    main_op=v1.tables_initializer(),
+                    assets_collection=v1.get_collection(v1.GraphKeys.ASSET_FILEPATHS))
+                b.save()
+    finally:
+        tmp.unlink()
+    _tf1_io(name, {"s": np.array([b"blue", b"pink", b"red"])})
+
+
+def vocab_lookup(rng) -> None:
+    """TF2: a Keras StringLookup on a vocabulary file (an asset read by the table's
+    initializer function) and an embedding_lookup_sparse of a SparseTensor input (signature
+    inputs indices/values/dense_shape; a ResourceGather, which freezing turns into a
+    GatherV2)."""
+    import keras
+
+    name = "vocab_lookup"
+    _fresh(HERE / name)
+    _fresh(HERE / f"{name}_io")
+    tmp = HERE / "words.txt"
+    tmp.write_text("alpha\nbeta\ngamma\n")
+    try:
+        class Lookup(tf.Module):
+            def __init__(self):
+                self.lookup = keras.layers.StringLookup(vocabulary=str(tmp),
+                                                        output_mode="one_hot")
+                self.emb = tf.Variable(rng.standard_normal((10, 3)).astype(np.float32))
+
+            @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="words")])
+            def words(self, words):
+                return {"one_hot": self.lookup(words)}
+
+            @tf.function(input_signature=[tf.SparseTensorSpec([None, 4], tf.int64)])
+            def embed(self, sp):
+                return {"mean": tf.nn.embedding_lookup_sparse(self.emb, sp, None,
+                                                              combiner="mean"),
+                        "dense": tf.sparse.to_dense(sp)}
+
+        m = Lookup()
+        tf.saved_model.save(m, str(HERE / name), signatures={
+            "serving_default": m.words, "embed": m.embed.get_concrete_function()})
+    finally:
+        tmp.unlink()
+    _dump_signatures(name, {
+        "serving_default": {"words": np.array([b"beta", b"zeta", b"alpha"])},
+        "embed": {"sp": np.array([[0, 0], [0, 2], [2, 1]], np.int64),
+                  "sp_1": np.array([3, 7, 1], np.int64),
+                  "sp_2": np.array([3, 4], np.int64)},
+    })
+
+
+BUILDERS = (mlp, cnn, lstm, module, zoo_mobilenet_v2, zoo_resnet, zoo_text_lstm, zoo_module,
+            tf1_tables, tf1_assets, vocab_lookup)
 
 
 def main() -> int:
@@ -353,7 +472,9 @@ def main() -> int:
         if only and build.__name__ not in only:
             continue
         # one generator per model, so building one model alone gives the same data
-        build(np.random.default_rng(0) if build.__name__.startswith("zoo_") else RNG)
+        fresh = build.__name__.startswith("zoo_") or build in (tf1_tables, tf1_assets,
+                                                                 vocab_lookup)
+        build(np.random.default_rng(0) if fresh else RNG)
         print("wrote", build.__name__)
     return 0
 
