@@ -221,10 +221,19 @@ def stdout_to(output: str) -> Iterator[None]:
 
 # --- loading and printing ------------------------------------------------------------------
 
-def load(graph: str):
-    """Load GRAPH ('-' for stdin) into a Graph view; errors surface as one line, exit 2."""
+def load(graph: str, saved_model_ok: bool = False):
+    """Load GRAPH ('-' for stdin) into a Graph view; errors surface as one line, exit 2.
+    ``saved_model_ok``: a SavedModel directory (or its saved_model.pb) gives the GraphDef of
+    its default MetaGraphDef (tags 'serve', or the only one), function library included."""
     from dfg.graphdef.io import load_graph
 
+    if saved_model_ok:
+        from dfg.graphdef.savedmodel import SavedModelDir, is_saved_model
+
+        if is_saved_model(graph):
+            from dfg.graphdef.graph import Graph
+
+            return Graph(SavedModelDir(graph).graph_def)
     return load_graph(graph)
 
 

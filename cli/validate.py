@@ -24,9 +24,10 @@ def validate(graphs: tuple[str, ...], as_json: bool, strict: bool) -> None:
     function's signature (PartitionedCall Tin/Tout, If/Case branches, While cond/body),
     and recursion and duplicate names are errors. A polymorphic function (attrs like $T)
     is checked once per binding its callers give, or leniently (its unbound types not
-    compared) when no caller binds it. Exit status: 0 no errors (warnings allowed unless
-    --strict), 1 some graph has errors, 2 some file cannot be read (readable files are
-    still reported).
+    compared) when no caller binds it. A SavedModel directory is checked as the GraphDef of
+    its MetaGraphDef (tags 'serve'), functions included. Exit status: 0 no errors (warnings
+    allowed unless --strict), 1 some graph has errors, 2 some file cannot be read (readable
+    files are still reported).
 
     \b
     Codes (severity):
@@ -129,7 +130,7 @@ def _check(path: str) -> tuple[int, list[Any]]:
     from dfg.graphdef.validate import validate as run_checks
 
     with gc_paused():
-        graph = load(path)
+        graph = load(path, saved_model_ok=True)
         diags = run_checks(graph)
         nodes = len(graph.nodes)
         del graph

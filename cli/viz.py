@@ -82,7 +82,8 @@ def viz(graph: str, output: str, fmt: str | None, fetches: tuple[str, ...],
     are dashed; while-loop frames are nested clusters; Switch outputs are marked T/F.
     Name scopes collapse into boxes with a node count (edges between boxes merged), so big
     graphs stay readable; --expand opens chosen scopes. Constants appear as small
-    annotations on their consumers. The DOT text is deterministic.
+    annotations on their consumers. The DOT text is deterministic. GRAPH may be a
+    SavedModel directory: its MetaGraphDef's graph (tags 'serve') is drawn.
 
     Function libraries (TensorFlow 2): a node that runs functions (While/If/Case cond,
     body and branches, PartitionedCall's f, an op naming a function) is a double-bordered
@@ -110,7 +111,7 @@ def viz(graph: str, output: str, fmt: str | None, fetches: tuple[str, ...],
     if fmt != "dot":
         V.find_dot()  # fail before the work, with the install hint
     refuse_binary_tty(output, fmt)
-    g = load(graph)
+    g = load(graph, saved_model_ok=True)
     budget = max_boxes or V.DEFAULT_MAX_BOXES
     view = V.build_view(g, collapse=collapse, expand=expand, show_consts=not no_consts,
                         max_boxes=budget)

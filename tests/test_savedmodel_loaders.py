@@ -95,3 +95,21 @@ def test_tf1_main_op_ran_once_with_the_asset_fed() -> None:
         first = m.run("serving_default", {"s": np.array([b"green"], dtype=object)})
         second = m.run("serving_default", {"s": np.array([b"green"], dtype=object)})
     assert first["out"].tolist() == [4.0] and second["out"].tolist() == [5.0]
+
+
+def test_validate_and_viz_read_a_saved_model_directory(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from dfg.cli.main import cli
+
+    r = CliRunner().invoke(cli, ["validate", str(DATA / "tf1_tables"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert '"valid": true' in r.output
+    out = tmp_path / "g.dot"
+    r = CliRunner().invoke(cli, ["viz", str(DATA / "vocab_lookup"), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert out.read_text().startswith("// dfg viz")
+    # commands that write a graph still point at freeze: a SavedModel's graph alone cannot
+    # restore its variables
+    r = CliRunner().invoke(cli, ["prune", str(DATA / "tf1_tables"), "--fetch", "x"])
+    assert r.exit_code == 2 and "dfg freeze" in r.output
