@@ -496,6 +496,33 @@ for _op in ("Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "DivNoNan", "FloorDi
 ESTIMATORS["SelectV2"] = _broadcast3
 
 
+@register("Complex")
+def complex_(k: Any, args: list) -> int:
+    a, b = args[0], args[1]
+    if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+        return 0
+    return _bcast(a.shape, b.shape) * 2 * max(a.dtype.itemsize, 1)
+
+
+@register("FFTND", "IFFTND", "RFFTND", "IRFFTND")
+def fft_nd(k: Any, args: list) -> int:
+    # zero-padding to fft_length can make the output much larger than the input
+    x, n = args[0], _ints(args[1])
+    if not isinstance(x, np.ndarray) or not n or len(n) > x.ndim:
+        return 0
+    return _prod(x.shape[:x.ndim - len(n)]) * _prod(n) * _out_itemsize(k)
+
+
+@register("AudioSpectrogram")
+def audio_spectrogram(k: Any, args: list) -> int:
+    x = args[0]
+    window, stride = int(k.attrs.get("window_size", 0)), int(k.attrs.get("stride", 0))
+    if not isinstance(x, np.ndarray) or x.ndim != 2 or window < 2 or stride < 1:
+        return 0
+    frames = 0 if x.shape[0] < window else 1 + (x.shape[0] - window) // stride
+    return x.shape[1] * frames * ((1 << (window - 1).bit_length()) // 2 + 1) * 4
+
+
 # --- strings ----------------------------------------------------------------------------------
 
 def _int_digits(x: np.ndarray) -> int:
