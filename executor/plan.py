@@ -270,9 +270,16 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
                       if kernels.lookup(graph.node(n).op, device) is None
                       and kernels.lookup(graph.node(n).op) is None})
     if missing:
+        from dfg.graphdef.op_sets import no_kernel_reason
+
+        reasons: dict[str, list[str]] = {}
+        for op in missing:
+            if (r := no_kernel_reason(op)) is not None:
+                reasons.setdefault(r, []).append(op)
+        why = "".join(f"; {', '.join(ops)}: {r}" for r, ops in reasons.items())
         raise UnimplementedError(
             f"no {device} kernel for op{'s' if len(missing) > 1 else ''} "
-            + ", ".join(missing) + " (see `dfg ops --missing GRAPH`)")
+            + ", ".join(missing) + " (see `dfg ops --missing GRAPH`)" + why)
 
     order = graph.topological_order(needed)
     items: list[NodeItem] = []

@@ -79,21 +79,27 @@ def needs_lowering(graph_def: Any) -> bool:
 
 def lower_functional(graph_def: Any, keep_library: bool = False) -> Any:
     """A new GraphDef with every call inlined and every If/Case/While lowered (the input is
-    not modified). ``keep_library``: keep ``library`` (otherwise dropped: nothing calls it)."""
+    not modified). ``keep_library``: keep all of ``library`` (otherwise only the functions
+    the lowered graph's nodes still name are kept, usually none)."""
     from dfg.schemas import graph_pb2
 
     lib = Library(graph_def.library)
     out = graph_pb2.GraphDef()
     out.CopyFrom(graph_def)
-    if not keep_library:
+    if needs_lowering(graph_def):
+        cycles = find_recursion(graph_def)
+        if cycles:
+            raise InvalidArgumentError("cannot inline recursive function calls: "
+                                       + " -> ".join(cycles[0]))
+        _Lowering(out, lib).run()
+    if not keep_library and out.HasField("library"):
+        # only what ops that are not lowered still name (a tf.data map's function, say)
+        from .prune import kept_library
+
+        kept = kept_library(out.library, out.node)
         out.ClearField("library")
-    if not needs_lowering(graph_def):
-        return out
-    cycles = find_recursion(graph_def)
-    if cycles:
-        raise InvalidArgumentError("cannot inline recursive function calls: "
-                                   + " -> ".join(cycles[0]))
-    _Lowering(out, lib).run()
+        if kept.function:
+            out.library.CopyFrom(kept)
     return out
 
 

@@ -27,3 +27,18 @@ NEXT_ITERATION_OPS = frozenset({"NextIteration", "RefNextIteration"})
 LOOP_COND_OPS = frozenset({"LoopCond"})
 CONTROL_FLOW_OPS = (ENTER_OPS | EXIT_OPS | MERGE_OPS | SWITCH_OPS | NEXT_ITERATION_OPS
                     | LOOP_COND_OPS | frozenset({"ControlTrigger"}))
+
+
+_PY_FUNC = ("runs Python code (tf.py_function / tf.numpy_function) that the graph does not "
+            "store: only the process that built the graph can run it")
+# Why an op has no kernel, where the reason is not just "not written yet" (error messages).
+NO_KERNEL_REASON = {"EagerPyFunc": _PY_FUNC, "PyFunc": _PY_FUNC, "PyFuncStateless": _PY_FUNC}
+
+
+def no_kernel_reason(op: str) -> str | None:
+    if op in NO_KERNEL_REASON:
+        return NO_KERNEL_REASON[op]
+    if op.endswith("Dataset") or op.endswith("DatasetV2") or op.startswith("Iterator") \
+            or op in ("ReduceDataset", "MakeIterator", "AnonymousIteratorV3"):
+        return "a tf.data pipeline: dfg runs no tf.data ops (feed the data instead)"
+    return None

@@ -259,3 +259,30 @@ def test_cli_runs_a_tf2_graph_and_shows_a_tensor_list() -> None:
     np.testing.assert_allclose(np.array(got[0]["value"], dtype=expected.dtype), expected,
                                rtol=1e-5, atol=1e-6)
     assert got[1]["dtype"] == "variant" and got[1]["value"].startswith("TensorList(")
+
+
+def test_lowering_keeps_the_functions_ops_that_are_not_lowered_still_name() -> None:
+    # "body" is called by a While (inlined: dropped); "mapper" is only named by an op
+    # lowering leaves alone (as a tf.data MapDataset names its function): kept
+    gd = graph(WHILE).graph_def
+    extra = text_format.Parse("""
+library { function { signature { name: "mapper" input_arg { name: "x" type: DT_INT32 }
+  output_arg { name: "y" type: DT_INT32 } } ret { key: "y" value: "x" } } }
+node { name: "ds" op: "MapDataset" input: "n"
+  attr { key: "f" value { func { name: "mapper" } } } }""", graph_pb2.GraphDef())
+    gd.MergeFrom(extra)
+    out = lower_functional(gd)
+    assert [f.signature.name for f in out.library.function] == ["mapper"]
+    assert not lower_functional(graph(WHILE).graph_def).HasField("library")
+
+
+def test_a_graph_calling_python_says_why_it_cannot_run() -> None:
+    g = graph("""
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "py" op: "EagerPyFunc" input: "x" attr { key: "token" value { s: "pyfunc_0" } }
+  attr { key: "Tin" value { list { type: DT_FLOAT } } }
+  attr { key: "Tout" value { list { type: DT_FLOAT } } } }""")
+    from dfg.graphdef.errors import UnimplementedError
+
+    with Session(g) as s, pytest.raises(UnimplementedError, match="Python code"):
+        s.run(["py"], {"x": np.float32(1)})
