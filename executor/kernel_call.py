@@ -49,7 +49,8 @@ class BoundKernel:
     (None for ops whose outputs cannot outgrow their inputs by much)."""
 
     __slots__ = ("name", "op", "fn", "cheap", "attrs", "num_inputs", "num_outputs",
-                 "input_dtypes", "out_types", "out_dtypes", "deref", "stateful", "size_check")
+                 "input_dtypes", "out_types", "out_dtypes", "deref", "stateful", "size_check",
+                 "bf16_out")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, {self.op})"
@@ -89,6 +90,9 @@ def bind(node: Any, device: str = kernels.CPU, into: BoundKernel | None = None
     k.deref = tuple(i for i, t in enumerate(in_types) if not D.is_ref(t))
     k.stateful = bool(opdef.is_stateful)
     k.size_check = limits.estimator(proto.op)
+    # bfloat16 outputs (held as float32) are rounded after the kernel: see dtypes._NP
+    k.bf16_out = tuple(i for i, t in enumerate(out_types) if D.base(t) == D.DT_BFLOAT16
+                       and not D.is_ref(t))
     return k
 
 
@@ -108,6 +112,7 @@ def bind_op(op: str, attrs: dict[str, Any], device: str = kernels.CPU) -> BoundK
     k.deref = ()
     k.stateful = bool(opdef is not None and opdef.is_stateful)
     k.size_check = limits.estimator(op)
+    k.bf16_out = ()
     return k
 
 
@@ -160,9 +165,23 @@ def call(k: BoundKernel, args: list, ctx: KernelContext) -> Any:
         res = k.fn(ctx, *args)
     except Exception as e:
         raise kernel_error(k, e, args) from (None if isinstance(e, DfgError) else e)
+    if k.bf16_out:
+        res = _round_bf16(k, res)
     if type(res) is np.ndarray and k.num_outputs == 1 and res.dtype is k.out_dtypes[0]:
         return (res,)
     return checked_outputs(k, res)
+
+
+def _round_bf16(k: BoundKernel, res: Any) -> Any:
+    """The kernel's float results in bfloat16 slots rounded to bfloat16 (kept as float32)."""
+    single = type(res) is not tuple and type(res) is not list
+    outs = [res] if single else list(res)
+    for i in k.bf16_out:
+        if i < len(outs) and outs[i] is not None:
+            o = np.asarray(outs[i])
+            if o.dtype.kind in "fiub":
+                outs[i] = D.round_bfloat16(o)
+    return outs[0] if single else outs
 
 
 def call_timed(k: BoundKernel, args: list, ctx: KernelContext) -> tuple[Any, float]:

@@ -99,6 +99,7 @@ class NodeItem(BoundKernel):
         item.input_dtypes, item.out_types = list(input_types), list(out_types)
         item.out_dtypes = [None] * len(out_types)
         item.deref, item.stateful, item.size_check = (), True, None
+        item.bf16_out = ()
         item.frame = frame
         return item
 

@@ -257,6 +257,8 @@ class Session:
             except (ValueError, TypeError, OverflowError) as e:
                 raise InvalidArgumentError(
                     f"cannot feed '{name}' ({D.name(dt)}): {e}") from None
+            if D.base(dt) == D.DT_BFLOAT16:   # held as float32 of bfloat16 values
+                arr = D.round_bfloat16(arr)
         shape = plan.feed_shapes.get(key)
         if shape is not None and (arr.ndim != len(shape) or any(
                 d is not None and d != s for d, s in zip(shape, arr.shape))):

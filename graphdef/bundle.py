@@ -305,13 +305,16 @@ class BundleReader:
         n = math.prod(shape)
         if dt == D.DT_STRING:
             return self._strings(key, raw, n, shape, entry, path)
-        if len(raw) != n * np_dtype.itemsize:
+        size = 2 if dt == D.DT_BFLOAT16 else np_dtype.itemsize  # bfloat16: held as float32
+        if len(raw) != n * size:
             raise GraphLoadError(f"key {key}: {len(raw)} bytes for shape {format_shape(shape)} "
-                                 f"of {D.name(dt)} (needs {n * np_dtype.itemsize})", source=path)
+                                 f"of {D.name(dt)} (needs {n * size})", source=path)
         got = mask(crc32c(raw))
         if got != entry.crc32c:
             raise GraphLoadError(f"checksum mismatch for key {key}: stored {entry.crc32c:#010x}, "
                                  f"computed {got:#010x} (corrupt data)", source=path)
+        if dt == D.DT_BFLOAT16:
+            return D.bfloat16_from_bits(np.frombuffer(raw, dtype="<u2")).reshape(shape)
         arr = np.frombuffer(raw, dtype=np_dtype.newbyteorder("<"))
         return arr.astype(np_dtype, copy=True).reshape(shape)
 

@@ -39,6 +39,11 @@ _NP = {
     DT_COMPLEX128: np.dtype(np.complex128), DT_STRING: np.dtype(object),
 }
 _FROM_NP = {v: k for k, v in _NP.items() if k != DT_STRING}
+# bfloat16 has no numpy dtype: dfg holds a bfloat16 tensor as a float32 array whose values
+# are all bfloat16 numbers (kernels compute in float32 and every bfloat16 output is rounded
+# to nearest-even, as TensorFlow's CPU kernels compute in float and round per op). Added
+# after _FROM_NP so float32 arrays still mean DT_FLOAT.
+_NP[DT_BFLOAT16] = np.dtype(np.float32)
 
 _NAMES = {
     0: "invalid", 1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8",
@@ -117,3 +122,28 @@ def from_numpy(dtype: np.dtype | type) -> int:
 
 def is_numpy_compatible(dt: int) -> bool:
     return base(dt) in _NP
+
+
+def round_bfloat16(x: np.ndarray) -> np.ndarray:
+    """``x`` rounded to the nearest bfloat16 (ties to even), as a float32 array: what
+    TensorFlow's float -> bfloat16 conversion gives. NaN stays NaN."""
+    a = np.asarray(x, dtype=np.float32)
+    bits = a.view(np.uint32)
+    with np.errstate(over="ignore"):
+        r = (bits + (np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))) \
+            & np.uint32(0xFFFF0000)
+    out = r.view(np.float32)
+    nan = np.isnan(a)
+    if nan.any():
+        out = np.where(nan, a, out)
+    return out.reshape(a.shape)
+
+
+def bfloat16_from_bits(bits: np.ndarray) -> np.ndarray:
+    """float32 values of bfloat16 bit patterns (uint16)."""
+    return (np.asarray(bits, dtype=np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def bfloat16_bits(x: np.ndarray) -> np.ndarray:
+    """The bfloat16 bit patterns (uint16) of ``x`` rounded to bfloat16."""
+    return (round_bfloat16(x).view(np.uint32) >> np.uint32(16)).astype(np.uint16)

@@ -93,6 +93,23 @@ def to_numpy(t: Any) -> np.ndarray:
             f"{n * np_dtype.itemsize:,} bytes; refusing to materialize more than "
             f"{limit:,}")
     base = D.base(t.dtype)
+    if base == D.DT_BFLOAT16:   # 2-byte patterns (tensor_content or half_val), held as float32
+        if t.tensor_content:
+            if len(t.tensor_content) != n * 2:
+                raise InvalidArgumentError(
+                    f"tensor_content holds {len(t.tensor_content)} bytes, shape "
+                    f"{format_shape(shape)} of bfloat16 needs {n * 2}")
+            bits = np.frombuffer(t.tensor_content, dtype="<u2")
+        else:
+            bits = np.asarray(t.half_val, dtype=np.uint16)
+            if bits.size > n:
+                raise InvalidArgumentError(
+                    f"half_val holds {bits.size} values, more than shape "
+                    f"{format_shape(shape)} takes ({n})")
+            if bits.size < n:  # TensorFlow's rule: repeat the last value (zeros if none)
+                last = bits[-1] if bits.size else np.uint16(0)
+                bits = np.concatenate([bits, np.full(n - bits.size, last, np.uint16)])
+        return D.bfloat16_from_bits(bits).reshape(shape)
     if t.tensor_content and base != D.DT_STRING:
         size = np_dtype.itemsize
         if len(t.tensor_content) != n * size:
@@ -145,6 +162,13 @@ def from_numpy(value: Any, dtype: int | None = None, proto: Any = None) -> Any:
     base = D.base(dtype)
     proto.dtype = base
     shape_to_proto(arr.shape, proto.tensor_shape)
+    if base == D.DT_BFLOAT16:
+        bits = D.bfloat16_bits(arr)
+        if arr.ndim == 0:
+            proto.half_val.extend(int(b) for b in bits.reshape(-1))
+        else:
+            proto.tensor_content = np.ascontiguousarray(bits).astype("<u2").tobytes()
+        return proto
     if base == D.DT_STRING:
         proto.string_val.extend(
             v if isinstance(v, bytes) else str(v).encode() for v in arr.reshape(-1))
@@ -178,6 +202,8 @@ def num_bytes(t: Any) -> int:
     n = int(np.prod([d or 0 for d in shape], dtype=np.int64)) if shape else 1
     if D.base(t.dtype) == D.DT_STRING:
         return sum(len(s) for s in t.string_val)
+    if D.base(t.dtype) == D.DT_BFLOAT16:
+        return n * 4   # held as float32
     try:
         return n * D.to_numpy(t.dtype).itemsize
     except Exception:

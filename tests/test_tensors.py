@@ -93,9 +93,26 @@ def test_tensor_content_little_endian() -> None:
     assert to_numpy(t).tolist() == [1, -1]
 
 
-def test_bfloat16_is_a_clear_unsupported_dtype_error() -> None:
-    with pytest.raises(UnsupportedDTypeError, match="bfloat16"):
-        to_numpy(proto("dtype: DT_BFLOAT16 tensor_shape { } half_val: 0"))
+def test_a_dtype_numpy_cannot_hold_is_a_clear_error() -> None:
+    with pytest.raises(UnsupportedDTypeError, match="float8_e5m2"):
+        to_numpy(proto("dtype: DT_FLOAT8_E5M2 tensor_shape { } half_val: 0"))
+
+
+def test_bfloat16_is_held_as_float32_of_bfloat16_values() -> None:
+    # bit patterns: 0x3F80 = 1.0, 0x4049 = 3.140625, 0xC000 = -2.0 (the float32 high halves)
+    t = proto("dtype: DT_BFLOAT16 tensor_shape { dim { size: 4 } } half_val: 16256 "
+              "half_val: 16457 half_val: 49152")
+    got = to_numpy(t)
+    assert got.dtype == np.float32
+    assert got.tolist() == [1.0, 3.140625, -2.0, -2.0]   # the last value repeats
+    content = proto("dtype: DT_BFLOAT16 tensor_shape { dim { size: 2 } } "
+                    "tensor_content: '\\x80\\x3f\\x49\\x40'")
+    assert to_numpy(content).tolist() == [1.0, 3.140625]
+    # encoding rounds to nearest, ties to even: 1 + 2^-8 lies halfway between 1 and 1 + 2^-7
+    vals = np.array([1 + 2.0**-8, 1 + 3 * 2.0**-8, 3.14159, -np.inf], np.float32)
+    back = to_numpy(from_numpy(vals, D.DT_BFLOAT16))
+    assert back.tolist() == [1.0, 1 + 2.0**-6, 3.140625, -np.inf]
+    assert np.isnan(to_numpy(from_numpy(np.float32(np.nan), D.DT_BFLOAT16)))
 
 
 def test_huge_repeat_is_refused_not_materialized() -> None:

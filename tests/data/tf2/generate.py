@@ -752,6 +752,66 @@ def frozen_switch_case() -> dict[str, Any]:
         steps=[step({i_name: i32(k), x_name: x}, [out]) for k in (0, 1, 2, 3, 9, -2)])
 
 
+@case
+def bfloat16_ops() -> dict[str, Any]:
+    def build() -> None:
+        x = ph(tf.float32, [3, 4], "x")
+        b = tf.cast(x, tf.bfloat16)
+        y = tf.nn.softmax(b * b + tf.constant(1.5, tf.bfloat16))
+        w = tf.matmul(b, tf.transpose(b))
+        z = tf.reduce_sum(tf.nn.relu(b - tf.constant(0.25, tf.bfloat16)), axis=0)
+        tf.identity(tf.cast(y, tf.float32), name="y")
+        tf.identity(tf.cast(w, tf.float32), name="w")
+        tf.identity(tf.cast(z, tf.float32), name="z")
+
+    rng = np.random.default_rng(21)
+    return dict(
+        description="bfloat16 arithmetic (Cast, Mul, AddV2, Softmax, MatMul, Relu, Sum in "
+                    "bfloat16, each op rounding its result), outputs cast back to float32.",
+        features=["bfloat16", "multi-step"],
+        # one bfloat16 ulp (2^-8 relative): TF's bfloat16 Softmax rounds inside (exp, sum,
+        # reciprocal each in bfloat16), dfg rounds its float32 result once
+        rtol=8e-3, atol=1e-3,
+        graph=graph_of(build),
+        steps=[step({"x:0": f32(rng.normal(size=(3, 4)))}, ["y:0", "w:0", "z:0"])
+               for _ in range(2)])
+
+
+@case
+def keras_mixed_bfloat16() -> dict[str, Any]:
+    import keras
+    from tensorflow.python.framework.convert_to_constants import (
+        convert_variables_to_constants_v2,
+    )
+
+    keras.utils.set_random_seed(5)
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        inp = keras.Input((8, 8, 3), batch_size=2)
+        h = keras.layers.Conv2D(4, 3, activation="relu")(inp)
+        h = keras.layers.GlobalAveragePooling2D()(h)
+        h = keras.layers.Dense(6, activation="gelu")(h)
+        h = keras.layers.LayerNormalization()(h)
+        out = keras.layers.Dense(3, dtype="float32")(h)
+        model = keras.Model(inp, out)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    fn = tf.function(lambda x: model(x, training=False)).get_concrete_function(
+        tf.TensorSpec([2, 8, 8, 3], tf.float32, name="x"))
+    frozen = convert_variables_to_constants_v2(fn)
+    rng = np.random.default_rng(22)
+    return dict(
+        description="A small Keras model under the mixed_bfloat16 policy (bfloat16 compute, "
+                    "float32 variables cast per layer, float32 head), frozen.",
+        features=["keras", "frozen", "bfloat16"],
+        # bfloat16 keeps 8 significant bits; TF rounds some intermediates dfg computes in
+        # float32 (inside Gelu, LayerNormalization)
+        rtol=3e-2, atol=2e-2,
+        graph=frozen.graph.as_graph_def(),
+        steps=[step({frozen.inputs[0].name: f32(rng.normal(size=(2, 8, 8, 3)))},
+                    [frozen.outputs[0].name])])
+
+
 for _kind in ("lstm", "gru", "simple_rnn", "bidirectional_lstm"):
     for _lowered in (False, True):
         CASES[f"tf2_keras_{_kind}" + ("_lowered" if _lowered else "")] = (
