@@ -1,4 +1,5 @@
-"""Neural-network kernels: convolutions, pooling, batch norm, activations, LRN, resizing.
+"""Neural-network kernels: convolutions, pooling (also with argmax, fractional), batch norm,
+activations, LRN, resizing, Dilation2D, InTopK.
 
 Conventions shared by the windowed ops (conv, pool):
 
@@ -22,6 +23,7 @@ Conventions shared by the windowed ops (conv, pool):
 from __future__ import annotations
 
 import math
+import zlib
 from dataclasses import replace
 from typing import Any
 
@@ -738,14 +740,18 @@ def avg_pool3d(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
 @kernel("InTopKV2")
 def in_top_k_v2(ctx: KernelContext, predictions: np.ndarray, targets: np.ndarray,
                 k: np.ndarray) -> np.ndarray:
+    if np.ndim(k) != 0:
+        raise InvalidArgumentError(f"k must be 0-D, got shape {list(np.shape(k))}")
+    return _in_top_k(predictions, targets, int(k))
+
+
+def _in_top_k(predictions: np.ndarray, targets: np.ndarray, k: int) -> np.ndarray:
     if predictions.ndim != 2:
         raise InvalidArgumentError(
             f"predictions must be 2-dimensional, found shape {list(predictions.shape)}")
     if targets.ndim != 1:
         raise InvalidArgumentError(
             f"targets must be 1-dimensional, found shape {list(targets.shape)}")
-    if np.ndim(k) != 0:
-        raise InvalidArgumentError(f"k must be 0-D, got shape {list(np.shape(k))}")
     b, c = predictions.shape
     if targets.shape[0] != b:
         raise InvalidArgumentError(
@@ -760,4 +766,433 @@ def in_top_k_v2(ctx: KernelContext, predictions: np.ndarray, targets: np.ndarray
     # the row; otherwise it counts the classes strictly more probable than the target.
     finite = np.isfinite(predictions).all(axis=1)
     more = (predictions > target_pred[:, None]).sum(axis=1)
-    return valid & finite & (more < int(k))
+    return valid & finite & (more < k)
+
+
+@kernel("InTopK")
+def in_top_k(ctx: KernelContext, predictions: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    return _in_top_k(predictions, targets, int(ctx.attrs.get("k")))
+
+
+# ----------------------------------------------------------------------------------------------
+# MaxPoolWithArgmax and its gradient
+
+
+def _fmt_shape(shape: Any) -> str:
+    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+
+
+def _lowest(dt: np.dtype) -> Any:
+    """Eigen::NumTraits<T>::lowest(): the most negative finite value."""
+    return np.finfo(dt).min if dt.kind == "f" else np.iinfo(dt).min
+
+
+def _argmax_pool_params(ctx: KernelContext, x: np.ndarray) -> tuple[int, int, int, int,
+                                                                        int, int, int, int]:
+    """(window, stride, output size and padding before) per spatial axis, as TF's
+    PoolParameters gives them for NHWC: (kh, kw, sh, sw, oh, ow, pad_top, pad_left)."""
+    ks = [int(v) for v in ctx.attrs.get("ksize") or []]
+    st = [int(v) for v in ctx.attrs.get("strides") or []]
+    if len(ks) != 4:
+        raise InvalidArgumentError("Sliding window ksize field must specify 4 dimensions")
+    if len(st) != 4:
+        raise InvalidArgumentError("Sliding window stride field must specify 4 dimensions")
+    if ks[0] != 1 or st[0] != 1:
+        raise UnimplementedError("Pooling is not yet supported on the batch dimension.")
+    if x.ndim != 4:
+        raise InvalidArgumentError(f"tensor_in must be 4-dimensional, found shape "
+                                   f"{list(x.shape)}")
+    n, h, w, c = x.shape
+    if ks[3] != 1:
+        # Pooling across depth: TF keeps the spatial size, pools 1x1 windows and reports
+        # every channel unpooled (what MaxPoolWithArgmax gives on CPU).
+        if ks[1] != 1 or ks[2] != 1:
+            raise UnimplementedError("MaxPooling supports exactly one of pooling across depth "
+                                     "or pooling across width/height.")
+        if c % ks[3]:
+            raise UnimplementedError("Depthwise max pooling requires the depth window to "
+                                     "evenly divide the input depth")
+        if st[3] != ks[3]:
+            raise UnimplementedError("Depthwise max pooling requires the depth window to "
+                                     "equal the depth stride")
+        return 1, 1, st[1], st[2], h, w, 0, 0
+    padding = ctx.attrs.get("padding")
+    oh, pt = _window(h, ks[1], 1, st[1], padding, None)
+    ow, pl = _window(w, ks[2], 1, st[2], padding, None)
+    return ks[1], ks[2], st[1], st[2], oh, ow, pt, pl
+
+
+@kernel("MaxPoolWithArgmax")
+def max_pool_with_argmax(ctx: KernelContext, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Max pooling (NHWC) and each maximum's flat index: ``(y * W + x) * C + c``, plus
+    ``b * H * W * C`` with include_batch_in_index. Ties and NaN keep the first element in
+    row-major window order (a later element wins only if strictly greater)."""
+    kh, kw, sh, sw, oh, ow, pt, pl = _argmax_pool_params(ctx, x)
+    if x.size == 0:
+        raise InvalidArgumentError(f"tensor_in must not be empty, found shape {list(x.shape)}")
+    n, h, w, c = x.shape
+    batch_index = bool(ctx.attrs.get("include_batch_in_index", False))
+    out = np.full((n, oh, ow, c), _lowest(x.dtype), x.dtype)
+    arg = np.full((n, oh, ow, c), -1, np.int64)
+    rows0 = np.arange(oh) * sh - pt
+    cols0 = np.arange(ow) * sw - pl
+    chans = np.arange(c)
+    base = (np.arange(n) * (h * w * c))[:, None, None, None] if batch_index else 0
+    for i in range(kh):
+        rows = rows0 + i
+        r_ok = (rows >= 0) & (rows < h)
+        rc = np.clip(rows, 0, h - 1)
+        for j in range(kw):
+            cols = cols0 + j
+            ok = r_ok[:, None] & ((cols >= 0) & (cols < w))[None, :]
+            if not ok.any():
+                continue
+            cc = np.clip(cols, 0, w - 1)
+            v = x[:, rc][:, :, cc]
+            take = ok[None, :, :, None] & ((arg < 0) | (out < v))
+            np.copyto(out, v, where=take)
+            flat = ((rc[:, None] * w + cc[None, :]) * c)[None, :, :, None] + chans + base
+            np.copyto(arg, np.broadcast_to(flat, arg.shape), where=take)
+    dt = np.dtype(ctx.attrs.get("Targmax", np.int64))
+    return out, arg.astype(dt)
+
+
+@kernel("MaxPoolGradWithArgmax")
+def max_pool_grad_with_argmax(ctx: KernelContext, x: np.ndarray, grad: np.ndarray,
+                              argmax: np.ndarray) -> np.ndarray:
+    """Scatter-add ``grad`` to the input positions ``argmax`` names (per image when the
+    indices leave the batch out). TF's CPU kernel takes int64 indices only."""
+    if argmax.dtype != np.int64:
+        raise InvalidArgumentError(
+            "No OpKernel was registered to support Op 'MaxPoolGradWithArgmax' with Targmax="
+            f"{argmax.dtype} on CPU: TensorFlow registers it for int64 only")
+    _, _, _, _, oh, ow, _, _ = _argmax_pool_params(ctx, x)
+    n, h, w, c = x.shape
+    want = [n, oh, ow, c]
+    if list(grad.shape) != want:
+        raise InvalidArgumentError(
+            f"Expected grad shape to be {_fmt_shape(want)}, but got {_fmt_shape(grad.shape)}")
+    if list(argmax.shape) != want:
+        raise InvalidArgumentError(
+            f"Expected argmax shape to be {_fmt_shape(want)}, but got "
+            f"{_fmt_shape(argmax.shape)}")
+    out = np.zeros(x.shape, grad.dtype)
+    if grad.size == 0:
+        return out
+    per = h * w * c
+    first = np.arange(n)[:, None] * per
+    idx = argmax.reshape(n, -1)
+    if not ctx.attrs.get("include_batch_in_index", False):
+        idx = idx + first
+    bad = (idx < first) | (idx >= first + per)
+    if bad.any():
+        # TF's kernel aborts the process on these (a CHECK failure).
+        raise InvalidArgumentError(
+            f"Invalid output gradient index {int(argmax.reshape(n, -1)[bad][0])}: argmax must "
+            f"index the input of its own image")
+    np.add.at(out.reshape(-1), idx.reshape(-1), grad.reshape(-1))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Dilation2D (grayscale morphological dilation) and its gradients
+
+
+def _dilation_params(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> tuple[Any, ...]:
+    st = [int(v) for v in ctx.attrs.get("strides") or []]
+    if len(st) != 4:
+        raise InvalidArgumentError("Sliding window stride field must specify 4 dimensions")
+    if st[0] != 1 or st[3] != 1:
+        raise UnimplementedError("Stride is only supported across spatial dimensions.")
+    rt = [int(v) for v in ctx.attrs.get("rates") or []]
+    if len(rt) != 4:
+        raise InvalidArgumentError(
+            "Input stride (atrous rate) field must specify 4 dimensions")
+    if rt[0] != 1 or rt[3] != 1:
+        raise UnimplementedError("Rate is only supported across spatial dimensions.")
+    if x.ndim != 4:
+        raise InvalidArgumentError(f"input must be 4-dimensional{_fmt_shape(x.shape)}")
+    if f.ndim != 3:
+        raise InvalidArgumentError(f"filter must be 3-dimensional: {_fmt_shape(f.shape)}")
+    if x.shape[3] != f.shape[2]:
+        raise InvalidArgumentError(
+            f"input and filter must have the same depth: {x.shape[3]} vs {f.shape[2]}")
+    padding = ctx.attrs.get("padding")
+    oh, pt = _window(x.shape[1], f.shape[0], rt[1], st[1], padding, None)
+    ow, pl = _window(x.shape[2], f.shape[1], rt[2], st[2], padding, None)
+    return st[1], st[2], rt[1], rt[2], oh, ow, pt, pl
+
+
+def _dilation(x: np.ndarray, f: np.ndarray, p: tuple[Any, ...]
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """max over taps of x + filter (T arithmetic, starting from T's lowest value, a tap wins
+    only if strictly greater), with the winning tap's input row/column and filter index."""
+    sh, sw, rh, rw, oh, ow, pt, pl = p
+    n, h, w, c = x.shape
+    fh, fw = f.shape[:2]
+    out = np.full((n, oh, ow, c), _lowest(x.dtype), x.dtype)
+    rows0 = np.arange(oh) * sh - pt
+    cols0 = np.arange(ow) * sw - pl
+    # Before any tap wins, TF's input position is the window start clipped at 0, its filter
+    # tap (0, 0).
+    in_r = np.broadcast_to(np.maximum(rows0, 0)[None, :, None, None], out.shape).copy()
+    in_c = np.broadcast_to(np.maximum(cols0, 0)[None, None, :, None], out.shape).copy()
+    tap = np.zeros(out.shape, np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i in range(fh):
+            rows = rows0 + i * rh
+            r_ok = (rows >= 0) & (rows < h)
+            rc = np.clip(rows, 0, max(h - 1, 0))
+            for j in range(fw):
+                cols = cols0 + j * rw
+                ok = r_ok[:, None] & ((cols >= 0) & (cols < w))[None, :]
+                if not ok.any():
+                    continue
+                cc = np.clip(cols, 0, max(w - 1, 0))
+                v = x[:, rc][:, :, cc] + f[i, j]
+                take = ok[None, :, :, None] & (v > out)
+                np.copyto(out, v, where=take)
+                np.copyto(in_r, np.broadcast_to(rc[None, :, None, None], out.shape), where=take)
+                np.copyto(in_c, np.broadcast_to(cc[None, None, :, None], out.shape), where=take)
+                np.copyto(tap, i * fw + j, where=take)
+    return out, in_r, in_c, tap
+
+
+def _dilation_backprop_args(ctx: KernelContext, x: np.ndarray, f: np.ndarray,
+                            dy: np.ndarray) -> tuple[Any, ...]:
+    p = _dilation_params(ctx, x, f)
+    if dy.ndim != 4:
+        raise InvalidArgumentError(f"out_backprop must be 4-dimensional{_fmt_shape(dy.shape)}")
+    if dy.shape != (x.shape[0], p[4], p[5], x.shape[3]):
+        raise InvalidArgumentError("out_backprop has incompatible size.")
+    return p
+
+
+@kernel("Dilation2D")
+def dilation2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """out[b, y, x, c] = max over filter taps (i, j) of input[b, y*sh + i*rh - pad_top,
+    x*sw + j*rw - pad_left, c] + filter[i, j, c], taps in the padding skipped."""
+    p = _dilation_params(ctx, x, f)
+    if 0 in (x.shape[0], p[4], p[5], x.shape[3]):
+        return np.zeros((x.shape[0], p[4], p[5], x.shape[3]), x.dtype)
+    return _dilation(x, f, p)[0]
+
+
+@kernel("Dilation2DBackpropInput")
+def dilation2d_backprop_input(ctx: KernelContext, x: np.ndarray, f: np.ndarray,
+                              dy: np.ndarray) -> np.ndarray:
+    """Each output gradient goes to the input element its maximum came from (the first
+    maximal tap in row-major order), added in TF's order in the input dtype."""
+    p = _dilation_backprop_args(ctx, x, f, dy)
+    dx = np.zeros(x.shape, x.dtype)
+    if x.size == 0 or dy.size == 0:
+        return dx
+    _, in_r, in_c, _ = _dilation(x, f, p)
+    n, h, w, c = x.shape
+    ok = (in_r < h) & (in_c < w)
+    flat = ((np.arange(n)[:, None, None, None] * h + in_r) * w + in_c) * c + np.arange(c)
+    with np.errstate(over="ignore"):
+        np.add.at(dx.reshape(-1), flat[ok], dy[ok])
+    return dx
+
+
+@kernel("Dilation2DBackpropFilter")
+def dilation2d_backprop_filter(ctx: KernelContext, x: np.ndarray, f: np.ndarray,
+                               dy: np.ndarray) -> np.ndarray:
+    """Each output gradient goes to the filter tap its maximum came from."""
+    p = _dilation_backprop_args(ctx, x, f, dy)
+    df = np.zeros(f.shape, f.dtype)
+    if f.size == 0 or dy.size == 0:
+        return df
+    _, _, _, tap = _dilation(x, f, p)
+    c = x.shape[3]
+    flat = tap * c + np.arange(c)
+    with np.errstate(over="ignore"):
+        np.add.at(df.reshape(-1), flat.reshape(-1), dy.reshape(-1))
+    return df
+
+
+# ----------------------------------------------------------------------------------------------
+# FractionalMaxPool / FractionalAvgPool: TF's pooling sequences come from its Philox stream,
+# reproduced here word for word (Philox4x32-10, as GuardedPhiloxRandom hands it out).
+
+_M32 = 0xFFFFFFFF
+_M128 = (1 << 128) - 1
+
+
+class _Philox:
+    """tensorflow::random::PhiloxRandom: key from ``seed``, upper counter words from
+    ``seed2``; each call returns four 32-bit words and advances the 128-bit counter."""
+
+    def __init__(self, seed: int, seed2: int) -> None:
+        seed &= (1 << 64) - 1
+        seed2 &= (1 << 64) - 1
+        self.key = (seed & _M32, seed >> 32)
+        self.counter = seed2 << 64
+
+    def copy(self) -> _Philox:
+        other = _Philox(0, 0)
+        other.key, other.counter = self.key, self.counter
+        return other
+
+    def skip(self, n: int) -> None:
+        self.counter = (self.counter + n) & _M128
+
+    def __call__(self) -> list[int]:
+        c = [(self.counter >> (32 * i)) & _M32 for i in range(4)]
+        k0, k1 = self.key
+        for r in range(10):
+            p0 = 0xD2511F53 * c[0]
+            p1 = 0xCD9E8D57 * c[2]
+            c = [((p1 >> 32) ^ c[1] ^ k0) & _M32, p1 & _M32,
+                 ((p0 >> 32) ^ c[3] ^ k1) & _M32, p0 & _M32]
+            if r < 9:
+                k0, k1 = (k0 + 0x9E3779B9) & _M32, (k1 + 0xBB67AE85) & _M32
+        self.skip(1)
+        return c
+
+
+class _Words:
+    """SingleSampleAdapter: 32-bit words one at a time from a Philox stream reserved for
+    ``n`` of them (GuardedPhiloxRandom::ReserveSamples32 skips the parent past them)."""
+
+    def __init__(self, parent: _Philox, n: int) -> None:
+        self.gen = parent.copy()
+        parent.skip((n + 3) // 4)
+        self.buf: list[int] = []
+
+    def __call__(self) -> int:
+        if not self.buf:
+            self.buf = self.gen()
+        return self.buf.pop(0)
+
+
+def _pooling_sequence(n_in: int, n_out: int, gen: _Philox, pseudo: bool) -> np.ndarray:
+    """TF's GeneratePoolingSequence: n_out + 1 cumulative cell boundaries over n_in."""
+    if pseudo:
+        # a_i = ceil(alpha * (i + u)) with one u in [0, max_u) (Graham's pseudo-random
+        # regions), u from 52 random mantissa bits.
+        alpha = n_in / n_out
+        k = n_in // n_out
+        max_u = min((k + 2) / alpha - 1, (n_in + 1 - k) / alpha - (n_out - 1))
+        words = _Words(gen, 2)
+        x0, x1 = words(), words()
+        bits = (0x3FF << 52) | ((x0 & 0xFFFFF) << 32) | x1
+        u = (float(np.array(bits, np.uint64).view(np.float64)) - 1.0) * max_u
+        cum = [1] + [int(math.ceil(alpha * (i + u))) for i in range(1, n_out)] + [n_in + 1]
+        diff = [cum[i + 1] - cum[i] for i in range(n_out)]
+    else:
+        # n_in // n_out per cell, n_in % n_out cells one longer, shuffled (Fisher-Yates with
+        # word % remaining, as TF's RandomShuffle).
+        k, extra = divmod(n_in, n_out)
+        diff = [k + 1] * extra + [k] * (n_out - extra)
+        words = _Words(gen, n_out)
+        for i in range(n_out - 1):
+            j = i + words() % (n_out - i)
+            diff[i], diff[j] = diff[j], diff[i]
+    return np.concatenate([[0], np.cumsum(diff)]).astype(np.int64)
+
+
+_FRACTIONAL_SEED2 = 0x66726163
+
+
+def _fractional_setup(ctx: KernelContext, x: np.ndarray, op: str
+                      ) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """Output size and the row and column sequences of a FractionalMax/AvgPool node."""
+    a = ctx.attrs
+    ratio = [float(np.float32(v)) for v in a.get("pooling_ratio") or []]
+    if len(ratio) != 4:
+        raise InvalidArgumentError("pooling_ratio field must specify 4 dimensions")
+    for r in ratio:
+        if r < 1:
+            raise InvalidArgumentError(f"pooling_ratio cannot be smaller than 1, got: {r}")
+    if ratio[0] != 1 or ratio[3] != 1:
+        raise UnimplementedError(f"Fractional {op} pooling is not yet supported on the batch "
+                                 "nor channel dimension.")
+    seed, seed2 = int(a.get("seed", 0) or 0), int(a.get("seed2", 0) or 0)
+    deterministic = bool(a.get("deterministic", False))
+    if not deterministic and (seed or seed2):
+        raise InvalidArgumentError("Both seed and seed2 should be 0 if deterministic is false.")
+    if x.ndim != 4:
+        raise InvalidArgumentError(
+            f"tensor_in must be 4-dimensional, found shape {list(x.shape)}")
+    out = []
+    for i in range(4):
+        # int / float in float32, floored.
+        o = int(np.floor(np.float32(x.shape[i]) / np.float32(ratio[i])))
+        if o <= 0:
+            raise InvalidArgumentError(
+                f"Pooling ratio is higher than input dimension size for dimension {i}. Input "
+                f"dim size: {x.shape[i]} pooling ratio: {ratio[i]:g}")
+        out.append(o)
+    if seed == 0 and seed2 == 0:
+        if deterministic:
+            # TF draws random seeds once per kernel and keeps that node's first regions.
+            # These ops are stateless here (no per-session state), so the seeds come from
+            # the node's name instead: fixed regions for the node, as in one TF session.
+            seed, seed2 = zlib.crc32((ctx.node or "").encode()) + 1, _FRACTIONAL_SEED2
+        else:
+            # Fresh regions on every run, as TF's advancing generator gives.
+            seed, seed2 = (int(v) for v in np.random.default_rng().integers(1, 1 << 63, 2))
+    gen = _Philox(seed, seed2)
+    pseudo = bool(a.get("pseudo_random", False))
+    rows = _pooling_sequence(x.shape[1], out[1], gen, pseudo)
+    cols = _pooling_sequence(x.shape[2], out[2], gen, pseudo)
+    return out, rows, cols
+
+
+def _fractional_taps(x: np.ndarray, rows: np.ndarray, cols: np.ndarray, overlapping: bool
+                     ) -> Any:
+    """For each (row offset, column offset) inside the cells, in row-major order: the input
+    values at that offset of every cell ([B, OH, OW, C]) and where the offset is inside."""
+    h, w = x.shape[1:3]
+
+    def cells(seq: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+        start = seq[:-1]
+        end = np.minimum(seq[1:] if overlapping else seq[1:] - 1, size - 1)
+        return start, end
+
+    r0, r1 = cells(rows, h)
+    c0, c1 = cells(cols, w)
+    for dr in range(int((r1 - r0).max()) + 1):
+        r = r0 + dr
+        r_ok = r <= r1
+        for dc in range(int((c1 - c0).max()) + 1):
+            c = c0 + dc
+            ok = r_ok[:, None] & (c <= c1)[None, :]
+            v = x[:, np.minimum(r, h - 1)][:, :, np.minimum(c, w - 1)]
+            yield v, ok[None, :, :, None]
+
+
+@kernel("FractionalMaxPool")
+def fractional_max_pool(ctx: KernelContext, x: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Max over cells whose row and column boundaries TF draws from its seeded Philox
+    stream (reproduced exactly: ``deterministic`` with a seed gives TF's cells)."""
+    out_size, rows, cols = _fractional_setup(ctx, x, "max")
+    out = np.full((x.shape[0], out_size[1], out_size[2], x.shape[3]), _lowest(x.dtype), x.dtype)
+    for v, ok in _fractional_taps(x, rows, cols, bool(ctx.attrs.get("overlapping", False))):
+        np.copyto(out, np.maximum(out, v), where=ok)
+    return out, rows, cols
+
+
+@kernel("FractionalAvgPool")
+def fractional_avg_pool(ctx: KernelContext, x: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean over the cells of FractionalMaxPool: summed in row-major order in T, divided by
+    the cell size in T (integers truncate)."""
+    out_size, rows, cols = _fractional_setup(ctx, x, "average")
+    shape = (x.shape[0], out_size[1], out_size[2], x.shape[3])
+    total = np.zeros(shape, x.dtype)
+    count = np.zeros((1, out_size[1], out_size[2], 1), x.dtype)
+    with np.errstate(over="ignore"):
+        for v, ok in _fractional_taps(x, rows, cols, bool(ctx.attrs.get("overlapping", False))):
+            np.add(total, v, out=total, where=ok)
+            count += ok.astype(x.dtype)
+    if x.dtype.kind in "iu":
+        # C++ integer division truncates toward zero (numpy's // floors).
+        q = np.abs(total) // count
+        out = np.where(total < 0, -q, q).astype(x.dtype)
+    else:
+        out = total / count
+    return out, rows, cols
