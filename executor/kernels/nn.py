@@ -527,6 +527,96 @@ def resize_nearest_neighbor(ctx: KernelContext, images: np.ndarray,
 
 
 
+
+def _grad_args(ctx: KernelContext, grads: np.ndarray,
+               image: np.ndarray) -> tuple[int, int, bool, bool]:
+    _check_rank(grads, 4, "input_grad")
+    _check_rank(image, 4, "original_image")
+    # TF reads only the image's height and width: batch and depth come from grads
+    align = bool(ctx.attrs.get("align_corners", False))
+    half = bool(ctx.attrs.get("half_pixel_centers", False))
+    if align and half:
+        raise InvalidArgumentError(
+            "if half_pixel_centers is True, align_corners must be False")
+    return image.shape[1], image.shape[2], align, half
+
+
+@kernel("ResizeBilinearGrad")
+def resize_bilinear_grad(ctx: KernelContext, grads: np.ndarray,
+                         image: np.ndarray) -> np.ndarray:
+    """Each output gradient spread over the four input pixels ResizeBilinear read, with the
+    same weights (TF's table of lerps)."""
+    h, w, align, half = _grad_args(ctx, grads, image)
+    oh, ow = grads.shape[1], grads.shape[2]
+    # contributions are float32 products (grads and lerps are float32), summed in the
+    # image's precision (TF's order of additions differs: ~1 float32 ulp for double)
+    acc_t = np.float64 if image.dtype == np.float64 else np.float32
+    f32 = np.float32
+    g = grads.astype(f32, copy=False)
+    y0, y1, ylerp = _lerp_table(oh, h, align, half)
+    x0, x1, xlerp = _lerp_table(ow, w, align, half)
+    yl = ylerp.astype(f32)[:, None]
+    xl = xlerp.astype(f32)[None, :]
+    out = np.zeros((grads.shape[0], h, w, grads.shape[3]), acc_t)
+    yy = {0: y0[:, None], 1: y1[:, None]}
+    xx = {0: x0[None, :], 1: x1[None, :]}
+    one = f32(1)
+    weights = {(0, 0): (one - yl) * (one - xl), (0, 1): (one - yl) * xl,
+               (1, 0): yl * (one - xl), (1, 1): yl * xl}
+    for (a, b), wt in weights.items():
+        ys = np.broadcast_to(yy[a], (oh, ow)).reshape(-1)
+        xs = np.broadcast_to(xx[b], (oh, ow)).reshape(-1)
+        contrib = (g * wt[None, :, :, None]).astype(acc_t).reshape(g.shape[0], oh * ow, -1)
+        flat = out.reshape(out.shape[0], h * w, -1)
+        np.add.at(flat, (slice(None), ys * w + xs), contrib)
+    return out.astype(image.dtype, copy=False)
+
+
+@kernel("ResizeNearestNeighborGrad")
+def resize_nearest_neighbor_grad(ctx: KernelContext, grads: np.ndarray,
+                                 size: np.ndarray) -> np.ndarray:
+    """Each output gradient added to the input pixel ResizeNearestNeighbor copied it from."""
+    _check_rank(grads, 4, "input")
+    size = np.asarray(size)
+    if size.ndim != 1 or size.size != 2:
+        raise InvalidArgumentError(
+            f"size must be a 1-D tensor of 2 elements, found shape {list(size.shape)}")
+    h, w = (int(v) for v in size)
+    if h <= 0 or w <= 0:
+        raise InvalidArgumentError(f"size must be positive, found {[h, w]}")
+    align = bool(ctx.attrs.get("align_corners", False))
+    half = bool(ctx.attrs.get("half_pixel_centers", False))
+    oh, ow = grads.shape[1], grads.shape[2]
+    # the forward op's index tables, read from the gradient's side (sizes swapped as TF does)
+    yi = _nearest_index(oh, h, align, half)
+    xi = _nearest_index(ow, w, align, half)
+    out = np.zeros((grads.shape[0], h * w, grads.shape[3]), grads.dtype)
+    idx = (yi[:, None] * w + xi[None, :]).reshape(-1)
+    np.add.at(out, (slice(None), idx), grads.reshape(grads.shape[0], oh * ow, -1))
+    return out.reshape(grads.shape[0], h, w, grads.shape[3])
+
+
+@kernel("BatchNormWithGlobalNormalization")
+def batch_norm_with_global_normalization(ctx: KernelContext, t: np.ndarray, m: np.ndarray,
+                                         v: np.ndarray, beta: np.ndarray,
+                                         gamma: np.ndarray) -> np.ndarray:
+    """The pre-FusedBatchNorm op of TF1 graphs (Inception v3's 2015 graph has it):
+    ``(t - m) * (rsqrt(v + eps) * gamma) + beta``, in TF's order of operations."""
+    _check_rank(t, 4, "input")
+    depth = t.shape[-1]
+    for name, a in (("mean", m), ("variance", v), ("beta", beta), ("gamma", gamma)):
+        if a.ndim != 1 or a.shape[0] != depth:
+            raise InvalidArgumentError(
+                f"{name} must be a 1-D vector of the input's depth {depth}, found shape "
+                f"{list(a.shape)}")
+    dt = t.dtype
+    eps = dt.type(ctx.attrs.get("variance_epsilon", 0.0))
+    scale = (np.float64(1) / np.sqrt((v + eps).astype(np.float64))).astype(dt)
+    if ctx.attrs.get("scale_after_normalization", False):
+        scale = scale * gamma
+    return ((t - m) * scale + beta).astype(dt, copy=False)
+
+
 # ----------------------------------------------------------------------------------------------
 # 3-D convolution and pooling (NDHWC only, as TensorFlow's CPU kernels)
 
