@@ -44,6 +44,12 @@ _FROM_NP = {v: k for k, v in _NP.items() if k != DT_STRING}
 # to nearest-even, as TensorFlow's CPU kernels compute in float and round per op). Added
 # after _FROM_NP so float32 arrays still mean DT_FLOAT.
 _NP[DT_BFLOAT16] = np.dtype(np.float32)
+# Quantized types are held as their storage integers (qint8 as int8 ...): the quantization
+# kernels read what a value means from their type attrs, as TensorFlow's do.
+DT_QINT8, DT_QUINT8, DT_QINT32, DT_QINT16, DT_QUINT16 = 11, 12, 13, 15, 16
+_NP.update({DT_QINT8: np.dtype(np.int8), DT_QUINT8: np.dtype(np.uint8),
+            DT_QINT16: np.dtype(np.int16), DT_QUINT16: np.dtype(np.uint16),
+            DT_QINT32: np.dtype(np.int32)})
 
 _NAMES = {
     0: "invalid", 1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8",

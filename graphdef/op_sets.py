@@ -33,6 +33,9 @@ _PY_FUNC = ("runs Python code (tf.py_function / tf.numpy_function) that the grap
             "store: only the process that built the graph can run it")
 # Why an op has no kernel, where the reason is not just "not written yet" (error messages).
 NO_KERNEL_REASON = {"EagerPyFunc": _PY_FUNC, "PyFunc": _PY_FUNC, "PyFuncStateless": _PY_FUNC}
+NO_KERNEL_REASON.update(dict.fromkeys(
+    ("KthOrderStatistic", "TopKUnique", "TopKWithUnique"),
+    "a TPU-only op: TensorFlow has no CPU kernel for it, not even through XLA"))
 
 
 def no_kernel_reason(op: str) -> str | None:

@@ -47,6 +47,8 @@ _VAL_FIELD = {
     D.DT_INT64: "int64_val", D.DT_UINT32: "uint32_val", D.DT_UINT64: "uint64_val",
     D.DT_BOOL: "bool_val", D.DT_HALF: "half_val", D.DT_STRING: "string_val",
     D.DT_COMPLEX64: "scomplex_val", D.DT_COMPLEX128: "dcomplex_val",
+    D.DT_QINT8: "int_val", D.DT_QUINT8: "int_val", D.DT_QINT16: "int_val",
+    D.DT_QUINT16: "int_val", D.DT_QINT32: "int_val",
 }
 
 Shape = tuple  # of int | None; None for the whole shape when the rank is unknown

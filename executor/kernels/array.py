@@ -1,4 +1,5 @@
-"""Array kernels: shapes, reshaping, slicing, joining, gathering and index builders.
+"""Array kernels: shapes, reshaping, slicing, joining, gathering and index builders (and
+Bitcast, ReverseSequence, Inplace*, ListDiff, UnravelIndex, NthElement, DataFormat*, ApproxTopK).
 
 Every kernel follows TensorFlow's CPU semantics, including which inputs are errors. Shape-only
 ops (Reshape, ExpandDims, Squeeze, Shape ...) are cheap and return views where numpy allows.
@@ -1554,3 +1555,370 @@ def lower_bound(ctx: KernelContext, sorted_: np.ndarray, values: np.ndarray) -> 
 @kernel("UpperBound")
 def upper_bound(ctx: KernelContext, sorted_: np.ndarray, values: np.ndarray) -> np.ndarray:
     return _search(ctx, sorted_, values, "right")
+
+
+# --- Bitcast ----------------------------------------------------------------------------------
+
+def _bit_dtype(t: Any) -> np.dtype:
+    """A Bitcast type attr as a numpy dtype; quantized types (DataType numbers) as their
+    storage integers."""
+    if isinstance(t, (int, np.integer)) and not isinstance(t, bool):
+        from .quantization import qdtype
+
+        try:
+            return qdtype(t)
+        except InvalidArgumentError:
+            from dfg.graphdef.errors import UnimplementedError
+
+            raise UnimplementedError(f"Bitcast of DataType {int(t)}: numpy cannot hold it") \
+                from None
+    return np.dtype(t)
+
+
+@kernel("Bitcast", cheap=True)
+def bitcast(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    src = _bit_dtype(ctx.attrs["T"]) if ctx.attrs.get("T") is not None else x.dtype
+    dst = _bit_dtype(ctx.attrs["type"])
+    a, b = src.itemsize, dst.itemsize
+    if a == b:
+        shape = x.shape
+    elif a > b:
+        shape = x.shape + (a // b,)
+    else:
+        if x.ndim == 0 or x.shape[-1] != b // a:
+            raise InvalidArgumentError(
+                f"Cannot bitcast from {src} to {dst}: shape {_fmt(x.shape)} must end in "
+                f"{b // a}")
+        shape = x.shape[:-1]
+    flat = np.ascontiguousarray(x.astype(src, copy=False)).reshape(-1)
+    return flat.view(dst).reshape(shape)
+
+
+# --- ReverseSequence --------------------------------------------------------------------------
+
+@kernel("ReverseSequence")
+def reverse_sequence(ctx: KernelContext, x: np.ndarray, seq_lengths: np.ndarray) -> np.ndarray:
+    seq_dim = int(ctx.attrs["seq_dim"])
+    batch_dim = int(ctx.attrs.get("batch_dim", 0))
+    r = x.ndim
+    if seq_dim == batch_dim:
+        raise InvalidArgumentError(f"seq_dim == batch_dim == {seq_dim}")
+    if not 0 <= seq_dim < r:
+        raise InvalidArgumentError(f"seq_dim must be < input rank and >= 0: {seq_dim} vs. {r}")
+    if not 0 <= batch_dim < r:
+        raise InvalidArgumentError(
+            f"batch_dim must be < input rank and >= 0: {batch_dim} vs. {r}")
+    if seq_lengths.ndim != 1:
+        raise InvalidArgumentError(
+            f"seq_lengths must be 1-dim, not {seq_lengths.ndim}")
+    if seq_lengths.shape[0] != x.shape[batch_dim]:
+        raise InvalidArgumentError(
+            f"Length of seq_lengths != input.dims({batch_dim}), ({seq_lengths.shape[0]} vs. "
+            f"{x.shape[batch_dim]})")
+    lens = seq_lengths.astype(np.int64)
+    n = x.shape[seq_dim]
+    bad = (lens < 0) | (lens > n)
+    if bad.any():
+        d = int(np.argmax(bad))
+        if lens[d] < 0:
+            raise InvalidArgumentError(f"seq_lens({d}) < 0")
+        raise InvalidArgumentError(
+            f"seq_lens({d}) > input.dims({seq_dim}), ({lens[d]} vs. {n})")
+    # Source position along seq_dim for each (batch, position): reversed inside the prefix.
+    pos = np.arange(n)[None, :]
+    src = np.where(pos < lens[:, None], lens[:, None] - 1 - pos, pos)   # [batch, n]
+    shape = [1] * r
+    shape[batch_dim], shape[seq_dim] = src.shape
+    src = src if batch_dim < seq_dim else src.T
+    idx = np.broadcast_to(src.reshape(shape), x.shape)
+    return np.take_along_axis(x, idx, axis=seq_dim)
+
+
+# --- InplaceAdd / InplaceSub / InplaceUpdate --------------------------------------------------
+
+def _inplace(ctx: KernelContext, x: np.ndarray, i: np.ndarray, v: np.ndarray,
+             how: str) -> np.ndarray:
+    if i.ndim != 1:
+        raise InvalidArgumentError(f"i must be a vector. {_fmt(i.shape)}")
+    if x.ndim != v.ndim:
+        raise InvalidArgumentError(
+            f"x and v shape doesn't match (ranks differ): {_fmt(x.shape)} vs. {_fmt(v.shape)}")
+    for d in range(1, x.ndim):
+        if x.shape[d] != v.shape[d]:
+            raise InvalidArgumentError(
+                f"x and v shape doesn't match at index {d} : {_fmt(x.shape)} vs. "
+                f"{_fmt(v.shape)}")
+    if i.shape[0] != v.shape[0]:
+        raise InvalidArgumentError(
+            f"i and x shape doesn't match at index 0 : {_fmt(i.shape)} vs. {_fmt(v.shape)}")
+    n = x.shape[0]
+    if n == 0 and i.size:
+        raise InvalidArgumentError("x has no rows to update")
+    # TF guards the index range by wrapping: row (i % n + n) % n
+    rows = i.astype(np.int64) % n if n else i.astype(np.int64)
+    if how != "update" and x.dtype.kind in "bOSU":
+        raise InvalidArgumentError(
+            f"Unsupported data type: {'bool' if x.dtype.kind == 'b' else 'string'}")
+    y = x.copy()
+    if how == "update":
+        y[rows] = v   # duplicates: the last one wins, as TF's row-by-row copy
+    else:
+        (np.add if how == "add" else np.subtract).at(y, rows, v)
+    return y
+
+
+@kernel("InplaceAdd")
+def inplace_add(ctx: KernelContext, x: np.ndarray, i: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return _inplace(ctx, x, i, v, "add")
+
+
+@kernel("InplaceSub")
+def inplace_sub(ctx: KernelContext, x: np.ndarray, i: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return _inplace(ctx, x, i, v, "sub")
+
+
+@kernel("InplaceUpdate")
+def inplace_update(ctx: KernelContext, x: np.ndarray, i: np.ndarray,
+                   v: np.ndarray) -> np.ndarray:
+    return _inplace(ctx, x, i, v, "update")
+
+
+# --- ListDiff, UnravelIndex, NthElement ---------------------------------------------------------
+
+@kernel("ListDiff")
+def list_diff(ctx: KernelContext, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    for name, v in (("x", x), ("y", y)):
+        if v.ndim != 1:
+            raise InvalidArgumentError(f"{name} should be a 1D vector.  Got shape "
+                                       f"{_fmt(v.shape)}")
+    if x.dtype.kind in "bc":
+        raise InvalidArgumentError(
+            f"No OpKernel was registered to support Op 'ListDiff' with T={x.dtype}")
+    keep = ~np.isin(x, y) if x.size and y.size else np.ones(x.shape, bool)
+    idx = np.flatnonzero(keep)
+    return x[idx], idx.astype(_attr_dtype(ctx, "out_idx", np.int32))
+
+
+def _c_div_mod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """C's truncating / and % (for the negative indices TF does not reject)."""
+    q = np.abs(a) // np.abs(b) * np.sign(a) * np.sign(b)
+    return q, a - q * b
+
+
+@kernel("UnravelIndex")
+def unravel_index(ctx: KernelContext, indices: np.ndarray, dims: np.ndarray) -> np.ndarray:
+    if indices.ndim > 1:
+        raise InvalidArgumentError(
+            f'The indices can only be scalar or vector, got "{_fmt(indices.shape)}"')
+    if dims.ndim != 1:
+        raise InvalidArgumentError(f'The indices can only be 1-D, got "{_fmt(dims.shape)}"')
+    if indices.size == 0:
+        raise InvalidArgumentError(f"received empty tensor indices: {_fmt(indices.shape)}")
+    dt = indices.dtype
+    limit = float(np.iinfo(dt).max)
+    prod = 1.0
+    for k, d in enumerate(dims.tolist()):
+        if d == 0:
+            raise InvalidArgumentError(
+                f"Input dims cannot contain a dim of zero, but dims contains zero at index {k}")
+        if d < 0:
+            raise InvalidArgumentError(f"Input dims cannot be negative. Got dim = {d} at index {k}")
+        if prod > limit // d:
+            raise InvalidArgumentError(
+                f"Input dims product is causing integer overflow: ({dims.tolist()})")
+        prod *= d
+    d64 = dims.astype(np.int64)
+    total = int(np.prod(d64)) if d64.size else 1
+    if indices.size and (indices >= total).any():
+        raise InvalidArgumentError("index is out of bound as with dims")
+    strides = np.ones(d64.shape, np.int64)
+    if d64.size > 1:
+        strides[:-1] = np.cumprod(d64[::-1])[::-1][1:]
+    flat = indices.reshape(1, -1).astype(np.int64)
+    q, _ = _c_div_mod(flat, strides[:, None])
+    _, out = _c_div_mod(q, d64[:, None])
+    out = out.astype(dt)
+    return out.reshape(-1) if indices.ndim == 0 else out
+
+
+@kernel("NthElement")
+def nth_element(ctx: KernelContext, x: np.ndarray, n: np.ndarray) -> np.ndarray:
+    if n.ndim != 0:
+        raise InvalidArgumentError(f"N must be scalar but has rank {n.ndim}")
+    k = int(n)
+    if k < 0:
+        raise InvalidArgumentError(f"n must be non-negative but is {k}")
+    if x.ndim < 1:
+        raise InvalidArgumentError(f"Input must be >= 1-D but is {x.ndim}-D")
+    last = x.shape[-1]
+    if last <= k:
+        raise InvalidArgumentError(f"Input must have last dimension > n = {k}")
+    if ctx.attrs.get("reverse", False):
+        k = last - k - 1
+    if x.size == 0:
+        return np.zeros(x.shape[:-1], x.dtype)
+    return np.partition(x, k, axis=-1)[..., k]
+
+
+# --- DataFormatDimMap / DataFormatVecPermute --------------------------------------------------
+
+def _formats(ctx: KernelContext) -> tuple[str, str]:
+    src = str(ctx.attrs.get("src_format", "NHWC"))
+    dst = str(ctx.attrs.get("dst_format", "NCHW"))
+    if len(src) not in (4, 5):
+        raise InvalidArgumentError(
+            f"Source format must be of length 4 or 5, received src_format = {src}")
+    if len(dst) not in (4, 5):
+        raise InvalidArgumentError(
+            f"Destination format must be of length 4 or 5, received dst_format = {dst}")
+    if sorted(src) != sorted(dst) or len(set(src)) != len(src):
+        raise InvalidArgumentError(
+            f"Destination and source format must determine a permutation, got {src} and {dst}")
+    return src, dst
+
+
+@kernel("DataFormatDimMap")
+def data_format_dim_map(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    src, dst = _formats(ctx)
+    n = len(src)
+    table = np.array([dst.index(c) for c in src], dtype=x.dtype)
+    # TF: m = (x + n) % n in C (truncating), then a select chain on m == 0, 1, ...: every m
+    # outside [0, n - 1) (so also what x outside [-n, n) gives) picks the last entry
+    m = np.fmod(x.astype(np.int64) + n, n)
+    m = np.where((m >= 0) & (m < n - 1), m, n - 1)
+    return np.asarray(table[m], dtype=x.dtype)
+
+
+@kernel("DataFormatVecPermute")
+def data_format_vec_permute(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    src, dst = _formats(ctx)
+    full = len(src)
+    spatial = full - 2
+    if x.ndim not in (1, 2):
+        raise InvalidArgumentError(
+            f"input must be a vector or 2D tensor, but got shape {_fmt(x.shape)}")
+    if x.ndim == 1 and x.shape[0] not in (spatial, full):
+        raise InvalidArgumentError(
+            f"1D input must be of size {spatial} or {full}, but got shape {_fmt(x.shape)}")
+    if x.ndim == 2:
+        if x.shape[0] not in (spatial, full):
+            raise InvalidArgumentError(
+                f"First dimension of 2D input must be of size {spatial} or {full}, but got "
+                f"shape {_fmt(x.shape)}")
+        if x.shape[1] != 2:
+            raise InvalidArgumentError(
+                f"Second dimension of 2D input must be of size 2, but got shape "
+                f"{_fmt(x.shape)}")
+    if x.shape[0] == spatial:
+        # only the spatial dimensions are given: permute them among themselves
+        src = "".join(c for c in src if c not in "NC")
+        dst = "".join(c for c in dst if c not in "NC")
+        if len(src) != spatial or len(dst) != spatial:
+            raise InvalidArgumentError(
+                f"Format specifier must contain H and W for 2D case, got {src} and {dst}")
+    return x[[src.index(c) for c in dst]]
+
+
+# --- UniqueWithCountsV2 -----------------------------------------------------------------------
+
+def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Unique rows of a 2-D array in first-occurrence order: (first index of each unique row,
+    the unique row of each row, counts)."""
+    n = rows.shape[0]
+    if rows.dtype == object or rows.shape[1] == 0:
+        seen: dict = {}
+        inv = np.empty(n, np.int64)
+        for j in range(n):
+            inv[j] = seen.setdefault(tuple(rows[j].tolist()), len(seen))
+        first = np.full(len(seen), n, np.int64)
+        np.minimum.at(first, inv, np.arange(n))
+        return first, inv, np.bincount(inv, minlength=len(seen))
+    # equal rows compare equal bytewise, except -0.0 / +0.0 (== in TF), so normalize zeros
+    r = rows + rows.dtype.type(0) if rows.dtype.kind in "fc" else rows
+    _, first, inv, cnt = np.unique(np.ascontiguousarray(r).view(
+        np.dtype((np.void, r.dtype.itemsize * r.shape[1]))).reshape(-1),
+        return_index=True, return_inverse=True, return_counts=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return first[order], rank[inv.reshape(-1)], cnt[order]
+
+
+@kernel("UniqueWithCountsV2")
+def unique_with_counts_v2(ctx: KernelContext, x: np.ndarray, axis: np.ndarray,
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    out_idx = _attr_dtype(ctx, "out_idx", np.int32)
+    if x.dtype.kind == "c":
+        raise InvalidArgumentError(
+            f"No OpKernel was registered to support Op 'UniqueWithCountsV2' with T={x.dtype}")
+    if axis.ndim != 1:
+        raise InvalidArgumentError(f"axis expects a 1D vector, got {_fmt(axis.shape)}")
+    if axis.size > 1:
+        raise InvalidArgumentError(
+            f"axis does not support input tensors larger than 1 elements, got {axis.size}")
+    if axis.size == 0:
+        if x.ndim != 1:
+            raise InvalidArgumentError(
+                f"unique expects a 1D vector, got {_fmt(x.shape)}")
+        y, idx, cnt = _unique(x)
+        return y, idx.astype(out_idx), cnt.astype(out_idx)
+    ax = int(axis[0])
+    if not -x.ndim <= ax < x.ndim:
+        raise InvalidArgumentError(
+            f"axis has to be between [{-x.ndim}, {x.ndim}), got {ax}")
+    ax %= x.ndim
+    moved = np.moveaxis(x, ax, 0)
+    rows = moved.reshape(moved.shape[0], math.prod(moved.shape[1:]))
+    if rows.shape[0] == 0:
+        e = np.zeros(0, out_idx)
+        return x.copy(), e, e
+    first, inv, cnt = _unique_rows(rows)
+    y = np.moveaxis(moved[first], 0, ax)
+    return np.ascontiguousarray(y), inv.astype(out_idx), cnt.astype(out_idx)
+
+
+# --- ApproxTopK -------------------------------------------------------------------------------
+
+@kernel("ApproxTopK")
+def approx_top_k(ctx: KernelContext, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # On CPU both TF's kernel (largest k along the last dim) and XLA's fallback (any dim, either
+    # end) are exact: sorted top k, ties to the lower index. Every setting gives k results
+    # (aggregate_to_topk, recall_target and the size override change nothing here).
+    a = ctx.attrs
+    k = int(a["k"])
+    if x.ndim == 0:
+        raise InvalidArgumentError("ApproxTopK operands must have rank 1+.")
+    dim = int(a.get("reduction_dimension", -1))
+    dim = dim + x.ndim if dim < 0 else dim
+    if not 0 <= dim < x.ndim:
+        raise InvalidArgumentError(f"reduction_dim should range in [0,{x.ndim})")
+    n = x.shape[dim]
+    if k < 0:
+        raise InvalidArgumentError(f"Need k >= 0, got {k}")
+    if n < k:
+        raise InvalidArgumentError(f"input must have at least k columns. Had {n}, needed {k}")
+    moved = np.moveaxis(x, dim, -1)
+    if a.get("is_max_k", True):
+        # stable ascending sort of the reversed row, read backwards (NaN counts as largest)
+        order = (n - 1) - np.argsort(moved[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    else:
+        order = np.argsort(moved, axis=-1, kind="stable")
+    order = order[..., :k]
+    vals = np.take_along_axis(moved, order, axis=-1)
+    return (np.ascontiguousarray(np.moveaxis(vals, -1, dim)),
+            np.ascontiguousarray(np.moveaxis(order, -1, dim)).astype(np.int32))
+
+
+# --- Empty ------------------------------------------------------------------------------------
+
+@kernel("Empty")
+def empty(ctx: KernelContext, shape: np.ndarray) -> np.ndarray:
+    if shape.ndim != 1:
+        raise InvalidArgumentError(f"shape must be a vector of int32, got shape "
+                                   f"{_fmt(shape.shape)}")
+    dims = _check_dims(shape.tolist())
+    dt = np.dtype(ctx.attrs["dtype"])
+    # TF leaves the values uninitialized unless init; zeros (empty strings) are one choice
+    if dt.kind == "O":
+        return np.full(dims, b"", dtype=object)
+    return np.zeros(dims, dt)

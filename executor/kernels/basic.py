@@ -96,3 +96,22 @@ def print_v2(ctx, s):
     print(text, end=end, file=sys.stderr if ctx.attrs.get("output_stream") != "stdout"
           else sys.stdout)
     return ()
+
+
+@kernel("GuaranteeConst", "Copy", "CopyHost", cheap=True)
+def guarantee_const(ctx, x):
+    # GuaranteeConst only promises constness to the optimizer; Copy/CopyHost are the debugger's
+    # copies (their debug_ops_spec watches nothing here): all pass the value on.
+    return x
+
+
+@kernel("DeepCopy", cheap=True)
+def deep_copy(ctx, x):
+    return x.copy()
+
+
+@kernel("Timestamp", cheap=True)
+def timestamp(ctx):
+    import time
+
+    return np.asarray(time.time(), dtype=np.float64)

@@ -1,4 +1,5 @@
-"""Math kernels: elementwise unary/binary ops, Cast, BiasAdd, matrix products, AddN, scans.
+"""Math kernels: elementwise unary/binary ops, Cast, BiasAdd, matrix products, AddN, scans,
+segment reductions, fake quantization, PopulationCount and HistogramFixedWidth.
 
 Everything follows TensorFlow's CPU semantics on numpy arrays:
 
@@ -1150,3 +1151,90 @@ def l2_loss(ctx: KernelContext, t: Array) -> Array:
     # (t^2 * 0.5) summed, in T: float16 overflows in the square exactly as TF's does.
     half = np.square(t) * t.dtype.type(0.5)
     return _as(np.sum(half, dtype=t.dtype), t.dtype)
+
+
+# --- PopulationCount, CumulativeLogsumexp, HistogramFixedWidth, SparseMatMul -------------------
+
+_POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+@kernel("PopulationCount")
+def population_count(ctx: KernelContext, x: Array) -> Array:
+    # bits of the two's-complement representation, counted a byte at a time
+    b = np.ascontiguousarray(x).reshape(-1).view(np.uint8)
+    counts = _POPCOUNT8[b].reshape(x.size, x.dtype.itemsize).sum(axis=1, dtype=np.uint8)
+    return counts.reshape(x.shape)
+
+
+@kernel("CumulativeLogsumexp")
+def cumulative_logsumexp(ctx: KernelContext, x: Array, axis: Array) -> Array:
+    if axis.ndim != 0:
+        raise InvalidArgumentError(f"axis must be a scalar, but got shape {_fmt(axis.shape)}")
+    a = int(axis)
+    if not -x.ndim <= a < x.ndim:
+        raise InvalidArgumentError(
+            f"Expected scan axis in the range [{-x.ndim}, {x.ndim}), but got {a}")
+    a %= x.ndim
+    work = np.moveaxis(x.astype(_F32) if x.dtype == _F16 else x, a, 0)
+    if ctx.attrs.get("reverse", False):
+        work = work[::-1]
+    out = np.empty_like(work)
+    acc = np.full(work.shape[1:], -np.inf, dtype=work.dtype)
+    lowest = np.finfo(work.dtype).min
+    exclusive = bool(ctx.attrs.get("exclusive", False))
+    for i in range(work.shape[0]):
+        if exclusive:
+            out[i] = acc
+        # TF's reducer: max + log1p(exp(min - max)); a running -inf stays -inf. Its max and
+        # min are std::max(acc, x) / std::min(acc, x): a NaN x compares false and yields acc.
+        hi = where(acc < work[i], work[i], acc)
+        lo = where(work[i] < acc, work[i], acc)
+        acc = where(hi < lowest, hi, np.log1p(np.exp(lo - hi)) + hi)
+        if not exclusive:
+            out[i] = acc
+    if ctx.attrs.get("reverse", False):
+        out = out[::-1]
+    return np.ascontiguousarray(np.moveaxis(out, 0, a)).astype(x.dtype, copy=False)
+
+
+@kernel("HistogramFixedWidth")
+def histogram_fixed_width(ctx: KernelContext, values: Array, value_range: Array,
+                          nbins: Array) -> Array:
+    if value_range.ndim != 1:
+        raise InvalidArgumentError("value_range should be a vector.")
+    if value_range.size != 2:
+        raise InvalidArgumentError("value_range should be a vector of 2 elements.")
+    if nbins.ndim != 0:
+        raise InvalidArgumentError("nbins should be a scalar.")
+    n = int(nbins)
+    if n <= 0:
+        raise InvalidArgumentError(f"nbins should be a positive number, but got '{n}'")
+    lo, hi = value_range[0], value_range[1]
+    if not lo < hi:
+        raise InvalidArgumentError(
+            f"value_range should satisfy value_range[0] < value_range[1], but got '[{lo}, {hi}]'")
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        raise InvalidArgumentError("Histogram values must not contain NaN")
+    out_dt = np.dtype(ctx.attrs.get("dtype", np.int32))
+    # TF: ((max(v, lo) - lo) in T, as double) / step, capped at nbins - 1, truncated
+    step = float(_as(hi - lo, values.dtype)) / float(n)
+    shifted = (np.maximum(values, lo) - lo).astype(values.dtype, copy=False)
+    pos = np.minimum(shifted.astype(np.float64) / step, float(n - 1))
+    bins = pos.astype(np.int64).reshape(-1)
+    return np.bincount(bins, minlength=n)[:n].astype(out_dt)
+
+
+@kernel("SparseMatMul")
+def sparse_mat_mul(ctx: KernelContext, a: Array, b: Array) -> Array:
+    # The sparsity hints only pick TF's algorithm; the product is the dense one.
+    for name, m in (("a", a), ("b", b)):
+        if m.ndim != 2:
+            raise InvalidArgumentError(f"{name} is not a matrix")
+    if ctx.attrs.get("transpose_a", False):
+        a = a.T
+    if ctx.attrs.get("transpose_b", False):
+        b = b.T
+    if a.shape[1] != b.shape[0]:
+        raise InvalidArgumentError(
+            f"Matrix size incompatible: a: {_fmt(a.shape)}, b: {_fmt(b.shape)}")
+    return _matmul(a.astype(_F32, copy=False), b.astype(_F32, copy=False), _F32)

@@ -1,6 +1,10 @@
-"""Sparse segment reductions: SparseSegmentSum/Mean/SqrtN, with or without num_segments.
+"""Sparse segment reductions: SparseSegmentSum/Mean/SqrtN, with or without num_segments, and
+the SegmentXxxV2 reductions.
 
-(TensorFlow's SegmentXxxV2 ops have no CPU kernel, so dfg has none either.)"""
+TensorFlow has no CPU kernel for SegmentSumV2/ProdV2/MaxV2/MinV2: they run compiled by XLA
+(``jit_compile``), as scatters into ``num_segments`` rows. dfg follows XLA's results: ids need
+not be sorted, rows whose id is outside [0, num_segments) are dropped, and an empty segment
+holds 0 (sum), 1 (prod), or the lowest / highest finite value (max / min)."""
 
 from __future__ import annotations
 
@@ -68,3 +72,35 @@ def _sparse_segment_kernels(how: str) -> None:
 
 for _how in ("Sum", "Mean", "SqrtN"):
     _sparse_segment_kernels(_how)
+
+
+def _segment_v2(data: np.ndarray, ids: np.ndarray, num: np.ndarray, how: str) -> np.ndarray:
+    if ids.ndim != 1:
+        raise InvalidArgumentError(f"segment_ids should be a vector, got {list(ids.shape)}")
+    if data.ndim < 1 or data.shape[0] != ids.shape[0]:
+        raise InvalidArgumentError(
+            f"segment_ids should be the same size as dimension 0 of input, got "
+            f"{list(ids.shape)} and {list(data.shape)}")
+    rows = _num(num)
+    if rows < 0:
+        raise InvalidArgumentError(f"num_segments must be >= 0, got {rows}")
+    dt = data.dtype
+    lim = np.finfo(dt) if dt.kind in "fc" else np.iinfo(dt)
+    init = {"sum": 0, "prod": 1, "max": lim.min, "min": lim.max}[how]
+    out = np.full((rows,) + data.shape[1:], init, dtype=dt)
+    i64 = ids.astype(np.int64)
+    keep = (i64 >= 0) & (i64 < rows)
+    ufunc = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}[how]
+    ufunc.at(out, i64[keep], data[keep])
+    return out
+
+
+def _segment_v2_kernel(how: str) -> None:
+    def run(ctx, data, segment_ids, num_segments):
+        return _segment_v2(data, segment_ids, num_segments, how.lower())
+
+    kernel(f"Segment{how}V2")(run)
+
+
+for _how in ("Sum", "Prod", "Max", "Min"):
+    _segment_v2_kernel(_how)

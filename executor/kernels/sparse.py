@@ -17,6 +17,12 @@ TensorFlow's CPU semantics, as checked against its outputs (tests/data/kernels/s
   ``min(size, shape - start)`` clipped at 0.
 * SparseTensorDenseMatMul accumulates A's entries into the output row by row (adjoints
   conjugate complex values).
+* EditDistance, SetSize and the set operations walk the groups (runs of entries sharing all
+  but the last coordinate) in input order, as TF's SparseTensor::group does; set results are
+  sorted per group and the result's last dimension is the largest set.
+* SparseSoftmax returns the values in row-major order (TF reorders its input first);
+  SparseSparseMaximum/Minimum merge the two index lists in one pass, an entry missing on one
+  side meeting a 0; SparseSplit keeps input order within each piece.
 
 Bad indices and shape mismatches are InvalidArgumentErrors, as in TensorFlow.
 """
@@ -598,3 +604,495 @@ def deserialize_many_sparse(ctx: KernelContext, serialized_sparse: np.ndarray):
         raise InvalidArgumentError(f"Serialized sparse should be a matrix with 3 columns, got "
                                    f"{_fmt(serialized_sparse.shape)}")
     return _deserialize(ctx, serialized_sparse)
+
+
+# --- groups of a SparseTensor: runs of entries that share their leading coordinates ----------
+
+def _runs(keys: np.ndarray) -> list[tuple[tuple[int, ...], int, int]]:
+    """(key, start, stop) for each run of consecutive rows of ``keys`` that are equal: the
+    groups TF's SparseTensor::group visits (for sorted indices, one run per distinct key)."""
+    n = keys.shape[0]
+    if n == 0:
+        return []
+    if keys.shape[1] == 0:
+        return [((), 0, n)]
+    change = np.flatnonzero((keys[1:] != keys[:-1]).any(axis=1)) + 1
+    starts = np.concatenate(([0], change)).tolist()
+    stops = starts[1:] + [n]
+    return [(tuple(keys[s].tolist()), s, e) for s, e in zip(starts, stops)]
+
+
+def _check_sorted(idx: np.ndarray, shape: np.ndarray) -> None:
+    """SparseTensor::IndicesValid: in bounds, strictly increasing in row-major order."""
+    _check_bounds(idx, shape)
+    if idx.shape[0] < 2 or idx.shape[1] == 0:
+        if idx.shape[0] >= 2:
+            raise InvalidArgumentError(f"indices[1] = {_fmt(idx[1])} is repeated")
+        return
+    a, b = idx[:-1], idx[1:]
+    diff = b != a
+    first = np.argmax(diff, axis=1)
+    rows = np.arange(a.shape[0])
+    equal = ~diff.any(axis=1)
+    down = ~equal & (b[rows, first] < a[rows, first])
+    bad = equal | down
+    if bad.any():
+        i = int(np.argmax(bad)) + 1
+        if equal[i - 1]:
+            raise InvalidArgumentError(f"indices[{i}] = {_fmt(idx[i])} is repeated")
+        raise InvalidArgumentError(
+            f"indices[{i}] = {_fmt(idx[i])} is out of order. Many sparse ops require sorted "
+            "indices.\n    Use `tf.sparse.reorder` to create a correctly ordered copy.\n\n")
+
+
+# --- EditDistance -----------------------------------------------------------------------------
+
+def _levenshtein(s: list, t: list) -> int:
+    if not s:
+        return len(t)
+    if not t:
+        return len(s)
+    prev = list(range(len(t) + 1))
+    for i, a in enumerate(s, 1):
+        cur = [i] + [0] * len(t)
+        for j, b in enumerate(t, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (0 if a == b else 1))
+        prev = cur
+    return prev[-1]
+
+
+@kernel("EditDistance")
+def edit_distance(ctx: KernelContext, h_indices: np.ndarray, h_values: np.ndarray,
+                  h_shape: np.ndarray, t_indices: np.ndarray, t_values: np.ndarray,
+                  t_shape: np.ndarray) -> np.ndarray:
+    for name, v in (("hypothesis_indices", h_indices), ("truth_indices", t_indices)):
+        if v.ndim != 2:
+            raise InvalidArgumentError(f"{name} should be a matrix, but got shape: "
+                                       f"{_fmt(v.shape)}")
+    for name, v in (("hypothesis_values", h_values), ("truth_values", t_values),
+                    ("hypothesis_shape", h_shape), ("truth_shape", t_shape)):
+        if v.ndim != 1:
+            raise InvalidArgumentError(f"{name} should be a vector, but got shape: "
+                                       f"{_fmt(v.shape)}")
+    for what, idx, vals, shp in (("hypothesis", h_indices, h_values, h_shape),
+                                 ("truth", t_indices, t_values, t_shape)):
+        if vals.shape[0] != idx.shape[0]:
+            raise InvalidArgumentError(
+                f"Expected {what}_values.NumElements == #rows({what}_indices), their shapes "
+                f"are: {_fmt(vals.shape)} and {_fmt(idx.shape)}")
+        if shp.shape[0] != idx.shape[1]:
+            raise InvalidArgumentError(
+                f"Expected {what}_shape.NumElements == #cols({what}_indices), their shapes "
+                f"are: {_fmt(shp.shape)} and {_fmt(idx.shape)}")
+    if t_shape.shape[0] < 2:
+        raise InvalidArgumentError(
+            f"Input SparseTensors must have rank at least 2, but truth_shape rank is: "
+            f"{t_shape.shape[0]}")
+    if t_shape.shape[0] != h_shape.shape[0]:
+        raise InvalidArgumentError(
+            f"Expected truth and hypothesis to have matching ranks, but their shapes are: "
+            f"{_fmt(t_shape.shape)} and {_fmt(h_shape.shape)}")
+    for what, shp in (("hypothesis", h_shape), ("truth", t_shape)):
+        if (shp < 0).any():
+            raise InvalidArgumentError(f"{what}_shape has a negative dimension: {_fmt(shp)}")
+    normalize = bool(ctx.attrs.get("normalize", True))
+    out_shape = np.maximum(h_shape[:-1], t_shape[:-1]).astype(_I64)
+    out = np.zeros(out_shape.tolist(), np.float32)
+    flat = out.reshape(-1)
+    strides = np.ones(len(out_shape), _I64)
+    if len(out_shape) > 1:
+        strides[:-1] = np.cumprod(out_shape[::-1])[::-1][1:]
+
+    def loc(key: tuple) -> int:
+        p = int(np.dot(np.asarray(key, _I64), strides)) if key else 0
+        if not 0 <= p < flat.size:
+            raise InvalidArgumentError(
+                f"Got an inner product {p} which would require writing to outside of the "
+                f"buffer for the output tensor (max elements {flat.size})")
+        return p
+
+    hi, ti = h_indices.astype(_I64), t_indices.astype(_I64)
+    hruns, truns = _runs(hi[:, :-1]), _runs(ti[:, :-1])
+    hv, tv = h_values.tolist(), t_values.tolist()
+    i = j = 0
+    while i < len(hruns) or j < len(truns):
+        hk = hruns[i][0] if i < len(hruns) else None
+        tk = truns[j][0] if j < len(truns) else None
+        if hk is not None and tk is not None and hk == tk:
+            _, hs, he = hruns[i]
+            _, ts, te = truns[j]
+            d = float(_levenshtein(tv[ts:te], hv[hs:he]))
+            flat[loc(tk)] = d / (te - ts) if normalize else d
+            i += 1
+            j += 1
+        elif tk is None or (hk is not None and tk > hk):   # a hypothesis with no truth
+            _, hs, he = hruns[i]
+            n = he - hs
+            flat[loc(hk)] = np.inf if normalize and n else n
+            i += 1
+        else:                                              # a truth with no hypothesis
+            _, ts, te = truns[j]
+            flat[loc(tk)] = 1.0 if normalize else te - ts
+            j += 1
+    return out
+
+
+# --- sets -------------------------------------------------------------------------------------
+
+def _set_op(ctx: KernelContext) -> str:
+    op = str(ctx.attrs["set_operation"])
+    if op not in ("a-b", "b-a", "intersection", "union"):
+        raise InvalidArgumentError(f"Invalid set_operation {op}.")
+    return op
+
+
+def _group_shape(shape: list[int], what: str) -> list[int]:
+    if len(shape) < 2:
+        raise InvalidArgumentError(f"Invalid {what} rank {len(shape)}, must be >= 2.")
+    return shape[:-1]
+
+
+def _sparse_set(indices: np.ndarray, values: np.ndarray, shape: np.ndarray, validate: bool
+                ) -> tuple[list, list, list[int]]:
+    """A sparse set input: its groups as (key, sorted-unique-able values) runs, and shape."""
+    idx, vals, shp = _sparse(indices, values, shape)
+    dims = shp.tolist()
+    if validate:
+        _check_sorted(idx, shp)
+    runs = _runs(idx[:, :-1]) if idx.shape[1] else []
+    v = vals.tolist()
+    return [(k, set(v[s:e])) for k, s, e in runs], v, dims
+
+
+def _apply_set(a: set, b: set, op: str) -> set:
+    if op == "a-b":
+        return a - b
+    if op == "b-a":
+        return b - a
+    if op == "intersection":
+        return a & b
+    return a | b
+
+
+def _set_output(groups: dict, group_shape: list[int], dtype: np.dtype):
+    """OutputSparseTensor: groups in row-major order, each set's values in sorted order."""
+    keys = sorted(groups)
+    widest = max((len(groups[k]) for k in keys), default=0)
+    rows, vals = [], []
+    for k in keys:
+        for j, v in enumerate(sorted(groups[k])):
+            rows.append(list(k) + [j])
+            vals.append(v)
+    idx = np.array(rows, _I64).reshape(len(rows), len(group_shape) + 1)
+    out_vals = np.array(vals, dtype=dtype) if dtype.kind != "O" else \
+        np.array(vals + [None], dtype=object)[:-1]
+    return idx, out_vals.reshape(len(vals)), np.array(group_shape + [widest], _I64)
+
+
+def _check_match(g1: list[int], g2: list[int]) -> None:
+    if g1 != g2:
+        raise InvalidArgumentError(f"Mismatched shapes {_fmt(g1)} vs {_fmt(g2)}.")
+
+
+def _dense_groups(x: np.ndarray) -> list[set]:
+    return [set(r) for r in x.reshape(int(np.prod(x.shape[:-1])), x.shape[-1]).tolist()]
+
+
+@kernel("SetSize")
+def set_size(ctx: KernelContext, indices: np.ndarray, values: np.ndarray,
+             shape: np.ndarray) -> np.ndarray:
+    groups, _, dims = _sparse_set(indices, values, shape,
+                                  bool(ctx.attrs.get("validate_indices", True)))
+    gshape = _group_shape(dims, "input")
+    out = np.zeros(gshape, np.int32)
+    flat = out.reshape(-1)
+    strides = np.cumprod([1] + gshape[::-1])[::-1][1:]
+    for key, vals in groups:   # a key seen in two runs (unsorted input): the last one counts
+        flat[int(np.dot(key, strides))] = len(vals)
+    return out
+
+
+@kernel("DenseToDenseSetOperation")
+def dense_to_dense_set_operation(ctx: KernelContext, set1: np.ndarray, set2: np.ndarray):
+    op = _set_op(ctx)
+    g1 = _group_shape(list(set1.shape), "set1")
+    g2 = _group_shape(list(set2.shape), "set2")
+    _check_match(g1, g2)
+    a, b = _dense_groups(set1), _dense_groups(set2)
+    groups = {}
+    for flat_i, key in enumerate(np.ndindex(*g1)):
+        r = _apply_set(a[flat_i], b[flat_i], op)
+        if r:
+            groups[key] = r
+    return _set_output(groups, g1, set1.dtype)
+
+
+@kernel("DenseToSparseSetOperation")
+def dense_to_sparse_set_operation(ctx: KernelContext, set1: np.ndarray, indices: np.ndarray,
+                                  values: np.ndarray, shape: np.ndarray):
+    op = _set_op(ctx)
+    sgroups, _, dims = _sparse_set(indices, values, shape,
+                                   bool(ctx.attrs.get("validate_indices", True)))
+    g1 = _group_shape(list(set1.shape), "set1")
+    g2 = _group_shape(dims, "set2")
+    _check_match(g1, g2)
+    a = _dense_groups(set1)
+    groups = {}
+    pos = 0
+    for flat_i, key in enumerate(np.ndindex(*g1)):
+        b: set = set()
+        # TF walks set2's groups alongside the dense ones: a group that does not match the
+        # current key waits (sorted input: each group is met exactly at its key)
+        if pos < len(sgroups) and sgroups[pos][0] == key:
+            b = sgroups[pos][1]
+            pos += 1
+        r = _apply_set(a[flat_i], b, op)
+        if r:
+            groups[key] = r
+    return _set_output(groups, g1, set1.dtype)
+
+
+@kernel("SparseToSparseSetOperation")
+def sparse_to_sparse_set_operation(ctx: KernelContext, i1: np.ndarray, v1: np.ndarray,
+                                   s1: np.ndarray, i2: np.ndarray, v2: np.ndarray,
+                                   s2: np.ndarray):
+    op = _set_op(ctx)
+    validate = bool(ctx.attrs.get("validate_indices", True))
+    a, _, d1 = _sparse_set(i1, v1, s1, validate)
+    b, _, d2 = _sparse_set(i2, v2, s2, validate)
+    g1 = _group_shape(d1, "set1")
+    g2 = _group_shape(d2, "set2")
+    _check_match(g1, g2)
+    groups: dict = {}
+    i = j = 0
+    while i < len(a) or j < len(b):
+        ka = a[i][0] if i < len(a) else None
+        kb = b[j][0] if j < len(b) else None
+        if ka is not None and kb is not None and ka == kb:
+            key, r = ka, _apply_set(a[i][1], b[j][1], op)
+            i += 1
+            j += 1
+        elif kb is None or (ka is not None and ka < kb):
+            key, r = ka, _apply_set(a[i][1], set(), op)
+            i += 1
+        else:
+            key, r = kb, _apply_set(set(), b[j][1], op)
+            j += 1
+        if r:
+            groups[key] = r
+    return _set_output(groups, g1, v1.dtype)
+
+
+# --- SparseSoftmax, SparseSparseMaximum/Minimum, SparseSplit, SparseBincount -------------------
+
+@kernel("SparseSoftmax")
+def sparse_softmax(ctx: KernelContext, indices: np.ndarray, values: np.ndarray,
+                   shape: np.ndarray) -> np.ndarray:
+    if indices.ndim != 2:
+        raise InvalidArgumentError(
+            f"Input should be a matrix but received shape: {_fmt(indices.shape)}")
+    if values.ndim != 1 or shape.ndim != 1:
+        raise InvalidArgumentError(
+            f"Inputs sp_values and sp_shape should be vectors but received shapes: "
+            f"{_fmt(values.shape)} and {_fmt(shape.shape)}")
+    if shape.shape[0] < 2:
+        raise InvalidArgumentError(
+            f"Input should have rank >= 2, but received shape: {_fmt(shape)}")
+    if values.shape[0] != indices.shape[0]:
+        raise InvalidArgumentError(
+            f"Expected values.dim_size(0) == indices.dim_size(0), got {values.shape[0]} and "
+            f"{indices.shape[0]}")
+    if indices.shape[1] != shape.shape[0]:
+        raise InvalidArgumentError(
+            f"Expected indices.dim_size(1) == shape.NumElements(), got {indices.shape[1]} and "
+            f"{shape.shape[0]}")
+    n = values.shape[0]
+    if n == 0:
+        return values.copy()
+    # TF reorders the entries into row-major order and returns the values in that order,
+    # each softmaxed over the entries sharing all but the last coordinate
+    order = _lex_order(indices.astype(_I64))
+    indices, values = indices[order], values[order]
+    work = values.astype(np.float32) if values.dtype == np.float16 else values
+    keys = indices[:, :-1]
+    starts = np.concatenate(([0], np.flatnonzero((keys[1:] != keys[:-1]).any(axis=1)) + 1))
+    run = np.cumsum(np.isin(np.arange(n), starts)) - 1
+    e = np.exp(work - np.maximum.reduceat(work, starts)[run])
+    return (e / np.add.reduceat(e, starts)[run]).astype(values.dtype)
+
+
+def _sparse_sparse(ctx: KernelContext, ai: np.ndarray, av: np.ndarray, ash: np.ndarray,
+                   bi: np.ndarray, bv: np.ndarray, bsh: np.ndarray, ufunc: np.ufunc):
+    if ai.ndim != 2 or bi.ndim != 2:
+        raise InvalidArgumentError(
+            f"Inputs a_indices and b_indices should be matrices but received shapes: "
+            f"{_fmt(ai.shape)}, {_fmt(bi.shape)}")
+    if av.ndim != 1 or bv.ndim != 1:
+        raise InvalidArgumentError(
+            f"Inputs a_values and b_values should be vectors but received shapes: "
+            f"{_fmt(av.shape)} and {_fmt(bv.shape)}")
+    if ash.ndim != 1 or bsh.ndim != 1:
+        raise InvalidArgumentError(
+            f"Input shapes should be a vector but received shapes {_fmt(ash.shape)} and "
+            f"{_fmt(bsh.shape)}")
+    for what, i, v in (("a", ai, av), ("b", bi, bv)):
+        if v.shape[0] != i.shape[0]:
+            raise InvalidArgumentError(
+                f"Expected {what}_values and {what}_indices to have the same number of "
+                f"entries, got {v.shape[0]} and {i.shape[0]}")
+    if ash.shape != bsh.shape:
+        raise InvalidArgumentError(f"Operands do not have the same ranks; got shapes: "
+                                   f"{_fmt(ash)} and {_fmt(bsh)}")
+    for d in range(ash.shape[0]):
+        if ash[d] != bsh[d]:
+            raise InvalidArgumentError(f"Operands' shapes do not match: got {ash[d]} and "
+                                       f"{bsh[d]} for dimension {d}")
+    for what, i in (("a", ai), ("b", bi)):
+        if i.shape[1] != ash.shape[0]:
+            raise InvalidArgumentError(
+                f"Expected {what}_indices to have {ash.shape[0]} columns, got {i.shape[1]}")
+    # TF's one merge pass in row-major order; an entry missing on one side meets a 0
+    a_rows, b_rows = ai.tolist(), bi.tolist()
+    pick: list[tuple[int, int, int]] = []   # (index source 0=a/1=b, a position or -1, b ...)
+    i = j = 0
+    while i < len(a_rows) and j < len(b_rows):
+        if a_rows[i] < b_rows[j]:
+            pick.append((0, i, -1))
+            i += 1
+        elif a_rows[i] == b_rows[j]:
+            pick.append((0, i, j))
+            i += 1
+            j += 1
+        else:
+            pick.append((1, -1, j))
+            j += 1
+    pick.extend((0, k, -1) for k in range(i, len(a_rows)))
+    pick.extend((1, -1, k) for k in range(j, len(b_rows)))
+    src = np.array([p[0] for p in pick], np.int64)
+    pa = np.array([p[1] for p in pick], np.int64)
+    pb = np.array([p[2] for p in pick], np.int64)
+    zero = np.zeros((), av.dtype)
+    a_aug = np.where(pa >= 0, av[np.maximum(pa, 0)] if av.size else zero, zero)
+    b_aug = np.where(pb >= 0, bv[np.maximum(pb, 0)] if bv.size else zero, zero)
+    rank = ai.shape[1]
+    idx = np.where((src == 0)[:, None], ai[np.maximum(pa, 0)] if ai.size else
+                   np.zeros((len(pick), rank), _I64),
+                   bi[np.maximum(pb, 0)] if bi.size else np.zeros((len(pick), rank), _I64))
+    return (idx.astype(_I64).reshape(len(pick), rank),
+            ufunc(a_aug, b_aug).astype(av.dtype).reshape(len(pick)))
+
+
+def _real_values(ctx: KernelContext, v: np.ndarray) -> None:
+    # TF's CPU kernels cover the real numeric types only (the OpDef also allows complex and
+    # quantized types for SparseSparseMinimum): a graph with another fails to run.
+    if v.dtype.kind == "c" or not isinstance(ctx.attrs.get("T", v.dtype), np.dtype):
+        raise InvalidArgumentError(
+            f"No OpKernel was registered to support Op '{ctx.op}' with T={v.dtype}")
+
+
+@kernel("SparseSparseMaximum")
+def sparse_sparse_maximum(ctx: KernelContext, ai, av, ash, bi, bv, bsh):
+    _real_values(ctx, av)
+    return _sparse_sparse(ctx, ai, av, ash, bi, bv, bsh, np.maximum)
+
+
+@kernel("SparseSparseMinimum")
+def sparse_sparse_minimum(ctx: KernelContext, ai, av, ash, bi, bv, bsh):
+    _real_values(ctx, av)
+    return _sparse_sparse(ctx, ai, av, ash, bi, bv, bsh, np.minimum)
+
+
+@kernel("SparseSplit")
+def sparse_split(ctx: KernelContext, split_dim: np.ndarray, indices: np.ndarray,
+                 values: np.ndarray, shape: np.ndarray):
+    num = int(ctx.attrs["num_split"])
+    if split_dim.size != 1:
+        raise InvalidArgumentError(f"split_dim must be a scalar, got shape "
+                                   f"{_fmt(split_dim.shape)}")
+    if indices.ndim != 2:
+        raise InvalidArgumentError(f"Input indices should be a matrix but received shape "
+                                   f"{_fmt(indices.shape)}")
+    if values.ndim != 1:
+        raise InvalidArgumentError(f"Input values should be a vector but received shape "
+                                   f"{_fmt(values.shape)}")
+    if shape.ndim != 1:
+        raise InvalidArgumentError(f"Input shape should be a vector but received shape "
+                                   f"{_fmt(shape.shape)}")
+    idx, vals, shp = _sparse(indices, values, shape)
+    rank = shp.shape[0]
+    ax_in = int(split_dim.reshape(()))
+    ax = ax_in + rank if ax_in < 0 else ax_in
+    if not 0 <= ax < rank:
+        raise InvalidArgumentError(
+            f"Input axis should be in range [{-rank}, {rank}), got {ax_in}")
+    dim = int(shp[ax])
+    if not 1 <= num <= dim:
+        raise InvalidArgumentError(f"Input num_split should be between 1 and {dim}, got {num}")
+    _check_bounds(idx, shp)
+    size, extra = divmod(dim, num)
+    # the first `extra` slices are one longer
+    cut = extra * (size + 1)
+    d = idx[:, ax]
+    slice_of = np.where(d < cut, d // (size + 1), extra + (d - cut) // max(size, 1))
+    offset = np.where(slice_of < extra, slice_of * (size + 1),
+                      cut + (slice_of - extra) * size)
+    out_i, out_v, out_s = [], [], []
+    for k in range(num):
+        sel = slice_of == k
+        ik = idx[sel].copy()
+        ik[:, ax] -= offset[sel]
+        out_i.append(ik)
+        out_v.append(vals[sel])
+        sk = shp.copy()
+        sk[ax] = size + (1 if k < extra else 0)
+        out_s.append(sk)
+    return tuple(out_i + out_v + out_s)
+
+
+@kernel("SparseBincount")
+def sparse_bincount(ctx: KernelContext, indices: np.ndarray, values: np.ndarray,
+                    dense_shape: np.ndarray, size: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    if size.ndim != 0:
+        raise InvalidArgumentError(f"Shape must be rank 0 but is rank {size.ndim} for size")
+    n = int(size)
+    if n < 0:
+        raise InvalidArgumentError(f"size ({n}) must be non-negative")
+    binary = bool(ctx.attrs.get("binary_output", False))
+    has_w = weights.size > 0
+    if has_w and weights.shape != values.shape:
+        raise InvalidArgumentError(
+            f"Weights and values must have the same shape. Weight shape: "
+            f"{_fmt(weights.shape)}; values shape: {_fmt(values.shape)}")
+    if indices.ndim != 2 or indices.shape[0] != values.shape[0]:
+        raise InvalidArgumentError(
+            f"indices should be a matrix with one row per value, got {_fmt(indices.shape)} "
+            f"and {_fmt(values.shape)}")
+    out_dt = weights.dtype
+    vals = values.astype(np.int64)
+    is_1d = dense_shape.size == 1
+    if is_1d and vals.size and vals.min() < 0:
+        raise InvalidArgumentError("Input arr must be non-negative!")
+    keep = (vals >= 0) & (vals < n)   # the batched form skips negative values
+    w = weights.astype(out_dt)[keep] if has_w else None
+    if is_1d:
+        out = np.zeros(n, out_dt)
+        rows = None
+    else:
+        # every rank above 1 counts per row of the first dimension
+        num_rows = int(dense_shape[0])
+        batch = indices[:, 0].astype(np.int64)
+        bad = batch >= num_rows
+        if bad.any():
+            b = int(batch[np.argmax(bad)])
+            raise InvalidArgumentError(
+                f"Index out of bound. `batch` ({b}) must be less than the dimension size "
+                f"({num_rows}).")
+        out = np.zeros((num_rows, n), out_dt)
+        rows = batch[keep]
+    cols = vals[keep]
+    target = (cols,) if rows is None else (rows, cols)
+    if binary:
+        out[target] = 1
+    else:
+        np.add.at(out, target, w if w is not None else out_dt.type(1))
+    return out

@@ -302,3 +302,55 @@ def resource_count_up_to(ctx, handle: ResourceHandle):
             raise OutOfRangeError(f"Reached limit of {limit}")
         var.value = np.asarray(old + 1, dtype=old.dtype)
     return old
+
+
+# --- strided-slice assignment (ref and resource) ----------------------------------------------
+
+def _slice_assign(ctx, old: np.ndarray, begin: np.ndarray, end: np.ndarray,
+                  strides: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """``old`` with ``value`` (broadcast to the slice's final shape) written into the slice
+    StridedSlice with the same spec would read (a new array)."""
+    from .array import strided_slice_plan
+
+    b, e, s = np.asarray(begin), np.asarray(end), np.asarray(strides)
+    if b.ndim != 1 or e.shape != b.shape or s.shape != b.shape:
+        raise InvalidArgumentError(
+            f"Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
+            f"{list(b.shape)}, {list(e.shape)}, and {list(s.shape)} instead.")
+    if value.dtype != old.dtype:
+        raise InvalidArgumentError(
+            f"l-value dtype {old.dtype} does not match r-value dtype {value.dtype}")
+    a = ctx.attrs
+    slices, final = strided_slice_plan(
+        old.shape, b.tolist(), e.tolist(), s.tolist(), int(a.get("begin_mask", 0)),
+        int(a.get("end_mask", 0)), int(a.get("ellipsis_mask", 0)),
+        int(a.get("new_axis_mask", 0)), int(a.get("shrink_axis_mask", 0)))
+    try:
+        vb = np.broadcast_to(value, final)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"Cannot broadcast input shape {list(value.shape)} into final shape "
+            f"{list(final)}") from None
+    proc = tuple(len(range(*sl.indices(d))) for sl, d in zip(slices, old.shape))
+    out = old.copy()
+    if slices:
+        out[slices] = vb.reshape(proc)
+    else:
+        out[...] = vb.reshape(old.shape)
+    return out
+
+
+@kernel("StridedSliceAssign")
+def strided_slice_assign(ctx, ref: VariableRef, begin: np.ndarray, end: np.ndarray,
+                         strides: np.ndarray, value: np.ndarray):
+    return _update(ctx, ref, lambda old: _slice_assign(
+        ctx, _read_for_update(ref, old), begin, end, strides, value))
+
+
+@kernel("ResourceStridedSliceAssign")
+def resource_strided_slice_assign(ctx, handle: ResourceHandle, begin: np.ndarray,
+                                  end: np.ndarray, strides: np.ndarray, value: np.ndarray):
+    var = _var(ctx, handle)
+    with var.lock:
+        var.value = _slice_assign(ctx, var.value, begin, end, strides, value)
+    return ()
