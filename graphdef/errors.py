@@ -122,7 +122,12 @@ class InternalError(OpError):
     tf_name = "InternalError"
 
 
+class AbortedError(OpError):
+    tf_name = "AbortedError"
+
+
 __all__ = [
+    "AbortedError",
     "DfgError", "UsageError", "GraphLoadError", "UnsupportedDTypeError", "InvalidGraphError",
     "OpError", "CancelledError", "InvalidArgumentError", "MissingFeedError",
     "DeadlineExceededError",

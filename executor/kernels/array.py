@@ -705,6 +705,33 @@ def mirror_pad(ctx: KernelContext, x: np.ndarray, paddings: np.ndarray) -> np.nd
     return np.pad(x, pads, mode="reflect" if offset else "symmetric")
 
 
+@kernel("MirrorPadGrad")
+def mirror_pad_grad(ctx: KernelContext, dy: np.ndarray, paddings: np.ndarray) -> np.ndarray:
+    """The gradient of MirrorPad: each padded element's gradient added back to the element it
+    mirrors, then the padding cut off."""
+    mode = str(ctx.attrs.get("mode", "")).upper()
+    if mode not in ("REFLECT", "SYMMETRIC"):
+        raise InvalidArgumentError(f"mode must be either REFLECT or SYMMETRIC, not {mode}")
+    pads = _paddings(dy, paddings)
+    offset = 1 if mode == "REFLECT" else 0
+    out = dy
+    for axis, (a, b) in enumerate(pads):
+        n = out.shape[axis] - a - b
+        if n < 0 or max(a, b) > n - offset:
+            raise InvalidArgumentError(
+                f"paddings {a}, {b} do not fit dimension {axis} of size {out.shape[axis]} "
+                f"in {mode} mode")
+        if not (a or b):
+            continue
+        moved = np.moveaxis(out, axis, 0)
+        grad = moved[a:a + n].copy()
+        # padded[j] = orig[a - j - 1 + offset] on the left, orig[n - 1 - offset - k] right
+        np.add.at(grad, a - np.arange(a) - 1 + offset, moved[:a])
+        np.add.at(grad, n - 1 - offset - np.arange(b), moved[a + n:])
+        out = np.moveaxis(grad, 0, axis)
+    return np.ascontiguousarray(out)
+
+
 @kernel("BroadcastTo")
 def broadcast_to(ctx: KernelContext, x: np.ndarray, shape: np.ndarray) -> np.ndarray:
     target = _check_dims(_vector(shape, "shape"))
@@ -1143,6 +1170,28 @@ def space_to_batch_nd(ctx: KernelContext, x: np.ndarray, block_shape: np.ndarray
             + list(range(1 + 2 * m, 1 + 2 * m + len(rest))))
     out_shape = (n * math.prod(block),) + tuple(p // b for p, b in zip(padded, block)) + rest
     return _contiguous(x.reshape(split).transpose(perm)).reshape(out_shape)
+
+
+@kernel("SpaceToBatch")
+def space_to_batch(ctx: KernelContext, x: np.ndarray, paddings: np.ndarray) -> np.ndarray:
+    """The 4-D form of SpaceToBatchND with a square block (attr block_size)."""
+    block = int(ctx.attrs.get("block_size", 0))
+    if block < 2:
+        raise InvalidArgumentError(f"Block size should be > 1: {block}")
+    if x.ndim != 4:
+        raise InvalidArgumentError(f"input must be 4-dimensional, found rank {x.ndim}")
+    return space_to_batch_nd(ctx, x, np.array([block, block], np.int64), paddings)
+
+
+@kernel("BatchToSpace")
+def batch_to_space(ctx: KernelContext, x: np.ndarray, crops: np.ndarray) -> np.ndarray:
+    """The 4-D form of BatchToSpaceND with a square block (attr block_size)."""
+    block = int(ctx.attrs.get("block_size", 0))
+    if block < 2:
+        raise InvalidArgumentError(f"Block size should be > 1: {block}")
+    if x.ndim != 4:
+        raise InvalidArgumentError(f"input must be 4-dimensional, found rank {x.ndim}")
+    return batch_to_space_nd(ctx, x, np.array([block, block], np.int64), crops)
 
 
 @kernel("BatchToSpaceND")

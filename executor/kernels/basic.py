@@ -8,7 +8,7 @@ import numpy as np
 
 from dfg.graphdef.errors import InvalidArgumentError, MissingFeedError
 
-from .registry import kernel
+from .registry import KernelContext, kernel
 
 
 @kernel("Const", "HostConst", cheap=True)
@@ -115,3 +115,13 @@ def timestamp(ctx):
     import time
 
     return np.asarray(time.time(), dtype=np.float64)
+
+
+@kernel("Abort")
+def abort(ctx: KernelContext) -> None:
+    """TensorFlow's Abort ends the whole process; dfg fails the step instead (a library must
+    not kill its caller), with the op's message."""
+    from dfg.graphdef.errors import AbortedError
+
+    msg = ctx.attrs.get("error_msg", "") or ""
+    raise AbortedError(f"Abort operation: {msg}" if msg else "Abort operation")

@@ -100,3 +100,19 @@ def test_ref_loop_ops_carry_a_variable_through_a_while_loop(threads: int) -> Non
         i, v = sess.run(["i_exit:0", "read:0"])
         assert int(i) == 3 and float(v) == 13.0
         assert float(sess.run("v:0")) == 13.0    # the variable itself was updated
+
+
+def test_abort_fails_the_step_instead_of_ending_the_process() -> None:
+    # TensorFlow's Abort exits the process; a library must not, so the step fails
+    from google.protobuf import text_format
+
+    from dfg.executor import Session
+    from dfg.graphdef.errors import AbortedError
+    from dfg.graphdef.graph import Graph
+    from dfg.schemas import graph_pb2
+
+    g = Graph(text_format.Parse(
+        'node { name: "stop" op: "Abort" attr { key: "error_msg" value { s: "bad input" } } }',
+        graph_pb2.GraphDef()))
+    with Session(g) as s, pytest.raises(AbortedError, match="bad input"):
+        s.run([], targets=["stop"])

@@ -75,5 +75,19 @@ op("ResizeBilinearGrad", dict(grads=rnd(1, 4, 4, 2), original_image=img.astype(f
 op("ResizeBilinearGrad", dict(grads=rnd(1, 4, 4, 2), original_image=img),
    dict(), tol=1e-5, note="only the image's height and width are read")
 
+# --- SpaceToBatch / BatchToSpace (the 4-D, square-block forms) and MirrorPadGrad --------------
+x4 = rnd(2, 4, 6, 3)
+op("SpaceToBatch", dict(input=x4, paddings=np.array([[0, 0], [1, 1]], i32)),
+   dict(block_size=2))
+op("SpaceToBatch", dict(input=x4, paddings=np.array([[0, 0], [0, 1]], i32)),
+   dict(block_size=2), note="not divisible")
+op("BatchToSpace", dict(input=rnd(8, 2, 3, 2), crops=np.array([[0, 1], [1, 0]], i32)),
+   dict(block_size=2))
+for mode in ("REFLECT", "SYMMETRIC"):
+    op("MirrorPadGrad", dict(input=rnd(7, 9, 2), paddings=np.array([[2, 1], [0, 3], [0, 0]], i32)),
+       dict(mode=mode), tol=1e-6, note=mode)
+op("MirrorPadGrad", dict(input=rnd(4), paddings=np.array([[2, 1]], i32)), dict(mode="REFLECT"),
+   note="padding too large")
+
 if __name__ == "__main__":
     write()
