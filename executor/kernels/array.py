@@ -576,7 +576,10 @@ def fill(ctx: KernelContext, dims: np.ndarray, value: np.ndarray) -> np.ndarray:
 
 @kernel("ZerosLike")
 def zeros_like(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
-    if not isinstance(x, np.ndarray):  # a variant value (TensorList): its family handles it
+    if not isinstance(x, np.ndarray):  # a variant value: its family handles it
+        from .ragged import is_ragged_variant, zeros_like_ragged
+        if is_ragged_variant(x):
+            return zeros_like_ragged(x)
         from .tensor_list import zeros_like_list
         return zeros_like_list(x)
     if x.dtype == object:

@@ -658,7 +658,13 @@ for _op, _fn in _COMPLEX_PART.items():
 def add_n(ctx: KernelContext, *xs: Array) -> Array:
     if not xs:
         raise InvalidArgumentError("AddN needs at least one input, found none")
-    if not isinstance(xs[0], np.ndarray):  # variant values (TensorLists): their family adds
+    if not isinstance(xs[0], np.ndarray):  # variant values: their family adds them
+        from .ragged import add_ragged, is_ragged_variant
+        if is_ragged_variant(xs[0]):
+            acc = xs[0]
+            for x in xs[1:]:
+                acc = add_ragged(acc, x)
+            return acc
         from .tensor_list import add_n_lists
         return add_n_lists(xs)
     first = xs[0]

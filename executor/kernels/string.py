@@ -1,4 +1,5 @@
-"""String kernels: StringToNumber, AsString, StringJoin, Substr, StaticRegexReplace.
+"""String kernels: StringToNumber, AsString, StringJoin, Substr, the regex ops, splitting and
+joining, hashing, StringFormat, StringNGrams and the Unicode ops.
 
 Strings are numpy object arrays of ``bytes``. Text work has no numpy vectorization, so these
 kernels map a function over the flattened elements. Semantics follow TensorFlow's CPU
@@ -20,10 +21,22 @@ kernels:
   ahead). Every pattern runs on RE2 (``google-re2``), as in TensorFlow: linear time on any
   input, byte strings matched as UTF-8, and the patterns RE2 rejects (backreferences,
   lookaround) rejected with TensorFlow's ``Invalid pattern: P, error: E``.
+* StringFormat renders each input as TF's Tensor::SummarizeValue does for tf.print:
+  ``summarize`` elements at each end of every dimension, floats as ``%.6g`` (``%.15g``)
+  widened to ``%.9g`` (``%.17g``) when that would not read back exactly, denormals as 0
+  (TF's threads flush them), strings C-escaped in quotes, complex values as ``?``.
+* StringToHashBucket hashes with TF's Hash64 (MurmurHash2-64 style), StringToHashBucketFast
+  and Fingerprint with farmhash's Fingerprint64.
+* The Unicode ops follow ICU's converters: one U+FFFD per maximal invalid UTF-8 subsequence,
+  per unpaired UTF-16 surrogate or invalid UTF-32 unit, per truncated tail; "ignore" drops
+  them (offsets still count their bytes), "strict" fails. Input encodings: UTF-8,
+  UTF-16/32 BE/LE, ISO-8859-1, US-ASCII (others ICU knows are UnimplementedError).
+  UnicodeScript knows the blocks of the common scripts only (see its table).
 """
 
 from __future__ import annotations
 
+import codecs
 import math
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +44,7 @@ from typing import Any
 import numpy as np
 import re2
 
-from dfg.graphdef.errors import InvalidArgumentError, OutOfRangeError
+from dfg.graphdef.errors import InvalidArgumentError, OutOfRangeError, UnimplementedError
 
 from .registry import KernelContext, kernel
 
@@ -788,3 +801,501 @@ def fingerprint(ctx: KernelContext, data: np.ndarray, method: np.ndarray) -> np.
                 row.dtype.newbyteorder("<"), copy=False).tobytes())
         out[i] = np.frombuffer(fp.to_bytes(8, "little"), dtype=np.uint8)
     return out
+
+
+# --- StringToHashBucket (legacy): TensorFlow's own Hash64 ------------------------------------
+
+_HASH_MUL = 0xC6A4A7935BD1E995
+
+
+def hash64(s: bytes, seed: int = 0xDECAFCAFFE) -> int:
+    """TensorFlow's Hash64 (a MurmurHash2-64 variant, tensorflow/core/platform/hash.cc):
+    the legacy StringToHashBucket hash and the string-key hash of MutableDenseHashTable."""
+    n = len(s)
+    h = (seed ^ (n * _HASH_MUL)) & _M64
+    end = n - n % 8
+    for i in range(0, end, 8):
+        k = (_f64(s, i) * _HASH_MUL) & _M64
+        k ^= k >> 47
+        h = ((h ^ ((k * _HASH_MUL) & _M64)) * _HASH_MUL) & _M64
+    if n % 8:
+        h = ((h ^ int.from_bytes(s[end:], "little")) * _HASH_MUL) & _M64
+    h ^= h >> 47
+    h = (h * _HASH_MUL) & _M64
+    return h ^ (h >> 47)
+
+
+@kernel("StringToHashBucket")
+def string_to_hash_bucket(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    # the legacy op hashes with Hash64, not with the Fingerprint64 of StringToHashBucketFast
+    n = _buckets(ctx)
+    return _map(lambda v: hash64(_as_bytes(v)) % n, x, np.int64)
+
+
+# --- StringFormat: TensorFlow's Tensor::SummarizeValue(summarize, print_v2=true) -------------
+
+_FLT_MIN, _DBL_MIN = 1.1754943508222875e-38, 2.2250738585072014e-308
+
+
+def _format_real(v: float, single: bool) -> str:
+    """TF's FloatToBuffer / DoubleToBuffer: %.6g (%.15g for doubles) when that reads back as
+    the same value, else %.9g (%.17g). TF's threads flush denormals, so they print as 0."""
+    if math.isnan(v):
+        return "-nan" if math.copysign(1.0, v) < 0 else "nan"
+    if v != 0 and abs(v) < (_FLT_MIN if single else _DBL_MIN):
+        v = math.copysign(0.0, v)
+    if single:
+        s = format(v, ".6g")
+        return s if np.float32(float(s)) == np.float32(v) else format(v, ".9g")
+    s = format(v, ".15g")
+    return s if math.isinf(v) or float(s) == v else format(v, ".17g")
+
+
+_C_ESCAPES = {0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t", 0x22: b'\\"', 0x27: b"\\'",
+              0x5C: b"\\\\"}
+
+
+def _c_escape(b: bytes) -> bytes:
+    """absl::Utf8SafeCEscape: C escapes and octal for ASCII control bytes; bytes >= 0x80 are
+    kept as they are."""
+    out = bytearray()
+    for c in b:
+        esc = _C_ESCAPES.get(c)
+        if esc is not None:
+            out += esc
+        elif c < 0x20 or c == 0x7F:
+            out += b"\\%03o" % c
+        else:
+            out.append(c)
+    return bytes(out)
+
+
+def _element_printer(dt: np.dtype) -> Callable[[Any], bytes] | None:
+    """How TF prints one element of ``dt`` (None: dtypes TF prints as ``?``)."""
+    if dt.kind in "OSU":
+        return lambda v: b'"' + _c_escape(_as_bytes(v)) + b'"'
+    if dt == np.bool_:
+        return lambda v: b"1" if v else b"0"
+    if dt.kind in "iu":
+        return lambda v: str(int(v)).encode()
+    if dt.kind == "f" and dt.itemsize <= 4 or dt.name == "bfloat16":
+        return lambda v: _format_real(float(v), True).encode()
+    if dt == np.float64:
+        return lambda v: _format_real(float(v), False).encode()
+    return None
+
+
+def _dim_spacing(out: list[bytes], dim: int, ndims: int) -> None:
+    if dim == ndims - 1:
+        out.append(b" ")
+    else:
+        out.append(b"\n" * (ndims - dim - 1) + b" " * (dim + 1))
+
+
+def summarize_value(x: np.ndarray, summarize: int) -> bytes:
+    """TF's Tensor::SummarizeValue(summarize, print_v2=true): ``summarize`` elements at each
+    end of every dimension, ``...`` between them (a negative ``summarize`` prints all)."""
+    flat = x.reshape(-1)
+    n = flat.size
+    max_entries = n if summarize < 0 else summarize
+    limit = min(max_entries, n)
+    show = _element_printer(x.dtype)
+    if show is None:   # complex and the other irregular dtypes
+        body = b" ".join([b"?"] * limit) + (b"..." if max_entries < n else b"")
+        return b"[" + body + b"]" if x.ndim else body
+    if x.ndim == 0:
+        return b" ".join(show(flat[i]) for i in range(limit)) + (b"..." if n > limit else b"")
+    shape = x.shape
+    strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(x.ndim)]
+    out: list[bytes] = []
+
+    def dim_v2(dim: int, start: int) -> None:
+        if dim == x.ndim:
+            out.append(show(flat[start]))
+            return
+        out.append(b"[")
+        count = shape[dim]
+        for i in range(min(limit, count)):
+            if i > 0:
+                _dim_spacing(out, dim, x.ndim)
+            dim_v2(dim + 1, start + strides[dim] * i)
+        if count > 2 * limit:
+            _dim_spacing(out, dim, x.ndim)
+            out.append(b"...")
+        for i in range(max(limit, count - limit), count):
+            _dim_spacing(out, dim, x.ndim)
+            dim_v2(dim + 1, start + strides[dim] * i)
+        out.append(b"]")
+
+    dim_v2(0, 0)
+    return b"".join(out)
+
+
+def _attr_bytes(v: Any) -> bytes:
+    if v is None:
+        return b""
+    return v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogateescape")
+
+
+@kernel("StringFormat")
+def string_format(ctx: KernelContext, *inputs: np.ndarray) -> np.ndarray:
+    a = ctx.attrs
+    template = _attr_bytes(a.get("template", "%s"))
+    placeholder = _attr_bytes(a.get("placeholder", "%s"))
+    summarize = int(a.get("summarize", 3))
+    # absl::StrSplit: an empty placeholder splits between every character
+    pieces = template.split(placeholder) if placeholder else \
+        [template[i:i + 1] for i in range(len(template))] or [b""]
+    if len(pieces) - 1 != len(inputs):
+        raise InvalidArgumentError(
+            f"num placeholders in template and num inputs must match: {len(pieces) - 1} vs. "
+            f"{len(inputs)}")
+    pieces = [p.split(b"\0")[0] for p in pieces]   # TF appends each piece's c_str()
+    out = [pieces[0]]
+    for x, piece in zip(inputs, pieces[1:]):
+        out.append(summarize_value(np.asarray(x), summarize))
+        out.append(piece)
+    return np.array(b"".join(out), dtype=object)
+
+
+# --- StringNGrams ---------------------------------------------------------------------------
+
+@kernel("StringNGrams")
+def string_ngrams(ctx: KernelContext, data: np.ndarray,
+                  data_splits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a = ctx.attrs
+    sep = _attr_bytes(a.get("separator"))
+    lpad, rpad = _attr_bytes(a.get("left_pad")), _attr_bytes(a.get("right_pad"))
+    widths = [int(w) for w in a.get("ngram_widths") or []]
+    pad_width = int(a.get("pad_width", 0))
+    preserve = bool(a.get("preserve_short_sequences", False))
+    for w in widths:
+        if w <= 0:
+            raise InvalidArgumentError("ngram_widths must contain positive values")
+    tokens = [_as_bytes(v) for v in data.reshape(-1).tolist()]
+    splits = [int(s) for s in data_splits.reshape(-1)]
+    size = len(tokens)
+    if splits:
+        if splits[0] != 0:
+            raise InvalidArgumentError(f"First split value must be 0, got {splits[0]}")
+        prev = 0
+        for s in splits[1:]:
+            if not prev <= s <= size:
+                raise InvalidArgumentError(
+                    f"Invalid split value {s}, must be in [{prev}, {size}]")
+            prev = s
+        if prev != size:
+            raise InvalidArgumentError(
+                f"Last split value must be data size. Expected {size}, got {prev}")
+    out_splits = np.zeros(data_splits.shape, dtype=data_splits.dtype)
+    if size == 0 or not splits:
+        return np.full(data.shape, b"", dtype=object), out_splits
+
+    def pad_of(width: int) -> int:
+        return min(width - 1 if pad_width < 0 else pad_width, width - 1)
+
+    def count(length: int, width: int) -> int:
+        return max(0, length + 2 * pad_of(width) - width + 1)
+
+    def make(row: list[bytes], num: int, width: int, out: list[bytes]) -> None:
+        pad = pad_of(width)
+        for k in range(num):
+            left = max(0, pad - k)
+            right = max(0, pad - (num - (k + 1)))
+            ntok = width - (left + right)
+            first = 0 if left > 0 else k - pad
+            parts = [lpad] * left + row[first:first + ntok] + [rpad] * right
+            out.append(sep.join(parts))
+
+    grams: list[bytes] = []
+    for i in range(len(splits) - 1):
+        row = tokens[splits[i]:splits[i + 1]]
+        before = len(grams)
+        for w in widths:
+            make(row, count(len(row), w), w, grams)
+        if preserve and len(grams) == before and row:
+            if pad_width < 0:
+                raise InvalidArgumentError(
+                    f"Pad width should be >= 0 when preserve_short_sequences is True and "
+                    f"ngram_widths are not provided, got {pad_width}")
+            make(row, 1, len(row) + 2 * pad_width, grams)
+        out_splits[i + 1] = len(grams)
+    out = np.empty(len(grams), dtype=object)
+    out[:] = grams
+    return out, out_splits
+
+
+# --- Unicode: decode, encode, transcode (the ICU converters TF uses) --------------------------
+
+# ICU converter names (compared without case, '-', '_' and spaces) -> Python codecs whose
+# malformed-input handling is ICU's: one U+FFFD per maximal invalid subsequence (UTF-8), per
+# unpaired surrogate or invalid unit (UTF-16/32), per truncated tail, per byte >= 0x80 (ASCII)
+_CODECS = {
+    "utf8": "utf-8",
+    "utf16be": "utf-16-be", "utf16bigendian": "utf-16-be",
+    "utf16le": "utf-16-le", "utf16littleendian": "utf-16-le",
+    "utf32be": "utf-32-be", "utf32bigendian": "utf-32-be",
+    "utf32le": "utf-32-le", "utf32littleendian": "utf-32-le",
+    "iso88591": "latin-1", "latin1": "latin-1", "l1": "latin-1", "ibm819": "latin-1",
+    "cp819": "latin-1", "csisolatin1": "latin-1", "isoir100": "latin-1",
+    "usascii": "ascii", "ascii": "ascii", "ansix341968": "ascii", "iso646us": "ascii",
+    "us": "ascii", "cp367": "ascii", "ibm367": "ascii", "csascii": "ascii",
+}
+
+
+def _codec(name: Any) -> str:
+    n = _attr_bytes(name).decode("utf-8", "replace")
+    key = "".join(c for c in n.lower() if c not in "-_ ")
+    codec = _CODECS.get(key)
+    if codec is not None:
+        return codec
+    try:
+        codecs.lookup(n)
+    except LookupError:
+        raise InvalidArgumentError(
+            f"Could not create converter for input encoding: {n}") from None
+    raise UnimplementedError(
+        f"input encoding {n!r} is not supported (only UTF-8, UTF-16/32 BE/LE, ISO-8859-1 and "
+        f"US-ASCII)")
+
+
+def _mark_error(e: UnicodeDecodeError) -> tuple[str, int]:
+    # a lone surrogate (never a decoded character) that says how many bytes were invalid
+    return chr(0xDC00 + e.end - e.start), e.end
+
+
+codecs.register_error("dfg.unicode_mark", _mark_error)
+
+
+def _decode_chars(b: bytes, codec: str) -> list[tuple[int, int, bool]]:
+    """(code point, bytes consumed, malformed) for each character ICU reads from ``b``."""
+    out = []
+    for ch in b.decode(codec, "dfg.unicode_mark"):
+        c = ord(ch)
+        if 0xD800 <= c <= 0xDFFF:
+            out.append((0xFFFD, c - 0xDC00, True))
+        elif codec == "utf-8":
+            out.append((c, 1 if c < 0x80 else 2 if c < 0x800 else 3 if c < 0x10000 else 4,
+                        False))
+        elif codec.startswith("utf-16"):
+            out.append((c, 2 if c < 0x10000 else 4, False))
+        else:
+            out.append((c, 4 if codec.startswith("utf-32") else 1, False))
+    return out
+
+
+class _ErrorOptions:
+    """TF's ErrorOptions: the ``errors`` policy, replacement and control-character flags."""
+
+    def __init__(self, ctx: KernelContext) -> None:
+        a = ctx.attrs
+        policy = _attr_bytes(a.get("errors", "replace")).decode()
+        if policy not in ("replace", "ignore", "strict"):
+            raise InvalidArgumentError(
+                "errors policy must be one of 'strict', 'replace', or 'ignore'")
+        self.ignore = policy == "ignore"
+        self.strict = policy == "strict"
+        self.subst = int(a.get("replacement_char", 0xFFFD))
+        if not 0 <= self.subst <= 0x10FFFF:
+            raise InvalidArgumentError("replacement_char out of unicode codepoint range")
+        self.control = bool(a.get("replace_control_characters", False))
+
+
+_ENCODE_NAMES = {"UTF-8": "utf-8", "UTF-16-BE": "utf-16-be", "UTF-32-BE": "utf-32-be"}
+
+
+def _output_encoding(ctx: KernelContext) -> str:
+    name = _attr_bytes(ctx.attrs.get("output_encoding")).decode("utf-8", "replace")
+    if name not in _ENCODE_NAMES:
+        raise InvalidArgumentError(f"Invalid encoding \"{name}\"")
+    return _ENCODE_NAMES[name]
+
+
+def _encode_code_points(cps: list[int], encoding: str) -> bytes:
+    """ICU's UnicodeString of ``cps`` written out as TF's Encode does: UTF-8 (an unpaired
+    surrogate becomes U+FFFD), or big-endian UTF-16 units / UTF-32 code points."""
+    units = bytearray()
+    for c in cps:
+        if c >= 0x10000:
+            c -= 0x10000
+            units += (0xD800 | (c >> 10)).to_bytes(2, "big")
+            units += (0xDC00 | (c & 0x3FF)).to_bytes(2, "big")
+        else:
+            units += c.to_bytes(2, "big")
+    if encoding == "utf-16-be":
+        return bytes(units)
+    # adjacent surrogates pair up as they would in the UnicodeString
+    s = bytes(units).decode("utf-16-be", "surrogatepass")
+    if encoding == "utf-32-be":
+        return b"".join(ord(ch).to_bytes(4, "big") for ch in s)
+    return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in s).encode()
+
+
+def _unicode_decode(ctx: KernelContext, x: np.ndarray, with_offsets: bool):
+    opts = _ErrorOptions(ctx)
+    codec = _codec(ctx.attrs.get("input_encoding"))
+    splits, chars, offsets = [0], [], []
+    for v in x.reshape(-1).tolist():
+        pos = 0
+        for cp, n, bad in _decode_chars(_as_bytes(v), codec):
+            if bad and opts.strict:
+                raise InvalidArgumentError("Invalid formatting on input string")
+            if bad or (opts.control and cp <= 0x1F):
+                if opts.ignore:
+                    pos += n
+                    continue
+                cp = opts.subst
+            chars.append(cp)
+            offsets.append(pos)
+            pos += n
+        splits.append(len(chars))
+    sdt = ctx.attrs.get("Tsplits") or np.int64
+    out = [np.asarray(splits, dtype=sdt), np.asarray(chars, dtype=np.int32)]
+    if with_offsets:
+        out.append(np.asarray(offsets, dtype=np.int64))
+    return tuple(out)
+
+
+@kernel("UnicodeDecode")
+def unicode_decode(ctx: KernelContext, x: np.ndarray):
+    return _unicode_decode(ctx, x, False)
+
+
+@kernel("UnicodeDecodeWithOffsets")
+def unicode_decode_with_offsets(ctx: KernelContext, x: np.ndarray):
+    return _unicode_decode(ctx, x, True)
+
+
+@kernel("UnicodeTranscode")
+def unicode_transcode(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    opts = _ErrorOptions(ctx)
+    out_enc = _output_encoding(ctx)
+    codec = _codec(ctx.attrs.get("input_encoding"))
+    found = False
+
+    def one(v: Any) -> bytes:
+        nonlocal found
+        cps = []
+        for cp, _n, bad in _decode_chars(_as_bytes(v), codec):
+            if bad or (opts.control and cp <= 0x1F):
+                found = True   # control characters count as errors for "strict" here
+                if opts.ignore:
+                    continue
+                cp = opts.subst
+            cps.append(cp)
+        return _encode_code_points(cps, out_enc)
+
+    out = _map(one, x)
+    if opts.strict and found:
+        raise InvalidArgumentError("Invalid formatting on input string")
+    return out
+
+
+@kernel("UnicodeEncode")
+def unicode_encode(ctx: KernelContext, values: np.ndarray, splits: np.ndarray) -> np.ndarray:
+    opts = _ErrorOptions(ctx)
+    enc = _output_encoding(ctx)
+    cps = values.reshape(-1).tolist()
+    s = [int(v) for v in splits.reshape(-1)]
+    if not s:
+        raise InvalidArgumentError(
+            f"Input_splits should contain elements, but given input_values has {len(cps)} "
+            f"elements")
+    if s[0] != 0:
+        raise InvalidArgumentError("First value in input_splits must be zero.")
+    if any(b < a for a, b in zip(s, s[1:])):
+        raise InvalidArgumentError(
+            "Values in input_splits must be equal or in ascending order.")
+    if s[-1] != len(cps):
+        raise InvalidArgumentError(
+            "Last value in input_splits must be equal to length of input_tensor.")
+    out = np.empty(len(s) - 1, dtype=object)
+    for i in range(1, len(s)):
+        row = []
+        for c in cps[s[i - 1]:s[i]]:
+            if c < 0 or c > 0x10FFFF or 0xD800 <= c <= 0xDFFF:
+                if opts.strict:
+                    raise InvalidArgumentError(
+                        "Code point is out of range for Unicode, or is a surrogate.")
+                if opts.ignore:
+                    continue
+                c = opts.subst
+            row.append(c)
+        out[i - 1] = _encode_code_points(row, enc)
+    return out
+
+
+# --- UnicodeScript --------------------------------------------------------------------------
+
+# ICU's script codes (UScriptCode) for the blocks of the common scripts: Latin, Greek,
+# Cyrillic, Arabic, Hebrew, Devanagari, Thai, Hangul, Hiragana, Katakana and Han, with the
+# Common (0) and Inherited (1) characters among and around them (punctuation, symbols,
+# combining marks, emoji), Unknown (103) for their unassigned points. "start:code" runs,
+# hexadecimal starts; "-" marks a range this table leaves out (UnimplementedError).
+# Taken from TF 2.21's ICU (UnicodeScript over every code point).
+_SCRIPT_RUNS = """
+0:0 41:25 5B:0 61:25 7B:0 AA:25 AB:0 BA:25 BB:0 C0:25 D7:0 D8:25 F7:0 F8:25 2B9:0 2E0:25 2E5:0
+2EA:5 2EC:0 300:1 370:14 374:0 375:14 378:103 37A:14 37E:0 37F:14 380:103 384:14 385:0 386:14
+387:0 388:14 38B:103 38C:14 38D:103 38E:14 3A2:103 3A3:14 3E2:7 3F0:14 400:8 485:1 487:8 530:-
+590:103 591:19 5C8:103 5D0:19 5EB:103 5EF:19 5F5:103 600:2 605:0 606:2 60C:0 60D:2 61B:0 61C:2
+61D:103 61E:2 61F:0 620:2 640:0 641:2 64B:1 656:2 670:1 671:2 6DD:0 6DE:2 700:- 750:2 780:-
+870:103 8A0:2 8B5:103 8B6:2 8C8:103 8D3:2 8E2:0 8E3:2 900:10 951:1 955:10 964:0 966:10 980:-
+E00:103 E01:38 E3B:103 E3F:0 E40:38 E5C:103 E80:- 1100:18 1200:- 1AB0:1 1AC1:103 1B00:-
+1D00:25 1D26:14 1D2B:8 1D2C:25 1D5D:14 1D62:25 1D66:14 1D6B:25 1D78:8 1D79:25 1DBF:14 1DC0:1
+1DFA:103 1DFB:1 1E00:25 1F00:14 1F16:103 1F18:14 1F1E:103 1F20:14 1F46:103 1F48:14 1F4E:103
+1F50:14 1F58:103 1F59:14 1F5A:103 1F5B:14 1F5C:103 1F5D:14 1F5E:103 1F5F:14 1F7E:103 1F80:14
+1FB5:103 1FB6:14 1FC5:103 1FC6:14 1FD4:103 1FD6:14 1FDC:103 1FDD:14 1FF0:103 1FF2:14 1FF5:103
+1FF6:14 1FFF:103 2000:0 200C:1 200E:0 2065:103 2066:0 2071:25 2072:103 2074:0 207F:25 2080:0
+208F:103 2090:25 209D:103 20A0:0 20C0:103 20D0:1 20F1:103 2100:0 2126:14 2127:0 212A:25 212C:0
+2132:25 2133:0 214E:25 214F:0 2160:25 2189:0 218C:103 2190:0 2427:103 2440:0 244B:103 2460:0
+2800:46 2900:0 2B74:103 2B76:0 2B96:103 2B97:0 2C00:- 2DE0:8 2E00:0 2E53:103 2E80:17 2E9A:103
+2E9B:17 2EF4:103 2F00:17 2FD6:103 2FE0:- 2FF0:0 2FFC:103 3000:0 3005:17 3006:0 3007:17 3008:0
+3021:17 302A:1 302E:18 3030:0 3038:17 303C:0 3040:103 3041:20 3097:103 3099:1 309B:0 309D:20
+30A0:0 30A1:22 30FB:0 30FD:22 3100:103 3105:5 3130:103 3131:18 318F:103 3190:0 31A0:5 31C0:0
+31E4:103 31F0:22 3200:18 321F:103 3220:0 3260:18 327F:0 32D0:22 32FF:0 3300:22 3358:0 3400:17
+4DC0:0 4E00:17 9FFD:103 A000:- A640:8 A6A0:- A700:0 A722:25 A788:0 A78B:25 A7C0:103 A7C2:25
+A7CB:103 A7F5:25 A800:- AB30:25 AB5B:0 AB5C:25 AB65:14 AB66:25 AB6A:0 AB6C:103 AB70:- AC00:18
+D7A4:103 D7B0:18 D7C7:103 D7CB:18 D7FC:103 D800:- F900:17 FA6E:103 FA70:17 FADA:103 FB00:25
+FB07:103 FB13:3 FB18:103 FB1D:19 FB37:103 FB38:19 FB3D:103 FB3E:19 FB3F:103 FB40:19 FB42:103
+FB43:19 FB45:103 FB46:19 FB50:2 FBC2:103 FBD3:2 FD3E:0 FD40:103 FD50:2 FD90:103 FD92:2
+FDC8:103 FDF0:2 FDFE:103 FE00:1 FE10:0 FE1A:103 FE20:1 FE2E:8 FE30:0 FE53:103 FE54:0 FE67:103
+FE68:0 FE6C:103 FE70:2 FE75:103 FE76:2 FEFD:103 FEFF:0 FF00:103 FF01:0 FF21:25 FF3B:0 FF41:25
+FF5B:0 FF66:22 FF70:0 FF71:22 FF9E:0 FFA0:18 FFBF:103 FFC2:18 FFC8:103 FFCA:18 FFD0:103
+FFD2:18 FFD8:103 FFDA:18 FFDD:103 FFE0:0 FFE7:103 FFE8:0 FFEF:103 FFF9:0 FFFE:103 10000:-
+1F000:0 1F02C:103 1F030:0 1F094:103 1F0A0:0 1F0AF:103 1F0B1:0 1F0C0:103 1F0C1:0 1F0D0:103
+1F0D1:0 1F0F6:103 1F100:0 1F1AE:103 1F1E6:0 1F200:20 1F201:0 1F203:103 1F210:0 1F23C:103
+1F240:0 1F249:103 1F250:0 1F252:103 1F260:0 1F266:103 1F300:0 1F6D8:103 1F6E0:0 1F6ED:103
+1F6F0:0 1F6FD:103 1F700:0 1F774:103 1F780:0 1F7D9:103 1F7E0:0 1F7EC:103 1F800:0 1F80C:103
+1F810:0 1F848:103 1F850:0 1F85A:103 1F860:0 1F888:103 1F890:0 1F8AE:103 1F8B0:0 1F8B2:103
+1F900:0 1F979:103 1F97A:0 1F9CC:103 1F9CD:0 1FA54:103 1FA60:0 1FA6E:103 1FA70:0 1FA75:103
+1FA78:0 1FA7B:103 1FA80:0 1FA87:103 1FA90:0 1FAA9:103 1FAB0:0 1FAB7:103 1FAC0:0 1FAC3:103
+1FAD0:0 1FAD7:103 1FB00:- 20000:17 2A6DE:103 2A700:17 2B735:103 2B740:17 2B81E:103 2B820:17
+2CEA2:103 2CEB0:17 2EBE1:103 2F800:17 2FA1E:103 30000:17 3134B:103 323B0:- E0000:103 E0001:0
+E0002:103 E0020:0 E0080:103 E0100:1 E01F0:-"""
+
+
+def _script_table() -> tuple[np.ndarray, np.ndarray]:
+    starts, codes = [], []
+    for tok in _SCRIPT_RUNS.split():
+        s, c = tok.split(":")
+        starts.append(int(s, 16))
+        codes.append(-2 if c == "-" else int(c))
+    return np.asarray(starts, np.int64), np.asarray(codes, np.int32)
+
+
+_SCRIPT_STARTS, _SCRIPT_CODES = _script_table()
+
+
+@kernel("UnicodeScript")
+def unicode_script(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    cp = x.astype(np.int64)
+    valid = (cp >= 0) & (cp <= 0x10FFFF)
+    code = _SCRIPT_CODES[np.searchsorted(_SCRIPT_STARTS, np.where(valid, cp, 0),
+                                         side="right") - 1]
+    missing = valid & (code == -2)
+    if missing.any():
+        raise UnimplementedError(
+            f"UnicodeScript: no script data for U+{int(cp[missing][0]):04X} (only the blocks "
+            f"of Latin, Greek, Cyrillic, Arabic, Hebrew, Devanagari, Thai, Hangul, Hiragana, "
+            f"Katakana, Han and the common punctuation, symbols and emoji are included)")
+    return np.where(valid, code, -1).astype(np.int32)

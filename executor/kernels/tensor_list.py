@@ -305,7 +305,10 @@ def tensor_list_from_tensor(ctx: KernelContext, tensor: np.ndarray,
         raise InvalidArgumentError(
             f"Specified a list with shape {_fmt(shape)} from a tensor with shape "
             f"{_fmt(t.shape[1:])}")
-    return TensorList.make(t.dtype, shape, _rows(t))
+    dtype = t.dtype
+    if dtype.kind == "O" and _is_variant(ctx.attrs.get("element_dtype")):
+        dtype = ctx.attrs["element_dtype"]   # an object array of variants (ragged rows)
+    return TensorList.make(dtype, shape, _rows(t))
 
 
 @kernel("TensorListSplit")
