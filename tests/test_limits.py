@@ -63,6 +63,15 @@ I64 = np.int64
 # op, inputs, attrs: ordinary uses of every estimated op
 CASES: list[tuple[str, tuple, dict]] = [
     ("Fill", (S([2, 3], I32), S(1.5, F)), {}),
+    ("Complex", (np.ones((3, 1), F), np.ones((1, 4), F)), {"Tout": np.dtype(np.complex64)}),
+    ("FFTND", (np.ones((2, 3), np.complex64), S([4, 6], I32), S([0, 1], I32)), {}),
+    ("IFFTND", (np.ones((2, 3), np.complex64), S([5], I32), S([-1], I32)), {}),
+    ("RFFTND", (np.ones((2, 8), F), S([4], I32), S([-1], I32)),
+     {"Tcomplex": np.dtype(np.complex64)}),
+    ("IRFFTND", (np.ones((2, 5), np.complex64), S([8], I32), S([-1], I32)),
+     {"Treal": np.dtype(F)}),
+    ("AudioSpectrogram", (np.ones((40, 2), F),), {"window_size": 8, "stride": 1,
+                                                  "magnitude_squared": False}),
     ("Fill", (S([4], I32), S(b"abc", dtype=object)), {}),
     ("BroadcastTo", (S([1.0, 2.0, 3.0], F), S([4, 3], I32)), {}),
     ("Tile", (S([[1, 2]], I32), S([3, 2], I32)), {}),

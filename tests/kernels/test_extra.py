@@ -649,7 +649,7 @@ def test_resize_area_by_hand() -> None:
 
 
 # =============================================================================================
-# random (values are a seeded numpy stream, not TF's Philox: shapes, ranges and moments)
+# random (shapes, ranges and moments; TF's exact bits: test_random.py, data/kernels/raw_ops_random)
 # =============================================================================================
 
 
