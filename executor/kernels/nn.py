@@ -32,7 +32,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
-from . import _conv, _native
+from . import _conv, _native, _philox
 from ._conv import AXES as _AXES
 from ._conv import PATCH_BYTES as _PATCH_BYTES
 from ._conv import Geom as _Geom
@@ -1106,19 +1106,14 @@ def dilation2d_backprop_filter(ctx: KernelContext, x: np.ndarray, f: np.ndarray,
 # FractionalMaxPool / FractionalAvgPool: TF's pooling sequences come from its Philox stream,
 # reproduced here word for word (Philox4x32-10, as GuardedPhiloxRandom hands it out).
 
-_M32 = 0xFFFFFFFF
-_M128 = (1 << 128) - 1
-
-
 class _Philox:
-    """tensorflow::random::PhiloxRandom: key from ``seed``, upper counter words from
-    ``seed2``; each call returns four 32-bit words and advances the 128-bit counter."""
+    """tensorflow::random::PhiloxRandom as a stateful stream over ``_philox.blocks``: key
+    from ``seed``, upper counter words from ``seed2``; each call returns four 32-bit words
+    and advances the 128-bit counter."""
 
     def __init__(self, seed: int, seed2: int) -> None:
-        seed &= (1 << 64) - 1
-        seed2 &= (1 << 64) - 1
-        self.key = (seed & _M32, seed >> 32)
-        self.counter = seed2 << 64
+        self.key = seed & ((1 << 64) - 1)
+        self.counter = (seed2 & ((1 << 64) - 1)) << 64
 
     def copy(self) -> _Philox:
         other = _Philox(0, 0)
@@ -1126,20 +1121,12 @@ class _Philox:
         return other
 
     def skip(self, n: int) -> None:
-        self.counter = (self.counter + n) & _M128
+        self.counter = _philox.add128(self.counter, n)
 
     def __call__(self) -> list[int]:
-        c = [(self.counter >> (32 * i)) & _M32 for i in range(4)]
-        k0, k1 = self.key
-        for r in range(10):
-            p0 = 0xD2511F53 * c[0]
-            p1 = 0xCD9E8D57 * c[2]
-            c = [((p1 >> 32) ^ c[1] ^ k0) & _M32, p1 & _M32,
-                 ((p0 >> 32) ^ c[3] ^ k1) & _M32, p0 & _M32]
-            if r < 9:
-                k0, k1 = (k0 + 0x9E3779B9) & _M32, (k1 + 0xBB67AE85) & _M32
+        words = _philox.blocks(self.key, self.counter, 1)[0].tolist()
         self.skip(1)
-        return c
+        return words
 
 
 class _Words:
