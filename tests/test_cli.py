@@ -212,16 +212,19 @@ def test_ops_json_lists_at_least_200_cpu_kernels() -> None:
 
 def test_ops_missing(tmp_path: Path) -> None:
     g = tmp_path / "g.pbtxt"
-    g.write_text('node { name: "s" op: "Eig" attr { key: "T" value { type: DT_FLOAT } } }\n'
+    # a TPU-only op: TensorFlow has no CPU kernel for it either
+    g.write_text('node { name: "s" op: "KthOrderStatistic" input: "c" '
+                 'attr { key: "k" value { i: 1 } } }\n'
                  'node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }'
                  ' attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } } } } }')
     r = invoke("ops", "--missing", str(g), "--json")
     assert r.exit_code == 1
-    assert json.loads(r.output)["missing"] == [{"op": "Eig", "nodes": 1, "example": "s"}]
+    assert json.loads(r.output)["missing"] == [
+        {"op": "KthOrderStatistic", "nodes": 1, "example": "s"}]
     ok = invoke("ops", "--missing", str(DATA / "cnn" / "graph.pbtxt"))
     assert ok.exit_code == 0
     rr = invoke("run", str(g), "--fetch", "s")
-    assert rr.exit_code == 1 and "Eig" in rr.output
+    assert rr.exit_code == 1 and "KthOrderStatistic" in rr.output and "TPU-only" in rr.output
 
 
 def test_no_color_and_no_tty_means_plain_output() -> None:
