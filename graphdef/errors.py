@@ -126,8 +126,13 @@ class AbortedError(OpError):
     tf_name = "AbortedError"
 
 
+class DataLossError(OpError):
+    tf_name = "DataLossError"
+
+
 __all__ = [
     "AbortedError",
+    "DataLossError",
     "DfgError", "UsageError", "GraphLoadError", "UnsupportedDTypeError", "InvalidGraphError",
     "OpError", "CancelledError", "InvalidArgumentError", "MissingFeedError",
     "DeadlineExceededError",
