@@ -404,7 +404,7 @@ def _parse_batch(serialized: list[bytes], names: list[bytes], dense: list[_Dense
                         raise InvalidArgumentError(
                             f"{where}Number of {_TYPE_STR[kind]} values != expected.  Values "
                             f"size: {len(vals)} but output shape: {_fmt(c.shape)}")
-                    fixed[d][e] = _as_array(vals, kind).reshape(c.shape)
+                    fixed[d][e, ...] = _as_array(vals, kind).reshape(c.shape)
                 else:
                     if c.stride and len(vals) % c.stride:
                         raise InvalidArgumentError(
@@ -429,7 +429,7 @@ def _parse_batch(serialized: list[bytes], names: list[bytes], dense: list[_Dense
                 raise InvalidArgumentError(
                     f"Name: {name}, Feature: {_show(c.key)} (data type: {c.kind}) is required "
                     "but could not be found.")
-            fixed[d][e] = c.default.reshape(c.shape)
+            fixed[d][e, ...] = c.default.reshape(c.shape)
     dense_out = []
     for d, c in enumerate(dense):
         if not c.varlen:

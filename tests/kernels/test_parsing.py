@@ -128,3 +128,26 @@ def test_jpeg_decode_that_pillow_cannot_match_is_unimplemented() -> None:
                                           "fancy_upscaling": False})
     # the default IFAST path decodes it (its values are among the replayed cases)
     assert invoke("DecodeJpeg", data, attrs={"fancy_upscaling": False}).shape == (6, 11, 3)
+
+
+def test_scalar_string_dense_feature_of_a_batch_holds_bytes() -> None:
+    # a batch of Examples with a scalar string feature: each output element is the bytes
+    # value itself (not a 0-d array), as tf.io.parse_example returns it
+    from dfg.executor.kernels.registry import invoke
+    from dfg.schemas import example_pb2
+
+    def example(city: bytes) -> bytes:
+        ex = example_pb2.Example()
+        ex.features.feature["city"].bytes_list.value.append(city)
+        return ex.SerializeToString()
+
+    obj = np.dtype(object)
+    batch = np.array([example(b"Oslo"), example(b"Rome")], dtype=object)
+    out = invoke("ParseExampleV2", batch, np.array([], dtype=object),
+                 np.array([], dtype=object), np.array([b"city"], dtype=object),
+                 np.array([], dtype=object), np.array(b"", dtype=object),
+                 attrs={"Tdense": [obj], "num_sparse": 0, "sparse_types": [],
+                        "ragged_value_types": [], "ragged_split_types": [],
+                        "dense_shapes": [()]})
+    city = out[-1] if isinstance(out, (list, tuple)) else out
+    assert city.shape == (2,) and city.tolist() == [b"Oslo", b"Rome"]
