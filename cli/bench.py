@@ -6,6 +6,7 @@ import click
 
 from .feeds import check_feeds, feed_option, parse_feeds
 from .options import (
+    checkpoint_option,
     console,
     data_output,
     emit_json,
@@ -16,6 +17,7 @@ from .options import (
     load,
     max_memory_option,
     optimize_option,
+    restore_checkpoint,
     target_option,
 )
 from .progress import new_tracer, progress, trace_option
@@ -27,6 +29,7 @@ from .progress import new_tracer, progress, trace_option
 @feed_option()
 @target_option()
 @init_option("Node to run once before timing (repeatable).")
+@checkpoint_option()
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True,
               help="Untimed steps first (plans are built and costs measured here).")
 @click.option("--iters", type=click.IntRange(min=1), default=None,
@@ -44,7 +47,7 @@ def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets:
           inits: tuple[str, ...], warmup: int, iters: int | None, seconds: float,
           threads: int | None, as_json: bool, trace_path: str | None,
           no_optimize: bool = False,
-        max_memory: int | None = None) -> None:
+        max_memory: int | None = None, checkpoint: str | None = None) -> None:
     """Run GRAPH's step repeatedly in one process and print seconds per step.
 
     \b
@@ -70,6 +73,7 @@ def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets:
     tracer = new_tracer(trace_path)
     with Session(g, threads=threads, optimize=False if no_optimize else None,
                  max_bytes=max_memory) as sess:
+        restore_checkpoint(sess, graph, checkpoint)
         if inits:
             sess.run([], targets=list(inits))
         step = (list(fetches), feed_dict, list(targets))

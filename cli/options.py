@@ -79,6 +79,23 @@ def init_option(help: str = "Node to run once before the steps, e.g. 'init' (rep
     return names_option("--init", "inits", "N", help)
 
 
+def checkpoint_option() -> Callable:
+    return click.option(
+        "--checkpoint", "checkpoint", default=None, metavar="PREFIX",
+        help="Restore the variables from this TF1 checkpoint (prefix, its .index file, or a "
+             "directory with a 'checkpoint' file), by variable name, before anything runs. "
+             "Default for GRAPH.meta: the checkpoint beside it, if there is one.")
+
+
+def restore_checkpoint(sess: Any, graph: str, checkpoint: str | None) -> None:
+    """--checkpoint, or the checkpoint beside a ``model.ckpt.meta`` GRAPH."""
+    from dfg.executor.checkpoint import default_prefix, restore
+
+    prefix = checkpoint or default_prefix(graph)
+    if prefix is not None:
+        restore(sess, prefix)
+
+
 def feed_names_option(help: str) -> Callable:
     """--feed of prune and optimize: tensor names only (run's --feed takes values)."""
     return names_option("--feed", "feeds", "T", help)

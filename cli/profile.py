@@ -6,6 +6,7 @@ import click
 
 from .feeds import feed_option, parse_feeds
 from .options import (
+    checkpoint_option,
     console,
     data_output,
     emit_json,
@@ -17,6 +18,7 @@ from .options import (
     max_memory_option,
     names,
     optimize_option,
+    restore_checkpoint,
     target_option,
 )
 from .progress import progress, trace_option
@@ -30,6 +32,7 @@ SORTS = ("total", "mean", "count", "name")
 @feed_option()
 @target_option()
 @init_option("Node to run once before profiling (repeatable).")
+@checkpoint_option()
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True,
               help="Untraced steps first (plans are built and costs measured here).")
 @click.option("--iters", type=click.IntRange(min=1), default=10, show_default=True,
@@ -50,7 +53,7 @@ def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
             targets: tuple[str, ...], inits: tuple[str, ...], warmup: int, iters: int,
             threads: int | None, sort: str, top: int, trace_path: str | None,
             as_json: bool, no_optimize: bool = False,
-        max_memory: int | None = None) -> None:
+        max_memory: int | None = None, checkpoint: str | None = None) -> None:
     """Run GRAPH's step --iters times with tracing and show where the time goes.
 
     Like TensorFlow's benchmark_model --show_summary: a table per op type (kernel runs,
@@ -83,6 +86,7 @@ def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
     wall = 0.0
     with Session(g, threads=threads, optimize=False if no_optimize else None,
                  max_bytes=max_memory) as sess:
+        restore_checkpoint(sess, graph, checkpoint)
         if inits:
             sess.run([], targets=list(inits))
         for _ in range(warmup):

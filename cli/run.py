@@ -13,6 +13,7 @@ from dfg.graphdef.text import printable
 
 from .feeds import check_feeds, feed_option, parse_feeds
 from .options import (
+    checkpoint_option,
     console,
     fetch_option,
     graph_argument,
@@ -23,6 +24,7 @@ from .options import (
     optimize_option,
     refuse_binary_tty,
     resolve_format,
+    restore_checkpoint,
     stdout_is_tty,
     stdout_to,
     target_option,
@@ -46,6 +48,7 @@ OLD_OUTPUT_WORDS = ("table", "json", "npz")
                    "--feed/--fetch name its input/output keys.")
 @target_option("Node to run for its effect (repeatable, or comma-separated).")
 @init_option()
+@checkpoint_option()
 @click.option("--steps", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run the step K times (state carries over); print the last.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
@@ -65,7 +68,7 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
         inits: tuple[str, ...], steps: int, threads: int | None, outputs: tuple[str, ...],
         fmt: str | None, as_json: bool, timeout: float | None, trace_path: str | None,
         signature: str | None = None, no_optimize: bool = False,
-        max_memory: int | None = None) -> None:
+        max_memory: int | None = None, checkpoint: str | None = None) -> None:
     """Run GRAPH and print the fetched tensors.
 
     \b
@@ -84,6 +87,7 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
       dfg run model.pb --fetch logits,probs --feed images=@batch.npy --json | jq .
       dfg run model.pb --fetch logits --feed images=@batch.npy -o logits.npy
       dfg run train.pbtxt --init init --target train_op --steps 100 --fetch loss
+      dfg run model.ckpt.meta --fetch probs --feed x=@x.npy   # variables from model.ckpt
       dfg run saved_model_dir --signature serving_default --feed x=@x.npy
       dfg run examples/while_nested.pbtxt --fetch outer/Exit --feed n=4,scale=0.5 \\
           --trace trace.json     # open in https://ui.perfetto.dev
@@ -115,6 +119,7 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
     with Session(g, threads=threads, optimize=False if no_optimize else None,
                  max_bytes=max_memory) as sess:
         try:
+            restore_checkpoint(sess, graph, checkpoint)
             if inits:
                 sess.run([], targets=list(inits), timeout=timeout)
             values = None

@@ -215,11 +215,15 @@ def _parse(data: bytes, fmt: str | None, source: str) -> Any:
         raise GraphLoadError(why, source=source)
     gd = graph_pb2.GraphDef()
     if fmt == "pb":
+        if source.endswith(".meta") and (inner := _meta_graph_def(data)) is not None:
+            return inner
         try:
             gd.ParseFromString(data)
         except message.DecodeError as e:
             if "MaxDepth" in str(e):
                 raise _too_deep() from None
+            if (inner := _meta_graph_def(data)) is not None:
+                return inner
             raise GraphLoadError(f"not a valid binary GraphDef ({_quote(str(e))})") from None
         if not gd.node and not gd.library.function and not gd.HasField("versions") \
                 and not gd.version:
@@ -233,9 +237,37 @@ def _parse(data: bytes, fmt: str | None, source: str) -> Any:
             raise GraphLoadError(f"not UTF-8 text at byte {e.start}") from None
         return _parse_json(text, gd)
     if (why := _text_foreign(data[:4096].decode("utf-8", "replace"))) is not None:
+        if why.startswith("this is a MetaGraphDef"):
+            return _meta_graph_def(data, text=True)
         raise GraphLoadError(why)
     _parse_text(data, gd)
     return gd
+
+
+def _meta_graph_def(data: bytes, text: bool = False) -> Any:
+    """The GraphDef inside a MetaGraphDef (what tf.train.Saver writes as ``model.ckpt.meta``),
+    or None when ``data`` is not a binary MetaGraphDef holding a graph (text: an error)."""
+    from google.protobuf import message, text_format
+
+    from dfg.schemas import meta_graph_pb2
+
+    mg = meta_graph_pb2.MetaGraphDef()
+    try:
+        if text:
+            text_format.Parse(data.decode("utf-8"), mg)
+        else:
+            mg.ParseFromString(data)
+    except (message.DecodeError, text_format.ParseError, UnicodeDecodeError) as e:
+        if text:
+            raise GraphLoadError(f"not a valid MetaGraphDef ({_quote(str(e))})") from None
+        return None
+    if not mg.graph_def.node and not mg.graph_def.library.function:
+        if text:
+            raise GraphLoadError("a MetaGraphDef without a graph")
+        return None
+    if too_deep(mg.graph_def):
+        raise _too_deep()
+    return mg.graph_def
 
 
 def _parse_json(text: str, gd: Any) -> Any:

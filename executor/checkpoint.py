@@ -1,0 +1,104 @@
+"""Restore a Session's variables from a TF1 checkpoint by name, as ``tf.train.Saver`` maps
+them: the checkpoint key of a variable is its op's name (``w``, ``dense/kernel``).
+
+A TF1 model often travels as ``model.ckpt.meta`` (the MetaGraphDef, whose GraphDef
+``dfg.graphdef.io`` reads) beside ``model.ckpt.index`` and ``model.ckpt.data-*`` (the bundle,
+read by ``dfg.graphdef.bundle``). The graph's own ``save/restore_all`` would need the
+SaverDef the .meta file carries; restoring by name needs only the graph and the bundle,
+and works the same for graphs whose Saver was pruned away.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from dfg.graphdef.errors import InvalidArgumentError, NotFoundError
+
+_VARIABLE_OPS = {"VariableV2", "Variable"}
+_HANDLE_OPS = {"VarHandleOp"}
+
+
+def default_prefix(graph_path: str) -> str | None:
+    """``model.ckpt`` for ``model.ckpt.meta`` when ``model.ckpt.index`` lies beside it."""
+    if not graph_path.endswith(".meta"):
+        return None
+    prefix = graph_path[:-len(".meta")]
+    return prefix if os.path.isfile(prefix + ".index") else None
+
+
+def resolve_prefix(path: str) -> str:
+    """A checkpoint prefix from what a user may give: the prefix, its .index file, or a
+    directory with a ``checkpoint`` state file (its latest checkpoint)."""
+    p = Path(path)
+    if p.is_dir():
+        state = p / "checkpoint"
+        if state.is_file():
+            for line in state.read_text().splitlines():
+                if line.startswith("model_checkpoint_path:"):
+                    name = line.split(":", 1)[1].strip().strip('"')
+                    if not os.path.isabs(name) or not os.path.isfile(name + ".index"):
+                        # relative, or an absolute path from the machine that wrote it
+                        name = str(p / Path(name).name)
+                    return name
+        raise NotFoundError(f"{path}: a directory without a 'checkpoint' state file")
+    if path.endswith(".index"):
+        path = path[:-len(".index")]
+    if not os.path.isfile(path + ".index"):
+        raise NotFoundError(f"no checkpoint at {path} ({path}.index does not exist)")
+    return path
+
+
+def restore(session: Any, prefix: str) -> int:
+    """Give every variable of ``session``'s graph whose op name is a key of the checkpoint
+    at ``prefix`` that value; returns how many were restored. A variable the checkpoint
+    holds with another shape or dtype is an InvalidArgumentError; none restored is a
+    NotFoundError (the checkpoint is not this graph's)."""
+    import numpy as np
+
+    from dfg.graphdef import dtypes as D
+    from dfg.graphdef.bundle import BundleReader
+
+    from .kernels.state import ResourceVariable
+    from .resources import VariableRef
+
+    bundle = BundleReader(resolve_prefix(prefix))
+    keys = set(bundle.keys())
+    done = 0
+    for node in session.graph.nodes:
+        if node.op not in _VARIABLE_OPS and node.op not in _HANDLE_OPS:
+            continue
+        if node.name not in keys:
+            continue
+        attrs = node.attr
+        value = bundle.read(node.name)
+        dt = D.to_numpy(attrs["dtype"].type) if "dtype" in attrs else value.dtype
+        shape = tuple(d.size for d in attrs["shape"].shape.dim) if "shape" in attrs else None
+        if value.dtype != dt:
+            raise InvalidArgumentError(
+                f"checkpoint holds {value.dtype} for variable '{node.name}', the graph "
+                f"declares {dt}", node=node.name, op=node.op)
+        if shape is not None and not attrs["shape"].shape.unknown_rank and (
+                len(shape) != value.ndim
+                or any(d >= 0 and d != v for d, v in zip(shape, value.shape))):
+            raise InvalidArgumentError(
+                f"checkpoint holds shape {list(value.shape)} for variable '{node.name}', "
+                f"the graph declares {list(shape)}", node=node.name, op=node.op)
+        container = attrs["container"].s.decode() if "container" in attrs else ""
+        shared = attrs["shared_name"].s.decode() if "shared_name" in attrs else ""
+        key = (container, shared or node.name)
+        if node.op in _VARIABLE_OPS:
+            def make(n=node.name, dt=dt, shape=shape):
+                return VariableRef(n, dt, shape)
+        else:
+            def make(k=key, dt=dt, shape=shape):
+                return ResourceVariable(k[1], dt, shape)
+        var = session.resources.lookup_or_create(key, make)
+        with var.lock:
+            var.value = np.array(value, copy=True)
+        done += 1
+    if not done:
+        raise NotFoundError(f"checkpoint {prefix} holds no variable of this graph (its keys "
+                            f"are variable names; {len(keys)} keys there)")
+    return done

@@ -1,0 +1,64 @@
+"""A TF1 checkpoint as tf.compat.v1.train.Saver writes it, for tests/test_checkpoint_restore.py.
+
+Run with TensorFlow's own virtualenv, never in CI (TensorFlow is not a dependency of dfg):
+
+    /tmp/tfvenv/bin/python tests/data/checkpoints/generate.py
+
+Writes ``mlp.ckpt.meta`` (the MetaGraphDef), ``mlp.ckpt.index`` / ``mlp.ckpt.data-*`` (the
+bundle), the ``checkpoint`` state file, ``x.npy`` and TensorFlow's output ``y.npy`` after
+restoring into a fresh Session. The graph has a resource variable (get_variable) and a ref
+variable (VariableV2), both changed after initialization so only a restore gives ``y``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+v1 = tf.compat.v1
+
+
+def main() -> None:
+    for f in HERE.glob("mlp.ckpt*"):
+        f.unlink()
+    rng = np.random.default_rng(3)
+    x_val = rng.standard_normal((4, 3)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        x = v1.placeholder(tf.float32, [None, 3], name="x")
+        w = v1.get_variable("dense/kernel", initializer=tf.constant(
+            rng.standard_normal((3, 5)).astype(np.float32)))
+        b = v1.Variable(tf.zeros([5]), name="dense/bias", use_resource=False)
+        w2 = v1.get_variable("out/kernel", initializer=tf.constant(
+            rng.standard_normal((5, 2)).astype(np.float32)))
+        h = tf.nn.relu(tf.matmul(x, w) + b)
+        tf.nn.softmax(tf.matmul(h, w2), name="y")
+        saver = v1.train.Saver()
+        with v1.Session(graph=g) as s:
+            s.run(v1.global_variables_initializer())
+            s.run([w.assign(w * 1.5), v1.assign(b, tf.fill([5], 0.25))])
+            # a relative prefix: the 'checkpoint' state file then names it relatively
+            cwd = os.getcwd()
+            os.chdir(HERE)
+            try:
+                saver.save(s, "mlp.ckpt")
+            finally:
+                os.chdir(cwd)
+    # TensorFlow's own answer: a fresh graph from the .meta file, restored from the checkpoint
+    with tf.Graph().as_default() as g2, v1.Session(graph=g2) as s:
+        saver = v1.train.import_meta_graph(str(HERE / "mlp.ckpt.meta"))
+        saver.restore(s, str(HERE / "mlp.ckpt"))
+        y = s.run("y:0", {"x:0": x_val})
+    np.save(HERE / "x.npy", x_val)
+    np.save(HERE / "y.npy", y)
+    print("wrote", sorted(p.name for p in HERE.iterdir()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""TF1 checkpoints: a ``model.ckpt.meta`` MetaGraphDef loads as its GraphDef, and its variables
+are restored by name from the bundle beside it, giving TensorFlow's output
+(tests/data/checkpoints/generate.py: TensorFlow's import_meta_graph + Saver.restore)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from dfg.cli.main import cli
+from dfg.executor import Session
+from dfg.executor.checkpoint import restore
+from dfg.graphdef import load_graph
+from dfg.graphdef.errors import FailedPreconditionError, NotFoundError
+
+DATA = Path(__file__).resolve().parent / "data" / "checkpoints"
+META = DATA / "mlp.ckpt.meta"
+
+
+def test_meta_file_loads_as_its_graph() -> None:
+    g = load_graph(str(META))
+    ops = {n.op for n in g.nodes}
+    assert {"VarHandleOp", "VariableV2", "Softmax", "SaveV2", "RestoreV2"} <= ops
+
+
+@pytest.mark.parametrize("where", ["mlp.ckpt", "mlp.ckpt.index", "."])
+def test_restore_by_name_gives_tensorflows_output(where: str) -> None:
+    x, want = np.load(DATA / "x.npy"), np.load(DATA / "y.npy")
+    with Session(load_graph(str(META))) as s:
+        with pytest.raises(FailedPreconditionError):  # nothing initialized yet
+            s.run(["y:0"], {"x:0": x})
+        assert restore(s, str(DATA / where)) == 3
+        got, = s.run(["y:0"], {"x:0": x})
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_a_checkpoint_of_another_graph_is_refused(tmp_path: Path) -> None:
+    other = tmp_path / "g.pbtxt"
+    other.write_text('node { name: "v" op: "VariableV2" attr { key: "dtype" value { type: '
+                     'DT_FLOAT } } attr { key: "shape" value { shape { } } } }')
+    with Session(load_graph(str(other))) as s, pytest.raises(NotFoundError, match="no variable"):
+        restore(s, str(DATA / "mlp.ckpt"))
+
+
+def test_cli_restores_the_checkpoint_beside_a_meta_file(tmp_path: Path) -> None:
+    x, want = np.load(DATA / "x.npy"), np.load(DATA / "y.npy")
+    np.save(tmp_path / "x.npy", x)
+    r = CliRunner().invoke(cli, ["run", str(META), "--fetch", "y", "--feed",
+                                 f"x=@{tmp_path / 'x.npy'}", "--json"])
+    assert r.exit_code == 0, r.output
+    got = np.array(json.loads(r.output)["fetches"][0]["value"], np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    # a copy of the .meta file alone: nothing beside it, so --checkpoint names it
+    lone = tmp_path / "copy.meta"
+    shutil.copy(META, lone)
+    r = CliRunner().invoke(cli, ["run", str(lone), "--fetch", "y", "--feed",
+                                 f"x=@{tmp_path / 'x.npy'}"])
+    assert r.exit_code == 1 and "uninitialized" in r.output
+    proc = subprocess.run([sys.executable, "-m", "dfg.cli.main", "run", str(lone), "--fetch",
+                           "y", "--feed", f"x=@{tmp_path / 'x.npy'}", "--checkpoint",
+                           str(DATA), "--json"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    got = np.array(json.loads(proc.stdout)["fetches"][0]["value"], np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
