@@ -1,4 +1,5 @@
-"""``dfg freeze``: a SavedModel signature as one self-contained GraphDef."""
+"""``dfg freeze``: a SavedModel signature, or a graph with its TF1 checkpoint, as one
+self-contained GraphDef."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from .options import graph_output, write_graph
 
 
 @click.command()
-@click.argument("saved_model", metavar="DIR", type=str)
+@click.argument("saved_model", metavar="DIR|GRAPH", type=str)
+@click.option("--fetch", "fetches", multiple=True, metavar="T",
+              help="GRAPH: tensor or node to keep (repeatable, or comma-separated).")
+@click.option("--checkpoint", default=None, metavar="PREFIX",
+              help="GRAPH: the TF1 checkpoint (default: the one beside a model.ckpt.meta).")
 @click.option("--signature", default=None, metavar="KEY",
               help="Signature to freeze (default: serving_default, or the only one).")
 @click.option("--tags", default=None, metavar="T[,T...]",
@@ -19,8 +24,9 @@ from .options import graph_output, write_graph
 @graph_output
 @click.option("--json", "as_json", is_flag=True,
               help="Print the feed/fetch names as JSON on standard output (stderr if -o -).")
-def freeze(saved_model: str, signature: str | None, tags: str | None, output: str,
-           fmt: str, as_json: bool) -> None:
+def freeze(saved_model: str, fetches: tuple[str, ...], checkpoint: str | None,
+           signature: str | None, tags: str | None, output: str, fmt: str,
+           as_json: bool) -> None:
     """Freeze a signature of the SavedModel DIR into one GraphDef that runs in dfg and in
     TensorFlow: variables restored from DIR/variables and turned into Consts, function calls
     inlined and If/While lowered to v1 control flow, pruned to the signature's outputs, no
@@ -40,11 +46,22 @@ def freeze(saved_model: str, signature: str | None, tags: str | None, output: st
     "outputs": {key: {name, dtype, shape, source}}, "variables", "constant_bytes", "nodes",
     and "init" (the NoOp to run first) when the graph reads tables}.
 
+    A GRAPH with a TF1 checkpoint (what TF1's freeze_graph.py takes: model.ckpt.meta and
+    the checkpoint beside it, or any graph and --checkpoint) is pruned to --fetch and its
+    variables, restored by name, become Consts. JSON: {"fetches", "variables",
+    "constant_bytes", "nodes"}.
+
     \b
-    Example:
+    Examples:
       dfg freeze saved_model_dir -o frozen.pb
       dfg run frozen.pb --feed serving_default_x=@x.npy --fetch output_0
+      dfg freeze model.ckpt.meta --fetch probs -o frozen.pb
     """
+    from dfg.graphdef.savedmodel import is_saved_model
+
+    if not is_saved_model(saved_model):
+        _freeze_checkpoint(saved_model, fetches, checkpoint, output, fmt, as_json)
+        return
     from dfg.executor.savedmodel import freeze as freeze_model
     from dfg.executor.savedmodel import load
     tag_set = [t.strip() for t in tags.split(",") if t.strip()] if tags else None
@@ -69,3 +86,27 @@ def freeze(saved_model: str, signature: str | None, tags: str | None, output: st
         lines.append(f"  init  {printable(info['init']):<32} run it first (--init): it fills "
                      "the lookup tables")
     stream.write("\n".join(lines) + "\n")
+
+
+def _freeze_checkpoint(graph: str, fetches: tuple[str, ...], checkpoint: str | None,
+                       output: str, fmt: str, as_json: bool) -> None:
+    from dfg.executor.checkpoint import default_prefix
+    from dfg.executor.checkpoint import freeze as freeze_graph
+    from dfg.graphdef.errors import UsageError
+
+    from .options import load
+
+    names = [n.strip() for f in fetches for n in f.split(",") if n.strip()]
+    if not names:
+        raise UsageError("freezing a graph needs --fetch (what to keep)")
+    prefix = checkpoint or default_prefix(graph)
+    if prefix is None:
+        raise UsageError(f"{graph}: no checkpoint beside it: give --checkpoint PREFIX")
+    frozen, info = freeze_graph(load(graph), prefix, names)
+    write_graph(frozen, output, fmt)
+    stream = sys.stderr if output == "-" else sys.stdout
+    if as_json:
+        stream.write(json.dumps(info, indent=2) + "\n")
+        return
+    stream.write(f"froze {', '.join(names)}: {info['nodes']} nodes, {info['variables']} "
+                 f"variables as constants ({info['constant_bytes']:,} bytes)\n")

@@ -102,3 +102,77 @@ def restore(session: Any, prefix: str) -> int:
         raise NotFoundError(f"checkpoint {prefix} holds no variable of this graph (its keys "
                             f"are variable names; {len(keys)} keys there)")
     return done
+
+
+def freeze(graph: Any, prefix: str, fetches: list[str], feeds: list[str] = ()
+           ) -> tuple[Any, dict[str, Any]]:
+    """TF1's freeze_graph: ``graph`` pruned to ``fetches`` (``feeds`` become Placeholders),
+    its variables restored from the checkpoint at ``prefix`` and turned into Consts (calls
+    inlined and functional control flow lowered, as the Session runs it). Returns the
+    GraphDef and ``{"fetches", "variables", "constant_bytes", "nodes"}``."""
+    import numpy as np
+
+    from dfg.graphdef.errors import FailedPreconditionError
+    from dfg.graphdef.prune import prune
+
+    from .savedmodel import inline_variables
+    from .session import Session
+
+    with Session(graph, threads=1, optimize=False) as sess:
+        restore(sess, prefix)
+        pruned = prune(sess.graph, list(fetches), list(feeds))
+        values: dict[str, np.ndarray] = {}
+        for nd in pruned.node:
+            if nd.op not in _VARIABLE_OPS and nd.op not in _HANDLE_OPS:
+                continue
+            key = (nd.attr["container"].s.decode() if "container" in nd.attr else "",
+                   (nd.attr["shared_name"].s.decode() if "shared_name" in nd.attr else "")
+                   or nd.name)
+            var = sess.resources.lookup(key)
+            if var is None or getattr(var, "value", None) is None:
+                raise FailedPreconditionError(
+                    "variable the fetches read is not in the checkpoint", node=nd.name,
+                    op=nd.op)
+            values[nd.name] = var.value
+    ref_vars = {nd.name for nd in pruned.node if nd.op in _VARIABLE_OPS}
+    frozen = inline_variables(pruned, {k: v for k, v in values.items() if k not in ref_vars})
+    _ref_variables_as_consts(frozen, {k: values[k] for k in ref_vars})
+    info = {"fetches": list(fetches), "variables": len(values),
+            "constant_bytes": int(sum(v.nbytes for v in values.values()
+                                      if v.dtype != object)),
+            "nodes": len(frozen.node)}
+    return frozen, info
+
+
+def _ref_variables_as_consts(graph_def: Any, values: dict[str, Any]) -> None:
+    """Each ref variable (VariableV2) becomes a Const of its value; its readers already take
+    values (a ref output is read on the way in), but a writer (Assign, Scatter*) cannot be
+    frozen."""
+    from dfg.graphdef import dtypes as D
+    from dfg.graphdef.errors import UnimplementedError
+    from dfg.graphdef.graph import parse_input
+    from dfg.graphdef.opdefs.registry import registry
+    from dfg.graphdef.tensors import from_numpy
+
+    reg = registry()
+    for nd in graph_def.node:
+        for i, s in enumerate(nd.input):
+            src, slot = parse_input(s)
+            if src not in values or slot < 0:
+                continue
+            opdef = reg.get(nd.op)
+            ref_in = opdef is not None and i < len(opdef.input_arg) \
+                and opdef.input_arg[i].is_ref
+            if ref_in or nd.op.startswith("Ref"):
+                raise UnimplementedError(
+                    f"writes variable '{src}', which freezing turns into a constant",
+                    node=nd.name, op=nd.op)
+    for nd in graph_def.node:
+        if nd.name in values:
+            value = values[nd.name]
+            dt = D.from_numpy(value.dtype)
+            nd.op = "Const"
+            for a in list(nd.attr):
+                del nd.attr[a]
+            nd.attr["dtype"].type = dt
+            from_numpy(value, dt, nd.attr["value"].tensor)

@@ -69,3 +69,21 @@ def test_cli_restores_the_checkpoint_beside_a_meta_file(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     got = np.array(json.loads(proc.stdout)["fetches"][0]["value"], np.float32)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_freeze_a_meta_graph_with_its_checkpoint(tmp_path: Path) -> None:
+    # TF1's freeze_graph: prune to the fetch, variables (resource and ref) as Consts
+    x, want = np.load(DATA / "x.npy"), np.load(DATA / "y.npy")
+    out = tmp_path / "frozen.pb"
+    r = CliRunner().invoke(cli, ["freeze", str(META), "--fetch", "y", "-o", str(out),
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["variables"] == 3
+    g = load_graph(str(out))
+    ops = {n.op for n in g.nodes}
+    assert not ops & {"VarHandleOp", "VariableV2", "ReadVariableOp", "RestoreV2", "SaveV2"}
+    with Session(g) as s:
+        got, = s.run(["y:0"], {"x:0": x})
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    r = CliRunner().invoke(cli, ["freeze", str(META), "-o", str(out)])
+    assert r.exit_code == 2 and "--fetch" in r.output
