@@ -8,13 +8,12 @@ import sys
 
 import click
 
-from .options import graph_output, write_graph
+from .options import fetch_option, graph_output, write_graph
 
 
 @click.command()
 @click.argument("saved_model", metavar="DIR|GRAPH", type=str)
-@click.option("--fetch", "fetches", multiple=True, metavar="T",
-              help="GRAPH: tensor or node to keep (repeatable, or comma-separated).")
+@fetch_option(help="GRAPH: tensor or node to keep (repeatable, or comma-separated).")
 @click.option("--checkpoint", default=None, metavar="PREFIX",
               help="GRAPH: the TF1 checkpoint (default: the one beside a model.ckpt.meta).")
 @click.option("--signature", default=None, metavar="KEY",
@@ -96,7 +95,7 @@ def _freeze_checkpoint(graph: str, fetches: tuple[str, ...], checkpoint: str | N
 
     from .options import load
 
-    names = [n.strip() for f in fetches for n in f.split(",") if n.strip()]
+    names = list(fetches)
     if not names:
         raise UsageError("freezing a graph needs --fetch (what to keep)")
     prefix = checkpoint or default_prefix(graph)
