@@ -88,7 +88,9 @@ def bind(node: Any, device: str = kernels.CPU, into: BoundKernel | None = None
     k.out_types = out_types
     k.out_dtypes = [numpy_dtype(t) for t in out_types]
     k.deref = tuple(i for i, t in enumerate(in_types) if not D.is_ref(t))
-    k.stateful = bool(opdef.is_stateful)
+    # ops on refs (V1 queues, TensorArrays, stacks, Assign ...) act on state: they get the
+    # run's context (cancel flag, step state) as stateful ops do
+    k.stateful = bool(opdef.is_stateful) or any(D.is_ref(t) for t in in_types)
     k.size_check = limits.estimator(proto.op)
     # bfloat16 outputs (held as float32) are rounded after the kernel: see dtypes._NP
     k.bf16_out = tuple(i for i, t in enumerate(out_types) if D.base(t) == D.DT_BFLOAT16

@@ -1,4 +1,5 @@
-"""TensorArray (V3) and Stack (V2) kernels: per-run resources living in ``ctx.step``.
+"""TensorArray (V3, and the legacy V1/V2 ops at the end) and Stack (V2 and v1) kernels: per-run
+resources living in ``ctx.step``.
 
 Resource model
 --------------
@@ -28,7 +29,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -713,3 +715,185 @@ def stack_pop_v2(ctx: KernelContext, handle: Any) -> np.ndarray:
 def stack_close_v2(ctx: KernelContext, handle: Any) -> tuple[()]:
     _stack(ctx, handle).close()
     return ()
+
+
+# --- legacy TensorArray ops (V1 ref handles, V2 string handles) and v1 stacks ---------------
+# TensorFlow runs them with its V3 kernels; only their signatures differ: no flow output on
+# the creation and gradient ops, and the handle is a ref (V1) or a string vector
+# [container, name] (V2). TensorArrayPack / Unpack are Gather / Scatter of every element.
+#
+# Only their creation and gradient ops are stateful in the OpDefs, so the others run with a
+# context shared by every run (no ``ctx.step``). Their handles therefore lead to the run's
+# container themselves: a V1 handle object carries it; a V2 string names a handle in a
+# process-wide table of weak references, kept alive by the run's state (so a V2 handle that
+# outlives its run is a NotFoundError, as in TensorFlow).
+
+_TA_CONTAINER, _GRAD_CONTAINER = "_tensor_arrays", "_tensor_array_grads"
+LEGACY_KEY = "__dfg_legacy_tensor_array_handles__"
+
+
+@dataclass(frozen=True)
+class LegacyTensorArrayHandle(TensorArrayHandle):
+    """A V1/V2 TensorArray's handle: the V3 key and name, and its run's container."""
+
+    res: StepResources = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class LegacyStackHandle(StackHandle):
+    """A v1 stack's handle: the V2 key and name, and its run's container."""
+
+    res: StepResources = field(compare=False, repr=False)
+
+
+_named: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_named_lock = threading.Lock()
+
+
+def _legacy_ctx(ctx: KernelContext, res: StepResources) -> KernelContext:
+    """``ctx`` with the step state of the run that made the handle."""
+    if isinstance(ctx.step, dict) and ctx.step.get(STEP_KEY) is res:
+        return ctx
+    return KernelContext(ctx.node, ctx.op, ctx.attrs, ctx.output_dtypes, ctx.input_dtypes,
+                         ctx.resources, {STEP_KEY: res}, ctx.frame, ctx.deadline,
+                         ctx.max_bytes)
+
+
+def _legacy_of(ctx: KernelContext, h: TensorArrayHandle) -> LegacyTensorArrayHandle:
+    """The legacy handle of an array just made by a (stateful) creation or gradient op;
+    the run's state keeps it alive for the run."""
+    res = step_resources(ctx.step)
+    lh = LegacyTensorArrayHandle(h.key, h.name, res)
+    with res.lock:
+        ctx.step.setdefault(LEGACY_KEY, []).append(lh)
+    return lh
+
+
+def _string_handle(lh: LegacyTensorArrayHandle, container: str) -> np.ndarray:
+    with _named_lock:
+        _named[(container, lh.name)] = lh
+    return np.array([container.encode(), lh.name.encode()], dtype=object)
+
+
+def _handle_strings(handle: np.ndarray) -> tuple[str, str]:
+    if handle.size != 2:
+        raise InvalidArgumentError(
+            f"Tensor array handle must be 2-element vector, but had shape: "
+            f"{_fmt(handle.shape)}")
+    a, b = (x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
+            for x in handle.reshape(-1).tolist())
+    return a, b
+
+
+def _legacy_handle(handle: Any) -> LegacyTensorArrayHandle:
+    """A V1 (object) or V2 (string vector) handle as the V3 kernels take it."""
+    if isinstance(handle, LegacyTensorArrayHandle):
+        return handle
+    if isinstance(handle, np.ndarray) and handle.dtype == object:
+        key = _handle_strings(handle)
+        with _named_lock:
+            lh = _named.get(key)
+        if lh is None:
+            raise NotFoundError(f"Resource {key[0]}/{key[1]} does not exist (TensorArrays live "
+                                "for one run only)")
+        return lh
+    raise InvalidArgumentError(f"expected a TensorArray handle, found {type(handle).__name__}")
+
+
+@kernel("TensorArray", cheap=True)
+def tensor_array_v1(ctx: KernelContext, size: np.ndarray) -> LegacyTensorArrayHandle:
+    return _legacy_of(ctx, tensor_array_v3(ctx, size)[0])
+
+
+@kernel("TensorArrayV2", cheap=True)
+def tensor_array_v2(ctx: KernelContext, size: np.ndarray) -> np.ndarray:
+    return _string_handle(_legacy_of(ctx, tensor_array_v3(ctx, size)[0]), _TA_CONTAINER)
+
+
+def _grad_legacy(ctx: KernelContext, handle: Any) -> LegacyTensorArrayHandle:
+    if isinstance(handle, np.ndarray):
+        container = _handle_strings(handle)[0]
+        if container != _TA_CONTAINER:
+            raise InvalidArgumentError(f"Input container should be '{_TA_CONTAINER}',  but "
+                                       f"received '{container}'")
+    lh = _legacy_handle(handle)
+    return _legacy_of(ctx, _grad(_legacy_ctx(ctx, lh.res), lh, None)[0])
+
+
+@kernel("TensorArrayGrad", cheap=True)
+def tensor_array_grad_v1(ctx: KernelContext, handle: Any, flow_in: np.ndarray
+                         ) -> LegacyTensorArrayHandle:
+    return _grad_legacy(ctx, handle)
+
+
+@kernel("TensorArrayGradV2", cheap=True)
+def tensor_array_grad_v2(ctx: KernelContext, handle: Any, flow_in: np.ndarray) -> np.ndarray:
+    return _string_handle(_grad_legacy(ctx, handle), _GRAD_CONTAINER)
+
+
+def _legacy(v3: Any, cheap: bool | None, *ops: str) -> None:
+    """Register ``ops`` as the V3 kernel ``v3``, reached through a legacy handle."""
+    def run(ctx: KernelContext, handle: Any, *rest: Any) -> Any:
+        lh = _legacy_handle(handle)
+        return v3(_legacy_ctx(ctx, lh.res), lh, *rest)
+
+    kernel(*ops, cheap=cheap)(run)
+
+
+_legacy(tensor_array_write_v3, True, "TensorArrayWrite", "TensorArrayWriteV2")
+_legacy(tensor_array_read_v3, True, "TensorArrayRead", "TensorArrayReadV2")
+_legacy(tensor_array_gather_v3, None, "TensorArrayGather", "TensorArrayGatherV2")
+_legacy(tensor_array_scatter_v3, None, "TensorArrayScatter", "TensorArrayScatterV2")
+_legacy(tensor_array_concat_v3, None, "TensorArrayConcat", "TensorArrayConcatV2")
+_legacy(tensor_array_split_v3, None, "TensorArraySplit", "TensorArraySplitV2")
+_legacy(tensor_array_size_v3, True, "TensorArraySize", "TensorArraySizeV2")
+_legacy(tensor_array_close_v3, True, "TensorArrayClose", "TensorArrayCloseV2")
+
+
+@kernel("TensorArrayPack")
+def tensor_array_pack(ctx: KernelContext, handle: Any, flow_in: np.ndarray) -> np.ndarray:
+    lh = _legacy_handle(handle)
+    ctx = _legacy_ctx(ctx, lh.res)
+    n = _array(ctx, lh).pack_or_concat_size()
+    return tensor_array_gather_v3(ctx, lh, np.arange(n, dtype=np.int32), flow_in)
+
+
+@kernel("TensorArrayUnpack")
+def tensor_array_unpack(ctx: KernelContext, handle: Any, value: np.ndarray,
+                        flow_in: np.ndarray) -> np.ndarray:
+    lh = _legacy_handle(handle)
+    ctx = _legacy_ctx(ctx, lh.res)
+    ta = _array(ctx, lh)
+    _check_written_dtype(ta, value)
+    if value.ndim == 0:
+        raise InvalidArgumentError(
+            "Input value for unpack must be at least a vector but received shape: []")
+    n = value.shape[0]
+    size = ta.size()
+    if ta.dynamic_size and size < n:   # it grows to fit, as a scatter would
+        size = n
+    if n != size:
+        raise InvalidArgumentError(
+            f"Expected len(tensor_array) == element_shape[0], but saw: {size} vs. {n}")
+    return tensor_array_scatter_v3(ctx, lh, np.arange(n, dtype=np.int32), value, flow_in)
+
+
+@kernel("Stack", cheap=True)
+def stack_v1(ctx: KernelContext) -> LegacyStackHandle:
+    h = stack_v2(ctx, np.asarray(-1, dtype=np.int32))   # v1 stacks are unbounded
+    return LegacyStackHandle(h.key, h.name, step_resources(ctx.step))
+
+
+def _legacy_stack(v2: Any, op: str) -> None:
+    def run(ctx: KernelContext, handle: Any, *rest: Any) -> Any:
+        if not isinstance(handle, LegacyStackHandle):
+            raise InvalidArgumentError(
+                f"expected a stack handle, found {type(handle).__name__}")
+        return v2(_legacy_ctx(ctx, handle.res), handle, *rest)
+
+    kernel(op, cheap=True)(run)
+
+
+_legacy_stack(stack_push_v2, "StackPush")
+_legacy_stack(stack_pop_v2, "StackPop")
+_legacy_stack(stack_close_v2, "StackClose")
