@@ -14,7 +14,9 @@ against its warm steps, beside TensorFlow's own first step against its warm step
 bench group ran with TensorFlow in the same invocation).
 
 TensorFlow is never a dependency of dfg: without it the TF columns are empty. Timings are
-medians; run on an idle machine (other processes only add noise).
+medians; run on an idle machine (other processes only add noise). An ``OPENBLAS_CORETYPE``
+that holds OpenBLAS to AVX2 kernels on an AVX-512 CPU (TensorFlow's kernels ignore it) is
+dropped for the run, with a note, unless ``--keep-blas-env``.
 """
 
 from __future__ import annotations
@@ -114,8 +116,25 @@ def cold_run(reps: int = 5) -> float:
     return statistics.median(times)
 
 
+def _blas_kernels_held_back() -> str | None:
+    """OPENBLAS_CORETYPE as the environment sets it, when it holds OpenBLAS below what this
+    CPU runs (Haswell/AVX2 kernels on an AVX-512 CPU): TensorFlow's own kernels ignore it, so
+    a same-run comparison would pit dfg's AVX2 BLAS against TensorFlow's AVX-512 one."""
+    core = os.environ.get("OPENBLAS_CORETYPE")
+    if not core or core.upper() not in ("HASWELL", "SANDYBRIDGE", "NEHALEM", "ZEN"):
+        return None
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    return core if " avx512f " in flags.replace("\n", " ") else None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--keep-blas-env", action="store_true",
+                    help="Keep an OPENBLAS_CORETYPE that holds OpenBLAS below the CPU's "
+                         "kernels (by default the table reruns itself without it, and says so)")
     ap.add_argument("--tf-python")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
@@ -123,6 +142,15 @@ def main() -> None:
     ap.add_argument("--only", default="bench,zoo,tf2,cold")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    held = None if args.keep_blas_env else _blas_kernels_held_back()
+    if held is not None:
+        # numpy has not loaded OpenBLAS yet in this process only if dfg was not imported:
+        # rerun cleanly without the variable
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+        print(f"note: OPENBLAS_CORETYPE={held} held OpenBLAS to older kernels than this CPU "
+              "runs (TensorFlow ignores it); rerunning without it (--keep-blas-env keeps it)",
+              flush=True)
+        os.execve(sys.executable, [sys.executable, *sys.argv], env)
     groups = set(args.only.split(","))
     tf_py = find_tf_python(args.tf_python)
     from dfg.executor import Session
