@@ -26,6 +26,7 @@ def begin(folder: Path) -> None:
     HERE = Path(folder)
     CASES.clear()
     ARRAYS.clear()
+    _SEEN.clear()
 
 
 def write() -> None:
@@ -36,6 +37,9 @@ def write() -> None:
 
 CASES: list[dict] = []
 ARRAYS: dict[str, np.ndarray] = {}
+# (dtype, shape, bytes) -> key: an array equal to one already stored reuses its key (cases
+# share inputs, and every npz entry costs a few hundred bytes)
+_SEEN: dict[tuple, str] = {}
 
 
 def _store(v) -> str:
@@ -45,8 +49,12 @@ def _store(v) -> str:
         vals = [x if isinstance(x, bytes) else str(x).encode() for x in a.reshape(-1)]
         assert all(not x.endswith(b"\0") for x in vals), "trailing NUL would be lost"
         a = np.array(vals, dtype="S" if vals else "S1").reshape(a.shape)
+    sig = (a.dtype.str, a.shape, a.tobytes())
+    if sig in _SEEN:
+        return _SEEN[sig]
     key = f"a{len(ARRAYS)}"
     ARRAYS[key] = a
+    _SEEN[sig] = key
     return key
 
 

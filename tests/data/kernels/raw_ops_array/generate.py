@@ -30,24 +30,6 @@ from tensorflow.python.framework import op_def_registry  # noqa: E402
 
 rawgen.begin(HERE)
 
-# Many cases share inputs: store each distinct array once (the npz's per-entry overhead
-# dominates its size otherwise).
-_plain_store = rawgen._store
-_stored: dict = {}
-
-
-def _dedup_store(v) -> str:
-    key = _plain_store(v)
-    a = rawgen.ARRAYS[key]
-    sig = (a.dtype.str, a.shape, a.tobytes())
-    if sig in _stored:
-        del rawgen.ARRAYS[key]
-        return _stored[sig]
-    _stored[sig] = key
-    return key
-
-
-rawgen._store = _dedup_store
 f16 = np.float16
 u8, i8, i16, u16, u32, u64 = np.uint8, np.int8, np.int16, np.uint16, np.uint32, np.uint64
 

@@ -40,22 +40,6 @@ rawgen.begin(HERE)
 f16, u8, i8, i16 = np.float16, np.uint8, np.int8, np.int16
 rng = np.random.default_rng(2021)
 
-# Many cases share inputs: store each distinct array once (keeps arrays.npz small).
-_STORED: dict = {}
-_store_once = rawgen._store
-
-
-def _store(v):
-    a = np.asarray(v.numpy() if hasattr(v, "numpy") else v)
-    if a.dtype == object or a.dtype.kind in "SU":
-        return _store_once(v)
-    key = (a.dtype.str, a.shape, a.tobytes())
-    if key not in _STORED:
-        _STORED[key] = _store_once(a)
-    return _STORED[key]
-
-
-rawgen._store = _store
 
 
 def rand(*shape, dtype=f32, lo=0.0, hi=1.0):

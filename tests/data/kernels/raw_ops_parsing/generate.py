@@ -67,16 +67,7 @@ def _has_nul(a: np.ndarray) -> bool:
 _SEEN: dict = {}
 
 
-def _store(v) -> str:
-    """rawgen._store, with equal arrays stored once."""
-    key = rawgen._store(v)
-    a = rawgen.ARRAYS[key]
-    sig = ("m", a.dtype.str, a.shape, a.tobytes())
-    if sig in _SEEN:
-        del rawgen.ARRAYS[key]
-        return _SEEN[sig]
-    _SEEN[sig] = key
-    return key
+_store = rawgen._store   # stores equal arrays once
 
 
 def _side_array(a: np.ndarray) -> str:

@@ -20,22 +20,6 @@ from rawgen import f32, f64, graph, i32, i64, op, raw, write  # noqa: E402
 
 rawgen.begin(HERE)
 
-# Many cases share inputs (and some outputs): store each distinct array once.
-_store_one = rawgen._store
-_stored: dict = {}
-
-
-def _store_dedup(v):
-    a = v.numpy() if hasattr(v, "numpy") else v
-    a = np.array(a, dtype=object) if isinstance(a, bytes) else np.asarray(a)
-    key = (a.dtype.str, a.shape, tuple(a.reshape(-1).tolist()) if a.dtype == object
-           else a.tobytes())
-    if key not in _stored:
-        _stored[key] = _store_one(a)
-    return _stored[key]
-
-
-rawgen._store = _store_dedup
 
 
 def S(*xs):

@@ -21,23 +21,6 @@ import rawgen  # noqa: E402
 from rawgen import f32, f64, graph, i32, i64, op, raw, write  # noqa: E402
 
 rawgen.begin(HERE)
-_plain_store = rawgen._store
-_stored: dict = {}
-
-
-def _dedup_store(v) -> str:
-    """rawgen's _store, but an array equal to one already stored reuses its key (many cases
-    share inputs; this keeps arrays.npz small)."""
-    a = np.asarray(v.numpy() if hasattr(v, "numpy") else v)
-    if a.dtype == object or a.dtype.kind in "SU":
-        return _plain_store(v)
-    sig = (a.dtype.str, a.shape, a.tobytes())
-    if sig not in _stored:
-        _stored[sig] = _plain_store(a)
-    return _stored[sig]
-
-
-rawgen._store = _dedup_store
 rs = np.random.RandomState(1234)
 c64, c128, f16 = np.complex64, np.complex128, np.float16
 

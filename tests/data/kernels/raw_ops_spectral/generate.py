@@ -30,22 +30,6 @@ from rawgen import f32, f64, graph, i32, op, raw, write  # noqa: E402
 
 rawgen.begin(HERE)
 
-# Store each distinct array once (many cases share inputs; every npz entry costs ~300 bytes).
-_plain_store = rawgen._store
-_seen: dict = {}
-
-
-def _dedup_store(v) -> str:
-    a = np.asarray(v.numpy() if hasattr(v, "numpy") else v)
-    if a.dtype == object or a.dtype.kind in "SU":
-        return _plain_store(v)
-    key = (a.dtype.str, a.shape, a.tobytes())
-    if key not in _seen:
-        _seen[key] = _plain_store(a)
-    return _seen[key]
-
-
-rawgen._store = _dedup_store
 rng = np.random.default_rng(7)
 c64, c128 = np.complex64, np.complex128
 
@@ -312,8 +296,8 @@ FIXED = {("FFTND", 1): "FFT", ("FFTND", 2): "FFT2D", ("FFTND", 3): "FFT3D",
 
 def nd(name, x, n, axes, attrs=None, tol=None, note="", error=None):
     attrs = attrs or {}
-    entry = {"op": name, "note": note, "inputs": [_dedup_store(x), _dedup_store(fl(*n)),
-                                                  _dedup_store(fl(*axes))],
+    entry = {"op": name, "note": note, "inputs": [rawgen._store(x), rawgen._store(fl(*n)),
+                                                  rawgen._store(fl(*axes))],
              "attrs": {k: rawgen._attr(v) for k, v in attrs.items()}}
     if tol is not None:
         entry["tol"] = tol
@@ -330,7 +314,7 @@ def nd(name, x, n, axes, attrs=None, tol=None, note="", error=None):
             bins = list(n[:-1]) + [n[-1] // 2 + 1]
             r = getattr(raw, fixed)(input=tf.constant(crop_pad(x, bins)), fft_length=fl(*n),
                                     **attrs)
-        entry["outputs"] = [_dedup_store(r)]
+        entry["outputs"] = [rawgen._store(r)]
     ND.append(entry)
 
 
