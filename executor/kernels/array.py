@@ -1175,26 +1175,26 @@ def space_to_batch_nd(ctx: KernelContext, x: np.ndarray, block_shape: np.ndarray
     return _contiguous(x.reshape(split).transpose(perm)).reshape(out_shape)
 
 
-@kernel("SpaceToBatch")
-def space_to_batch(ctx: KernelContext, x: np.ndarray, paddings: np.ndarray) -> np.ndarray:
-    """The 4-D form of SpaceToBatchND with a square block (attr block_size)."""
+def _square_block(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    """block_shape [b, b] of SpaceToBatch/BatchToSpace (attr block_size, 4-D input)."""
     block = int(ctx.attrs.get("block_size", 0))
     if block < 2:
         raise InvalidArgumentError(f"Block size should be > 1: {block}")
     if x.ndim != 4:
         raise InvalidArgumentError(f"input must be 4-dimensional, found rank {x.ndim}")
-    return space_to_batch_nd(ctx, x, np.array([block, block], np.int64), paddings)
+    return np.array([block, block], np.int64)
+
+
+@kernel("SpaceToBatch")
+def space_to_batch(ctx: KernelContext, x: np.ndarray, paddings: np.ndarray) -> np.ndarray:
+    """The 4-D form of SpaceToBatchND with a square block."""
+    return space_to_batch_nd(ctx, x, _square_block(ctx, x), paddings)
 
 
 @kernel("BatchToSpace")
 def batch_to_space(ctx: KernelContext, x: np.ndarray, crops: np.ndarray) -> np.ndarray:
-    """The 4-D form of BatchToSpaceND with a square block (attr block_size)."""
-    block = int(ctx.attrs.get("block_size", 0))
-    if block < 2:
-        raise InvalidArgumentError(f"Block size should be > 1: {block}")
-    if x.ndim != 4:
-        raise InvalidArgumentError(f"input must be 4-dimensional, found rank {x.ndim}")
-    return batch_to_space_nd(ctx, x, np.array([block, block], np.int64), crops)
+    """The 4-D form of BatchToSpaceND with a square block."""
+    return batch_to_space_nd(ctx, x, _square_block(ctx, x), crops)
 
 
 @kernel("BatchToSpaceND")

@@ -603,16 +603,7 @@ class Queue:
                     return COMPLETE
             if self.kind == SHUFFLE and not self.closed:
                 size -= self.min_after
-            result = NO_PROGRESS
-            while size > 0:
-                result = PROGRESS
-                a.taken.append(self._pop())
-                a.left -= 1
-                if a.left == 0:
-                    a.result, a.taken = a.taken, []
-                    return COMPLETE
-                size -= 1
-            return result
+            return self._take(a, size)
 
         return step
 
@@ -628,18 +619,22 @@ class Queue:
                 return COMPLETE
             if s < a.left and (s == 0 or not (self.closed and small)):
                 return NO_PROGRESS
-            result = NO_PROGRESS
-            while s > 0:
-                result = PROGRESS
-                a.taken.append(self._pop())
-                a.left -= 1
-                if a.left == 0:
-                    a.result, a.taken = a.taken, []
-                    return COMPLETE
-                s -= 1
-            return result
+            return self._take(a, s)
 
         return step
+
+    def _take(self, a: _Attempt, available: int) -> int:
+        """Pop up to ``available`` elements into ``a`` until it has all it asked for."""
+        result = NO_PROGRESS
+        while available > 0:
+            result = PROGRESS
+            a.taken.append(self._pop())
+            a.left -= 1
+            if a.left == 0:
+                a.result, a.taken = a.taken, []
+                return COMPLETE
+            available -= 1
+        return result
 
     def _batch(self, taken: list[tuple]) -> list[np.ndarray]:
         """The dequeued elements stacked per component (PaddingFIFOQueue: padded with zeros to
