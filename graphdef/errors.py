@@ -57,7 +57,7 @@ class GraphLoadError(DfgError):
 
 
 class UnsupportedDTypeError(DfgError):
-    """A tensor uses a dtype numpy cannot hold (bfloat16, quantized, float8 ...)."""
+    """A tensor uses a dtype numpy cannot hold (float8, int4, resource values ...)."""
 
     exit_code = 1
 

@@ -229,3 +229,17 @@ def test_real_process_reads_stdin_and_writes_a_file(tmp_path):
     gd = graph_pb2.GraphDef()
     gd.ParseFromString(out.read_bytes())
     check_chain(gd)
+
+
+def test_verify_says_it_cannot_make_a_resource_input(tmp_path: Path) -> None:
+    # TF's freezing leaves a lookup table's handle as a resource Placeholder
+    g = tmp_path / "g.pbtxt"
+    g.write_text(
+        'node { name: "h" op: "Placeholder" attr { key: "dtype" value { type: DT_RESOURCE } } }\n'
+        'node { name: "r" op: "ReadVariableOp" input: "h" '
+        'attr { key: "dtype" value { type: DT_FLOAT } } }\n')
+    r = CliRunner().invoke(cli, ["optimize", str(g), "--fetch", "r", "--verify",
+                                 "-o", str(tmp_path / "o.pbtxt")])
+    assert r.exit_code == 1
+    assert "no random value for Placeholder 'h' of dtype resource" in r.output
+    assert not (tmp_path / "o.pbtxt").exists()

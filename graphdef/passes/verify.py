@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as D
+from ..errors import UnsupportedDTypeError
 from ..graph import Graph
 
 UNKNOWN_DIM = 2
@@ -56,6 +57,13 @@ def random_feeds(graph: Graph, fetches: list[str], targets: list[str] = (), seed
         dtype = node.attr["dtype"].type if "dtype" in node.attr else D.DT_FLOAT
         shape = to_python(node.attr["shape"]) if "shape" in node.attr else None
         dims = () if shape is None else tuple(UNKNOWN_DIM if d is None else d for d in shape)
+        if not D.is_numpy_compatible(dtype):
+            # a resource or variant input (a lookup table's handle left as a Placeholder by
+            # TF's freezing): there is no random value for it
+            raise UnsupportedDTypeError(
+                f"no random value for Placeholder '{node.name}' of dtype {D.name(dtype)}: "
+                "the graph needs it fed by its owner (a TF-frozen lookup table's handle?)",
+                node=node.name, op=node.op)
         feeds[f"{node.name}:0"] = _random(rng, dtype, dims)
     return feeds
 
