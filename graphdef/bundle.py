@@ -227,6 +227,9 @@ class BundleReader:
         self.prefix = bundle_prefix(prefix)
         self.index_path = self.prefix + ".index"
         self.entries: dict[str, Any] = {}
+        # partitioned variables: (name, ((start, length) per dim)) -> the slice's entry; the
+        # entry under the name itself lists the slices and holds no data
+        self.slice_entries: dict[tuple[str, tuple], Any] = {}
         self.header = tensor_bundle_pb2.BundleHeaderProto()
         seen_header = False
         for key, value in read_table(self.index_path):
@@ -240,6 +243,10 @@ class BundleReader:
             except Exception as e:  # protobuf's DecodeError and friends
                 raise GraphLoadError(f"bad entry for key {key!r}: {e}",
                                      source=self.index_path) from None
+            if key[:1] == b"\0":   # one stored slice of a partitioned variable
+                name, extents = decode_slice_key(key, self.index_path)
+                self.slice_entries[(name, extents)] = entry
+                continue
             self.entries[key.decode("utf-8", "replace")] = entry
         if not seen_header:
             raise GraphLoadError("the index has no bundle header (key '')",
@@ -292,10 +299,33 @@ class BundleReader:
         """The tensor stored under ``key``, checksum verified."""
         entry = self.entry(key)
         if len(entry.slices):
-            raise UnimplementedError(f"key {key} of {self.prefix} is a partitioned variable "
-                                     f"({len(entry.slices)} slices); not supported")
-        dt = int(entry.dtype)
+            return self._assemble(key, entry)
+        return self._read_entry(key, entry, self.shape(key))
+
+    def _assemble(self, key: str, entry: Any) -> np.ndarray:
+        """A partitioned variable's whole value, from the slices it was saved as."""
         shape = self.shape(key)
+        out: np.ndarray | None = None
+        for sl in entry.slices:
+            extents = _extents(sl, shape)
+            part = self.slice_entries.get((key, extents))
+            if part is None:   # a whole dimension may be keyed as start -1, length -1
+                whole = tuple((-1, -1) if not ext.HasField("length") else e
+                              for e, ext in zip(extents, sl.extent))
+                part = self.slice_entries.get((key, whole))
+            if part is None:
+                raise GraphLoadError(f"key {key}: slice {extents} is listed but not stored",
+                                     source=self.index_path)
+            value = self._read_entry(key, part, tuple(n for _, n in extents))
+            if out is None:
+                out = np.zeros(shape, dtype=value.dtype) if value.dtype != object \
+                    else np.full(shape, b"", dtype=object)
+            out[tuple(slice(a, a + n) for a, n in extents)] = value
+        assert out is not None
+        return out
+
+    def _read_entry(self, key: str, entry: Any, shape: tuple[int, ...]) -> np.ndarray:
+        dt = int(entry.dtype)
         try:
             np_dtype = D.to_numpy(dt)
         except UnsupportedDTypeError as e:
@@ -371,3 +401,77 @@ class BundleReader:
 def read_bundle(prefix: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """checkpoint key -> value of every tensor of a bundle (the object graph left out)."""
     return BundleReader(prefix).read_all()
+
+
+def _extents(sl: Any, shape: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """(start, length) per dimension of a TensorSliceProto (a missing length: the whole
+    dimension)."""
+    out = []
+    for d, ext in enumerate(sl.extent):
+        if ext.HasField("length"):
+            out.append((int(ext.start), int(ext.length)))
+        else:
+            out.append((0, shape[d]))
+    return tuple(out)
+
+
+def decode_slice_key(key: bytes, source: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """The tensor name and (start, length) per dimension a slice's bundle key encodes
+    (TensorFlow's EncodeTensorNameSlice: OrderedCode 0, the name, the rank, then start and
+    length per dimension, signed; -1 for a whole dimension is kept as -1)."""
+    pos = 0
+
+    def fail() -> GraphLoadError:
+        return GraphLoadError(f"bad slice key {key!r}", source=source)
+
+    def num() -> int:   # ReadNumIncreasing: a length byte, then big-endian bytes
+        nonlocal pos
+        if pos >= len(key):
+            raise fail()
+        n = key[pos]
+        if pos + 1 + n > len(key) or n > 8:
+            raise fail()
+        v = int.from_bytes(key[pos + 1:pos + 1 + n], "big")
+        pos += 1 + n
+        return v
+
+    def signed() -> int:   # ReadSignedNumIncreasing, for lengths up to 7 bytes
+        nonlocal pos
+        if pos >= len(key):
+            raise fail()
+        neg = not key[pos] & 0x80
+        flip = 0xFF if neg else 0
+        first = key[pos] ^ flip
+        n = 0
+        while n < 8 and first & (0x80 >> n):
+            n += 1
+        if n == 0 or n >= 8 or pos + n > len(key):
+            raise fail()
+        v = first & (0xFF >> (n + 1))
+        for i in range(1, n):
+            v = (v << 8) | (key[pos + i] ^ flip)
+        pos += n
+        return ~v if neg else v
+
+    def string() -> str:   # ReadString: \0\xff is \0, \xff\0 is \xff, \0\1 ends it
+        nonlocal pos
+        out = bytearray()
+        while pos + 1 < len(key):
+            b, c = key[pos], key[pos + 1]
+            if b == 0 and c == 1:
+                pos += 2
+                return out.decode("utf-8", "replace")
+            if b == 0 and c == 0xFF or b == 0xFF and c == 0:
+                out.append(b)
+                pos += 2
+            else:
+                out.append(b)
+                pos += 1
+        raise fail()
+
+    if num() != 0:
+        raise fail()
+    name = string()
+    rank = num()
+    extents = tuple((signed(), signed()) for _ in range(rank))
+    return name, extents

@@ -87,3 +87,24 @@ def test_freeze_a_meta_graph_with_its_checkpoint(tmp_path: Path) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     r = CliRunner().invoke(cli, ["freeze", str(META), "-o", str(out)])
     assert r.exit_code == 2 and "--fetch" in r.output
+
+
+def test_partitioned_variables_restore_from_their_slices() -> None:
+    # a TF1 SavedModel whose variables were split by fixed_size_partitioner: the bundle
+    # stores each part under a slice key, RestoreV2 asks for "10 4 0,4:-" style slices
+    from dfg.executor.savedmodel import load
+
+    ids, want = np.load(DATA / "ids.npy"), np.load(DATA / "y_part.npy")
+    with load(DATA / "partitioned") as m:
+        got = m.run("serving_default", {"ids": ids})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_slice_keys_decode_as_orderedcode() -> None:
+    from dfg.graphdef.bundle import decode_slice_key
+
+    # 0, "emb" (escaped, ended by \0\1), rank 2, then signed start/length per dimension:
+    # one byte 0x80 ^ v for -64 <= v < 64 (0 -> 0x80, 4 -> 0x84, -1 -> 0x7f), two bytes
+    # 110xxxxx xxxxxxxx up to 2^13 (300 -> c1 2c)
+    key = b"\x00" + b"e\x00\xffb\x00\x01" + b"\x01\x02" + b"\x80\x84" + b"\xc1\x2c\x7f"
+    assert decode_slice_key(key, "t") == ("e\x00b", ((0, 4), (300, -1)))

@@ -7,7 +7,8 @@ and the dtypes, it returns the stored tensors (read and checksum-verified by
 the bundle ``prefix.index`` + ``prefix.data-00000-of-00001`` (:mod:`dfg.graphdef.bundle_writer`)
 and MergeV2Checkpoints merges the shards a save function wrote into one bundle, so a
 SavedModel's own save function (``saver_def.save_tensor_name``) runs in dfg. Slices
-(``shape_and_slices`` other than ``""``, from partitioned variables) are refused.
+(``shape_and_slices`` other than ``""``, from partitioned variables) are refused by SaveV2;
+RestoreV2 reads them, assembling a partitioned variable from its stored slices.
 """
 
 from __future__ import annotations
@@ -72,16 +73,45 @@ def restore_v2(ctx: KernelContext, prefix: np.ndarray, tensor_names: np.ndarray,
     reader = _reader(path)
     out = []
     for name, sl, want in zip(names, slices, dtypes):
-        if sl:
-            raise UnimplementedError(f"restoring the slice '{sl}' of {name} (partitioned "
-                                     "variables) is not supported")
         have = reader.dtype(name)
         if want is not None and np.dtype(D.to_numpy(have)) != np.dtype(want):
             raise InvalidArgumentError(
                 f"tensor {name} in checkpoint {path} is {D.name(have)}, the op expects "
                 f"{np.dtype(want)}")
-        out.append(reader.read(name))
+        value = reader.read(name)
+        out.append(_slice_of(value, sl, name) if sl.strip() else value)
     return out
+
+
+def _slice_of(value: np.ndarray, spec: str, name: str) -> np.ndarray:
+    """The part of ``value`` a shape_and_slices spec asks for: "10 4 0,5:-" is the full
+    shape [10, 4], then per dimension "start,length" or "-" (all of it), as a partitioned
+    variable's Saver restores each part."""
+    parts = spec.split()
+    try:
+        full = [int(x) for x in parts[:-1]]
+        dims = parts[-1].split(":")
+    except ValueError:
+        raise InvalidArgumentError(f"bad shape_and_slices '{spec}' for {name}") from None
+    if tuple(full) != value.shape or len(dims) != value.ndim:
+        raise InvalidArgumentError(
+            f"shape_and_slices '{spec}' for {name}: the checkpoint holds shape "
+            f"{list(value.shape)}")
+    index = []
+    for d, (extent, size) in enumerate(zip(dims, value.shape)):
+        if extent == "-":
+            index.append(slice(None))
+            continue
+        try:
+            start, length = (int(x) for x in extent.split(","))
+        except ValueError:
+            raise InvalidArgumentError(f"bad slice '{extent}' of dimension {d} in "
+                                       f"'{spec}' for {name}") from None
+        if start < 0 or length < 0 or start + length > size:
+            raise InvalidArgumentError(f"slice '{extent}' is outside dimension {d} "
+                                       f"(size {size}) of {name}")
+        index.append(slice(start, start + length))
+    return np.ascontiguousarray(value[tuple(index)])
 
 
 @kernel("ShardedFilename", cheap=True)

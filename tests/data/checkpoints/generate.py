@@ -8,6 +8,10 @@ Writes ``mlp.ckpt.meta`` (the MetaGraphDef), ``mlp.ckpt.index`` / ``mlp.ckpt.dat
 bundle), the ``checkpoint`` state file, ``x.npy`` and TensorFlow's output ``y.npy`` after
 restoring into a fresh Session. The graph has a resource variable (get_variable) and a ref
 variable (VariableV2), both changed after initialization so only a restore gives ``y``.
+
+``partitioned/``: a TF1 SavedModel (simple_save) whose embedding is split in 3 parts along
+rows and whose weight is split in 2 along columns (fixed_size_partitioner): the bundle
+stores each part as a slice of the whole variable; ``ids.npy`` and TF's ``y_part.npy``.
 """
 
 from __future__ import annotations
@@ -57,6 +61,34 @@ def main() -> None:
         y = s.run("y:0", {"x:0": x_val})
     np.save(HERE / "x.npy", x_val)
     np.save(HERE / "y.npy", y)
+    partitioned(rng)
+
+
+def partitioned(rng) -> None:
+    import shutil
+
+    d = HERE / "partitioned"
+    if d.exists():
+        shutil.rmtree(d)
+    ids_val = np.array([0, 3, 9, 4], np.int64)
+    g = tf.Graph()
+    with g.as_default():
+        ids = v1.placeholder(tf.int64, [None], name="ids")
+        emb = v1.get_variable("emb", initializer=tf.constant(
+            rng.standard_normal((10, 4)).astype(np.float32)),
+            partitioner=v1.fixed_size_partitioner(3))
+        w = v1.get_variable("w", initializer=tf.constant(
+            rng.standard_normal((4, 3)).astype(np.float32)),
+            partitioner=v1.fixed_size_partitioner(2, axis=1))
+        y = tf.identity(tf.matmul(tf.nn.embedding_lookup(emb, ids),
+                                  tf.concat(list(w), axis=1)), name="y")
+        with v1.Session(graph=g) as s:
+            s.run(v1.global_variables_initializer())
+            v1.saved_model.simple_save(s, str(d), {"ids": ids}, {"y": y})
+    loaded = tf.saved_model.load(str(d))
+    y_val = loaded.signatures["serving_default"](ids=tf.constant(ids_val))["y"].numpy()
+    np.save(HERE / "ids.npy", ids_val)
+    np.save(HERE / "y_part.npy", y_val)
     print("wrote", sorted(p.name for p in HERE.iterdir()))
 
 
