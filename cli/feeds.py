@@ -1,7 +1,9 @@
 """``--feed NAME=VALUE`` parsing shared by run, bench, profile and compare.
 
 VALUE is a JSON-ish literal (``3``, ``2.5``, ``true``, ``[[1,2],[3,4]]``; anything else is a
-string), ``@file.npy`` or ``@file.npz:key``. The dtype comes from the fed tensor (the
+string), ``@file.npy`` or ``@file.npz:key``, or ``@FILE`` of any other file: its bytes as one
+string (an encoded image, a serialized tf.Example), which a rank-1 string input takes as a
+batch of one; ``@a.jpg,@b.jpg`` is a batch of two. The dtype comes from the fed tensor (the
 Session converts), so ``--feed x=3`` feeds a float32 placeholder 3.0; an integer literal out
 of the placeholder's range is refused (exit 2) rather than wrapped. Several feeds may share
 one option: ``--feed a=1,b=[1,2]`` (a comma starts a new feed only outside brackets and
@@ -92,8 +94,53 @@ def _numpy_file(path: str) -> bool:
     return head.startswith((b"\x93NUMPY", b"PK\x03\x04", b"PK\x05\x06"))
 
 
+class Feeds(dict):
+    """Parsed feeds by name; ``file_bytes`` names those fed one file's raw bytes (a 0-d
+    string), which :func:`batch_of_one` makes a batch of one for a rank-1 input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.file_bytes: set[str] = set()
+
+
+def _file_bytes(text: str) -> Any:
+    """``@FILE`` or ``@A,@B`` of files that are not numpy's: their bytes as strings (0-d for
+    one file, 1-D for several); None when it is a .npy/.npz reference."""
+    import numpy as np
+
+    paths = text[1:].split(",@")
+    if len(paths) == 1:
+        path = paths[0]
+        if path.endswith((".npy", ".npz")) or ":" in path or _numpy_file(path):
+            return None
+    out = []
+    for path in paths:
+        if _numpy_file(path):
+            raise UsageError(f"@{path} in a list of files is a .npy/.npz array: feed it alone")
+        try:
+            with open(path, "rb") as f:
+                out.append(f.read())
+        except OSError as e:
+            raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+    arr = np.empty(len(out) if len(paths) > 1 else (), dtype=object)
+    if len(paths) > 1:
+        arr[:] = out
+    else:
+        arr[()] = out[0]
+    return arr
+
+
+def batch_of_one(feeds: dict[str, Any], name: str, rank: int | None) -> None:
+    """A file's bytes fed to a rank-1 input become a batch of one."""
+    if rank == 1 and name in getattr(feeds, "file_bytes", ()) and feeds[name].ndim == 0:
+        feeds[name] = feeds[name].reshape(1)
+
+
 def parse_value(text: str) -> Any:
     if text.startswith("@"):
+        raw = _file_bytes(text)
+        if raw is not None:
+            return raw
         path, _, key = text[1:].partition(":")
         return _load_array(path, key)
     lowered = {"true": "true", "false": "false", "True": "true", "False": "false"}
@@ -105,8 +152,8 @@ def parse_value(text: str) -> Any:
         raise UsageError(f"--feed value nested too deeply: {text[:40]}...") from None
 
 
-def parse_feeds(specs: tuple[str, ...]) -> dict[str, Any]:
-    feeds: dict[str, Any] = {}
+def parse_feeds(specs: tuple[str, ...]) -> Feeds:
+    feeds = Feeds()
     for spec in specs:
         name, sep, value = spec.partition("=")
         if not sep or not name:
@@ -114,11 +161,15 @@ def parse_feeds(specs: tuple[str, ...]) -> dict[str, Any]:
         if name in feeds:
             raise UsageError(f"--feed {name} given twice")
         feeds[name] = parse_value(value)
+        if value.startswith("@") and getattr(feeds[name], "dtype", None) is not None \
+                and feeds[name].dtype.kind == "O" and feeds[name].ndim == 0:
+            feeds.file_bytes.add(name)
     return feeds
 
 
-def feed_option(help: str = "NAME=VALUE: a literal, @file.npy or @file.npz:key (repeatable, "
-                            "or comma-separated: a=1,b=[1,2])."):
+def feed_option(help: str = "NAME=VALUE: a literal, @file.npy, @file.npz:key or @FILE (its "
+                            "bytes as a string; @a.jpg,@b.jpg a batch) (repeatable, or "
+                            "comma-separated: a=1,b=[1,2])."):
     return click.option("--feed", "feeds", multiple=True, metavar="NAME=VALUE",
                         callback=_split_feed_specs, help=help)
 
@@ -169,8 +220,14 @@ def check_feeds(graph: Any, feeds: dict[str, Any]) -> None:
     (or Const's) ``dtype`` attr, else the static dtype dfg infers (unknown: int64)."""
     import numpy as np
 
+    from dfg.graphdef.attrs import to_python
     from dfg.graphdef.graph import parse_tensor_name
 
+    for name in list(getattr(feeds, "file_bytes", ())):
+        node = graph.get(name.split(":")[0])
+        if node is not None and "shape" in node.attr:
+            shape = to_python(node.attr["shape"])
+            batch_of_one(feeds, name, None if shape is None else len(shape))
     facts = None
     for name, value in feeds.items():
         if isinstance(value, np.ndarray) or _int_extremes(value) is None:

@@ -69,11 +69,13 @@ def run_signature(path: str, signature: str | None, fetches: tuple[str, ...],
 
     with load(path, threads=threads) as model:
         sig = model.signature(signature)
-        from .feeds import check_literal
+        from .feeds import batch_of_one, check_literal
 
-        for k, v in feeds.items():
+        for k, v in list(feeds.items()):
             if k in sig.inputs:
                 check_literal(k, v, sig.inputs[k].dtype)
+                shape = sig.inputs[k].shape
+                batch_of_one(feeds, k, None if shape is None else len(shape))
         keys = names(fetches) or list(sig.outputs)
         missing = [k for k in sig.inputs if k not in feeds]
         if missing:

@@ -230,3 +230,29 @@ def test_ops_missing(tmp_path: Path) -> None:
 def test_no_color_and_no_tty_means_plain_output() -> None:
     r = dfg("info", str(DATA / "dag_basic" / "graph.pbtxt"))
     assert r.returncode == 0 and b"\x1b[" not in r.stdout
+
+
+def test_feed_a_file_as_its_bytes(tmp_path: Path) -> None:
+    # @FILE that is not .npy/.npz: its bytes (trailing NULs kept) as one string; a rank-1
+    # string input takes it as a batch of one, @a,@b as a batch of two
+    g = tmp_path / "g.pbtxt"
+    g.write_text(
+        'node { name: "b" op: "Placeholder" attr { key: "dtype" value { type: DT_STRING } } '
+        'attr { key: "shape" value { shape { dim { size: -1 } } } } }\n'
+        'node { name: "n" op: "StringLength" input: "b" }\n'
+        'node { name: "s" op: "Placeholder" attr { key: "dtype" value { type: DT_STRING } } '
+        'attr { key: "shape" value { shape { } } } }\n'
+        'node { name: "m" op: "StringLength" input: "s" }\n')
+    a, b = tmp_path / "a.bin", tmp_path / "b.bin"
+    a.write_bytes(b"\x89PNG\x00\x00")
+    b.write_bytes(b"xyz")
+    r = invoke("run", str(g), "--fetch", "n,m", "--feed", f"b=@{a}", "--feed", f"s=@{b}",
+               "--json")
+    assert r.exit_code == 0, r.output
+    fetches = json.loads(r.output)["fetches"]
+    assert [f["value"] for f in fetches] == [[6], 3]
+    r = invoke("run", str(g), "--fetch", "n", "--feed", f"b=@{a},@{b}", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["fetches"][0]["value"] == [6, 3]
+    r = invoke("run", str(g), "--fetch", "n", "--feed", f"b=@{tmp_path / 'none.bin'}")
+    assert r.exit_code == 2 and "cannot read" in r.output
