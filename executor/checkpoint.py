@@ -50,9 +50,29 @@ def resolve_prefix(path: str) -> str:
     return path
 
 
+def _partition(bundle: Any, keys: set[str], name: str) -> Any:
+    """The value of ``NAME/part_K``, the K-th part of a variable a partitioner split (the
+    checkpoint stores NAME with one slice per part, in the order of their offsets)."""
+    base, sep, k = name.rpartition("/part_")
+    if not sep or not k.isdigit() or base not in keys:
+        return None
+    entry = bundle.entry(base)
+    if not len(entry.slices):
+        return None
+    full = bundle.read(base)
+    extents = sorted(
+        tuple((int(e.start), int(e.length) if e.HasField("length") else full.shape[d])
+              for d, e in enumerate(sl.extent))
+        for sl in entry.slices)
+    if int(k) >= len(extents):
+        return None
+    return full[tuple(slice(a, a + n) for a, n in extents[int(k)])].copy()
+
+
 def restore(session: Any, prefix: str) -> int:
     """Give every variable of ``session``'s graph whose op name is a key of the checkpoint
-    at ``prefix`` that value; returns how many were restored. A variable the checkpoint
+    at ``prefix`` that value (``NAME/part_K`` of a partitioned variable: its part of NAME);
+    returns how many were restored. A variable the checkpoint
     holds with another shape or dtype is an InvalidArgumentError; none restored is a
     NotFoundError (the checkpoint is not this graph's)."""
     import numpy as np
@@ -69,10 +89,13 @@ def restore(session: Any, prefix: str) -> int:
     for node in session.graph.nodes:
         if node.op not in _VARIABLE_OPS and node.op not in _HANDLE_OPS:
             continue
-        if node.name not in keys:
-            continue
         attrs = node.attr
-        value = bundle.read(node.name)
+        if node.name in keys:
+            value = bundle.read(node.name)
+        else:
+            value = _partition(bundle, keys, node.name)
+            if value is None:
+                continue
         dt = D.to_numpy(attrs["dtype"].type) if "dtype" in attrs else value.dtype
         shape = tuple(d.size for d in attrs["shape"].shape.dim) if "shape" in attrs else None
         if value.dtype != dt:

@@ -108,3 +108,14 @@ def test_slice_keys_decode_as_orderedcode() -> None:
     # 110xxxxx xxxxxxxx up to 2^13 (300 -> c1 2c)
     key = b"\x00" + b"e\x00\xffb\x00\x01" + b"\x01\x02" + b"\x80\x84" + b"\xc1\x2c\x7f"
     assert decode_slice_key(key, "t") == ("e\x00b", ((0, 4), (300, -1)))
+
+
+def test_partitioned_variables_restore_by_name_from_a_meta_checkpoint() -> None:
+    # the .meta graph holds emb/part_0..2 and w/part_0..1; the checkpoint holds emb and w
+    # as slices: each part gets its slice
+    ids, want = np.load(DATA / "ids.npy"), np.load(DATA / "y_part.npy")
+    meta = DATA / "partitioned" / "part.ckpt.meta"
+    with Session(load_graph(str(meta))) as s:
+        assert restore(s, str(DATA / "partitioned" / "part.ckpt")) == 5
+        got, = s.run(["y:0"], {"ids:0": ids})
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

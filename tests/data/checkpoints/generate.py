@@ -11,7 +11,8 @@ variable (VariableV2), both changed after initialization so only a restore gives
 
 ``partitioned/``: a TF1 SavedModel (simple_save) whose embedding is split in 3 parts along
 rows and whose weight is split in 2 along columns (fixed_size_partitioner): the bundle
-stores each part as a slice of the whole variable; ``ids.npy`` and TF's ``y_part.npy``.
+stores each part as a slice of the whole variable; ``ids.npy`` and TF's ``y_part.npy``; the
+same variables as a TF1 checkpoint ``partitioned/part.ckpt.*``.
 """
 
 from __future__ import annotations
@@ -85,6 +86,13 @@ def partitioned(rng) -> None:
         with v1.Session(graph=g) as s:
             s.run(v1.global_variables_initializer())
             v1.saved_model.simple_save(s, str(d), {"ids": ids}, {"y": y})
+            # the same variables as a TF1 checkpoint (the .meta graph has emb/part_0 ...)
+            cwd = os.getcwd()
+            os.chdir(d)
+            try:
+                v1.train.Saver().save(s, "part.ckpt", write_state=False)
+            finally:
+                os.chdir(cwd)
     loaded = tf.saved_model.load(str(d))
     y_val = loaded.signatures["serving_default"](ids=tf.constant(ids_val))["y"].numpy()
     np.save(HERE / "ids.npy", ids_val)
