@@ -50,16 +50,19 @@ def resolve_prefix(path: str) -> str:
     return path
 
 
-def _partition(bundle: Any, keys: set[str], name: str) -> Any:
+def _partition(bundle: Any, keys: set[str], name: str, wholes: dict[str, Any]) -> Any:
     """The value of ``NAME/part_K``, the K-th part of a variable a partitioner split (the
-    checkpoint stores NAME with one slice per part, in the order of their offsets)."""
+    checkpoint stores NAME with one slice per part, in the order of their offsets);
+    ``wholes`` keeps each NAME read once for all its parts."""
     base, sep, k = name.rpartition("/part_")
     if not sep or not k.isdigit() or base not in keys:
         return None
     entry = bundle.entry(base)
     if not len(entry.slices):
         return None
-    full = bundle.read(base)
+    if base not in wholes:
+        wholes[base] = bundle.read(base)
+    full = wholes[base]
     extents = sorted(
         tuple((int(e.start), int(e.length) if e.HasField("length") else full.shape[d])
               for d, e in enumerate(sl.extent))
@@ -81,10 +84,11 @@ def restore(session: Any, prefix: str) -> int:
     from dfg.graphdef.bundle import BundleReader
 
     from .kernels.state import ResourceVariable
-    from .resources import VariableRef
+    from .resources import VariableRef, node_resource_key
 
     bundle = BundleReader(resolve_prefix(prefix))
     keys = set(bundle.keys())
+    wholes: dict[str, Any] = {}
     done = 0
     for node in session.graph.nodes:
         if node.op not in _VARIABLE_OPS and node.op not in _HANDLE_OPS:
@@ -93,7 +97,7 @@ def restore(session: Any, prefix: str) -> int:
         if node.name in keys:
             value = bundle.read(node.name)
         else:
-            value = _partition(bundle, keys, node.name)
+            value = _partition(bundle, keys, node.name, wholes)
             if value is None:
                 continue
         dt = D.to_numpy(attrs["dtype"].type) if "dtype" in attrs else value.dtype
@@ -108,9 +112,7 @@ def restore(session: Any, prefix: str) -> int:
             raise InvalidArgumentError(
                 f"checkpoint holds shape {list(value.shape)} for variable '{node.name}', "
                 f"the graph declares {list(shape)}", node=node.name, op=node.op)
-        container = attrs["container"].s.decode() if "container" in attrs else ""
-        shared = attrs["shared_name"].s.decode() if "shared_name" in attrs else ""
-        key = (container, shared or node.name)
+        key = node_resource_key(node)
         if node.op in _VARIABLE_OPS:
             def make(n=node.name, dt=dt, shape=shape):
                 return VariableRef(n, dt, shape)
@@ -138,6 +140,7 @@ def freeze(graph: Any, prefix: str, fetches: list[str], feeds: list[str] = ()
     from dfg.graphdef.errors import FailedPreconditionError
     from dfg.graphdef.prune import prune
 
+    from .resources import node_resource_key
     from .savedmodel import inline_variables
     from .session import Session
 
@@ -148,54 +151,16 @@ def freeze(graph: Any, prefix: str, fetches: list[str], feeds: list[str] = ()
         for nd in pruned.node:
             if nd.op not in _VARIABLE_OPS and nd.op not in _HANDLE_OPS:
                 continue
-            key = (nd.attr["container"].s.decode() if "container" in nd.attr else "",
-                   (nd.attr["shared_name"].s.decode() if "shared_name" in nd.attr else "")
-                   or nd.name)
-            var = sess.resources.lookup(key)
+            var = sess.resources.lookup(node_resource_key(nd))
             if var is None or getattr(var, "value", None) is None:
                 raise FailedPreconditionError(
                     "variable the fetches read is not in the checkpoint", node=nd.name,
                     op=nd.op)
             values[nd.name] = var.value
-    ref_vars = {nd.name for nd in pruned.node if nd.op in _VARIABLE_OPS}
-    frozen = inline_variables(pruned, {k: v for k, v in values.items() if k not in ref_vars})
-    _ref_variables_as_consts(frozen, {k: values[k] for k in ref_vars})
+    frozen = inline_variables(pruned, values)
     info = {"fetches": list(fetches), "variables": len(values),
             "constant_bytes": int(sum(v.nbytes for v in values.values()
                                       if v.dtype != object)),
             "nodes": len(frozen.node)}
     return frozen, info
 
-
-def _ref_variables_as_consts(graph_def: Any, values: dict[str, Any]) -> None:
-    """Each ref variable (VariableV2) becomes a Const of its value; its readers already take
-    values (a ref output is read on the way in), but a writer (Assign, Scatter*) cannot be
-    frozen."""
-    from dfg.graphdef import dtypes as D
-    from dfg.graphdef.errors import UnimplementedError
-    from dfg.graphdef.graph import parse_input
-    from dfg.graphdef.opdefs.registry import registry
-    from dfg.graphdef.tensors import from_numpy
-
-    reg = registry()
-    for nd in graph_def.node:
-        for i, s in enumerate(nd.input):
-            src, slot = parse_input(s)
-            if src not in values or slot < 0:
-                continue
-            opdef = reg.get(nd.op)
-            ref_in = opdef is not None and i < len(opdef.input_arg) \
-                and opdef.input_arg[i].is_ref
-            if ref_in or nd.op.startswith("Ref"):
-                raise UnimplementedError(
-                    f"writes variable '{src}', which freezing turns into a constant",
-                    node=nd.name, op=nd.op)
-    for nd in graph_def.node:
-        if nd.name in values:
-            value = values[nd.name]
-            dt = D.from_numpy(value.dtype)
-            nd.op = "Const"
-            for a in list(nd.attr):
-                del nd.attr[a]
-            nd.attr["dtype"].type = dt
-            from_numpy(value, dt, nd.attr["value"].tensor)

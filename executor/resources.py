@@ -16,6 +16,15 @@ import numpy as np
 from dfg.graphdef.errors import FailedPreconditionError
 
 
+def node_resource_key(node: Any) -> tuple[str, str]:
+    """The session key of the resource a VariableV2 / VarHandleOp / table NodeDef names:
+    (container, shared_name or the node's name), as its kernel computes it from its attrs."""
+    attr = node.attr
+    container = attr["container"].s.decode() if "container" in attr else ""
+    shared = attr["shared_name"].s.decode() if "shared_name" in attr else ""
+    return container, shared or node.name
+
+
 class VariableRef:
     """A variable's storage. ``lock`` guards read-modify-write updates (use_locking)."""
 

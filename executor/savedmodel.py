@@ -23,6 +23,7 @@ import numpy as np
 from dfg.graphdef.errors import InvalidArgumentError, NotFoundError
 from dfg.graphdef.savedmodel import SavedModelDir, Signature
 
+from .resources import node_resource_key
 from .session import Session
 
 
@@ -123,8 +124,7 @@ def restore_captured_variables(session: Session, saved_model: SavedModelDir) -> 
             ckpt_key = keys.get(node_id)
             if handle is None or handle.op != "VarHandleOp" or ckpt_key is None:
                 continue
-            key = (handle.attr["container"].s.decode(),
-                   handle.attr["shared_name"].s.decode() or handle.name)
+            key = node_resource_key(handle)
             var = session.resources.lookup(key)
             if var is not None and getattr(var, "value", None) is not None:
                 continue
@@ -168,20 +168,25 @@ def _outputs_of(op: str, in_slot: int) -> list[int]:
     return [0] if in_slot == 0 else []
 
 
+_REF_VARIABLES = {"VariableV2", "Variable"}
+
+
 def inline_variables(graph_def: Any, values: dict[str, np.ndarray],
                      droppable: frozenset[str] | set[str] = frozenset()) -> Any:
-    """A copy of ``graph_def`` where each ``VarHandleOp`` named in ``values`` is a ``Const`` of
-    its value, the handle-passing nodes downstream (Identity, Enter, Switch, Merge, ...) carry
-    the value's dtype instead of ``resource``, and each ``ReadVariableOp`` of it is an
-    ``Identity``, each ``ResourceGather``/``ResourceGatherNd`` a ``GatherV2``/``GatherNd``
-    of it (TensorFlow's convert_variables_to_constants_v2 does the same rewrites). Any other
-    use of such a handle is an UnimplementedError, except that an assignment named in
-    ``droppable`` (one only the init op runs: the value it writes is already the constant)
-    becomes a ``NoOp`` with the same inputs as control inputs."""
+    """A copy of ``graph_def`` where each variable node named in ``values`` is a ``Const`` of
+    its value (TensorFlow's convert_variables_to_constants_v2 does the same rewrites).
+
+    A ref variable's (VariableV2) readers already take its value, so only a writer of it
+    (a ref input: Assign, Scatter*) is an UnimplementedError. For a resource variable
+    (VarHandleOp) the handle-passing nodes downstream (Identity, Enter, Switch, Merge, ...)
+    carry the value's dtype instead of ``resource``, each ``ReadVariableOp`` of it becomes an
+    ``Identity`` and each ``ResourceGather``/``ResourceGatherNd`` a ``GatherV2``/``GatherNd``
+    of it. Any other use of such a handle is an UnimplementedError, except that an
+    assignment named in ``droppable`` (one only the init op runs: the value it writes is
+    already the constant) becomes a ``NoOp`` with the same inputs as control inputs."""
     from dfg.graphdef import dtypes as D
     from dfg.graphdef.errors import UnimplementedError
     from dfg.graphdef.graph import CONTROL_SLOT, parse_input
-    from dfg.graphdef.tensors import from_numpy
     from dfg.schemas import graph_pb2
 
     out = graph_pb2.GraphDef()
@@ -198,12 +203,11 @@ def inline_variables(graph_def: Any, values: dict[str, np.ndarray],
     work = []
     for name, value in values.items():
         nd = nodes[name]
-        dt = D.from_numpy(np.asarray(value).dtype)
-        nd.op = "Const"
-        for a in list(nd.attr):
-            del nd.attr[a]
-        nd.attr["dtype"].type = dt
-        from_numpy(np.asarray(value), dt, nd.attr["value"].tensor)
+        ref = nd.op in _REF_VARIABLES
+        dt = _to_const(nd, np.asarray(value))
+        if ref:
+            _no_writer(consumers.get((name, 0), []), name)
+            continue
         carried[(name, 0)] = dt
         work.append((name, 0))
     retyped: set[tuple[str, int]] = set()
@@ -248,6 +252,39 @@ def inline_variables(graph_def: Any, values: dict[str, np.ndarray],
                     carried[(nd.name, o)] = dt
                     work.append((nd.name, o))
     return out
+
+
+def _to_const(nd: Any, value: np.ndarray, dt: int | None = None) -> int:
+    """Rewrite ``nd`` in place as a Const of ``value``; returns its DataType."""
+    from dfg.graphdef import dtypes as D
+    from dfg.graphdef.tensors import from_numpy
+
+    dt = D.from_numpy(value.dtype) if dt is None else dt
+    nd.op = "Const"
+    for a in list(nd.attr):
+        del nd.attr[a]
+    nd.attr["dtype"].type = dt
+    from_numpy(value, dt, nd.attr["value"].tensor)
+    return dt
+
+
+def _no_writer(readers: list[tuple[Any, int]], name: str) -> None:
+    """Refuse to freeze a ref variable some node writes (its input there is a ref)."""
+    from dfg.graphdef import dtypes as D
+    from dfg.graphdef.errors import UnimplementedError
+    from dfg.graphdef.opdefs.registry import SignatureError, registry
+
+    reg = registry()
+    for nd, i in readers:
+        opdef = reg.get(nd.op)
+        try:
+            types = reg.input_types(nd, opdef) if opdef is not None else []
+        except (SignatureError, KeyError):
+            types = []
+        if i < len(types) and D.is_ref(types[i]):
+            raise UnimplementedError(
+                f"writes variable '{name}', which freezing turns into a constant",
+                node=nd.name, op=nd.op)
 
 
 _GATHERS = {"ResourceGather": "GatherV2", "ResourceGatherNd": "GatherNd"}
@@ -308,7 +345,7 @@ def freeze(model: LoadedModel, signature: str | None = None) -> tuple[Any, dict[
     for nd in pruned.node:
         if nd.op != "VarHandleOp":
             continue
-        key = (nd.attr["container"].s.decode(), nd.attr["shared_name"].s.decode() or nd.name)
+        key = node_resource_key(nd)
         var = model.session.resources.lookup(key)
         if var is None or getattr(var, "value", None) is None:
             raise FailedPreconditionError("variable has no value after restoring the "
@@ -360,16 +397,9 @@ def _reads_tables(graph_def: Any) -> bool:
 def _assets_as_consts(graph_def: Any, assets: dict[str, str]) -> None:
     """Each asset Placeholder becomes a Const string of its file's path."""
     from dfg.graphdef import dtypes as D
-    from dfg.graphdef.tensors import from_numpy
 
     names = {n.split(":")[0]: path for n, path in assets.items()}
     for nd in graph_def.node:
         path = names.get(nd.name)
-        if path is None or nd.op != "Placeholder":
-            continue
-        nd.op = "Const"
-        for a in list(nd.attr):
-            del nd.attr[a]
-        nd.attr["dtype"].type = D.DT_STRING
-        from_numpy(np.array(path.encode(), dtype=object), D.DT_STRING,
-                   nd.attr["value"].tensor)
+        if path is not None and nd.op == "Placeholder":
+            _to_const(nd, np.array(path.encode(), dtype=object), D.DT_STRING)

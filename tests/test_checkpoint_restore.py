@@ -119,3 +119,11 @@ def test_partitioned_variables_restore_by_name_from_a_meta_checkpoint() -> None:
         assert restore(s, str(DATA / "partitioned" / "part.ckpt")) == 5
         got, = s.run(["y:0"], {"ids:0": ids})
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_freezing_a_write_to_a_ref_variable_is_refused() -> None:
+    from dfg.executor.checkpoint import freeze
+    from dfg.graphdef.errors import UnimplementedError
+
+    with pytest.raises(UnimplementedError, match="writes variable 'dense/bias'"):
+        freeze(load_graph(str(META)), str(DATA / "mlp.ckpt"), ["dense/bias/Assign"])
