@@ -444,25 +444,35 @@ def lrn(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
 # Image resizing
 
 
-def _resize_args(ctx: KernelContext, images: np.ndarray,
-                 size: np.ndarray) -> tuple[int, int, bool, bool]:
-    _check_rank(images, 4, "input")
+def _size_pair(size: np.ndarray) -> tuple[int, int]:
+    """The (height, width) of a resize op's ``size`` input: 2 positive ints."""
     size = np.asarray(size)
     if size.ndim != 1 or size.size != 2:
         raise InvalidArgumentError(
             f"size must be a 1-D tensor of 2 elements, found shape {list(size.shape)}")
-    oh, ow = (int(v) for v in size)
-    if oh <= 0 or ow <= 0:
-        raise InvalidArgumentError(f"output dimensions must be positive, found {[oh, ow]}")
-    if images.shape[1] <= 0 or images.shape[2] <= 0:
-        raise InvalidArgumentError(
-            f"input image must be of non-zero size, found shape {list(images.shape)}")
+    h, w = (int(v) for v in size)
+    if h <= 0 or w <= 0:
+        raise InvalidArgumentError(f"output dimensions must be positive, found {[h, w]}")
+    return h, w
+
+
+def _align_half(ctx: KernelContext) -> tuple[bool, bool]:
     align = bool(ctx.attrs.get("align_corners", False))
     half = bool(ctx.attrs.get("half_pixel_centers", False))
     if align and half:
         raise InvalidArgumentError(
             "if half_pixel_centers is True, align_corners must be False")
-    return oh, ow, align, half
+    return align, half
+
+
+def _resize_args(ctx: KernelContext, images: np.ndarray,
+                 size: np.ndarray) -> tuple[int, int, bool, bool]:
+    _check_rank(images, 4, "input")
+    oh, ow = _size_pair(size)
+    if images.shape[1] <= 0 or images.shape[2] <= 0:
+        raise InvalidArgumentError(
+            f"input image must be of non-zero size, found shape {list(images.shape)}")
+    return (oh, ow, *_align_half(ctx))
 
 
 def _resize_scale(in_size: int, out_size: int, align: bool) -> np.float32:
@@ -533,12 +543,7 @@ def _grad_args(ctx: KernelContext, grads: np.ndarray,
     _check_rank(grads, 4, "input_grad")
     _check_rank(image, 4, "original_image")
     # TF reads only the image's height and width: batch and depth come from grads
-    align = bool(ctx.attrs.get("align_corners", False))
-    half = bool(ctx.attrs.get("half_pixel_centers", False))
-    if align and half:
-        raise InvalidArgumentError(
-            "if half_pixel_centers is True, align_corners must be False")
-    return image.shape[1], image.shape[2], align, half
+    return (image.shape[1], image.shape[2], *_align_half(ctx))
 
 
 @kernel("ResizeBilinearGrad")
@@ -577,15 +582,8 @@ def resize_nearest_neighbor_grad(ctx: KernelContext, grads: np.ndarray,
                                  size: np.ndarray) -> np.ndarray:
     """Each output gradient added to the input pixel ResizeNearestNeighbor copied it from."""
     _check_rank(grads, 4, "input")
-    size = np.asarray(size)
-    if size.ndim != 1 or size.size != 2:
-        raise InvalidArgumentError(
-            f"size must be a 1-D tensor of 2 elements, found shape {list(size.shape)}")
-    h, w = (int(v) for v in size)
-    if h <= 0 or w <= 0:
-        raise InvalidArgumentError(f"size must be positive, found {[h, w]}")
-    align = bool(ctx.attrs.get("align_corners", False))
-    half = bool(ctx.attrs.get("half_pixel_centers", False))
+    h, w = _size_pair(size)
+    align, half = _align_half(ctx)
     oh, ow = grads.shape[1], grads.shape[2]
     # the forward op's index tables, read from the gradient's side (sizes swapped as TF does)
     yi = _nearest_index(oh, h, align, half)
