@@ -66,6 +66,13 @@ def simple(name, fn, specs, ins, mod=None):
     save_module(name, mod, {"serving_default": (conc, dict(zip(names, ins)))})
 
 
+def keras_model(name, model, specs, ins, key="y", **call_kw):
+    """A Keras model saved with one signature returning {key: model(x, **call_kw)}."""
+    mod = tf.Module()
+    mod.m = model
+    simple(name, lambda x: {key: model(x, **call_kw)}, specs, ins, mod=mod)
+
+
 @case
 def strings_basic():
     def fn(s):
@@ -128,24 +135,12 @@ def keras_string_lookup():
     out = lk(inp)
     m = keras.Model(inp, out)
 
-    class M(tf.Module):
-        def __init__(self):
-            self.m = m
-
-        @tf.function(input_signature=[spec([None, None], tf.string)])
-        def f(self, x):
-            return {"ids": self.m(x)}
-
-    mm = M()
-    save_module(
+    keras_model(
         "keras_string_lookup",
-        mm,
-        {
-            "serving_default": (
-                mm.f.get_concrete_function(),
-                {"x": np.array([[b"cat", b"fish"], [b"bird", b"dog"]])},
-            )
-        },
+        m,
+        [spec([None, None], tf.string)],
+        [np.array([[b"cat", b"fish"], [b"bird", b"dog"]])],
+        key="ids",
     )
 
 
@@ -492,19 +487,13 @@ def keras_mixed_precision():
     finally:
         keras.mixed_precision.set_global_policy("float32")
 
-    class M(tf.Module):
-        def __init__(self):
-            self.m = m
-
-        @tf.function(input_signature=[spec([None, 8, 8, 3])])
-        def f(self, x):
-            return {"y": self.m(x, training=False)}
-
-    mm = M()
-    save_module(
+    keras_model(
         "keras_mixed_precision",
-        mm,
-        {"serving_default": (mm.f.get_concrete_function(), {"x": f32(2, 8, 8, 3)})},
+        m,
+        [spec([None, 8, 8, 3])],
+        [f32(2, 8, 8, 3)],
+        key="y",
+        training=False,
     )
 
 
@@ -566,20 +555,7 @@ def keras_convlstm():
     h = keras.layers.ConvLSTM2D(3, 3, padding="same", return_sequences=False)(inp)
     m = keras.Model(inp, h)
 
-    class M(tf.Module):
-        def __init__(self):
-            self.m = m
-
-        @tf.function(input_signature=[spec([None, 3, 6, 6, 2])])
-        def f(self, x):
-            return {"y": self.m(x)}
-
-    mm = M()
-    save_module(
-        "keras_convlstm",
-        mm,
-        {"serving_default": (mm.f.get_concrete_function(), {"x": f32(2, 3, 6, 6, 2)})},
-    )
+    keras_model("keras_convlstm", m, [spec([None, 3, 6, 6, 2])], [f32(2, 3, 6, 6, 2)], key="y")
 
 
 @case
@@ -960,24 +936,12 @@ def keras_masked_text():
     o = keras.layers.Dense(2)(h)
     m = keras.Model(inp, o)
 
-    class M(tf.Module):
-        def __init__(self):
-            self.m = m
-
-        @tf.function(input_signature=[spec([None, None], tf.int32)])
-        def f(self, t):
-            return {"y": self.m(t)}
-
-    mm = M()
-    save_module(
+    keras_model(
         "keras_masked_text",
-        mm,
-        {
-            "serving_default": (
-                mm.f.get_concrete_function(),
-                {"t": np.array([[3, 5, 0, 0], [1, 2, 3, 4], [7, 0, 0, 0]], np.int32)},
-            )
-        },
+        m,
+        [spec([None, None], tf.int32)],
+        [np.array([[3, 5, 0, 0], [1, 2, 3, 4], [7, 0, 0, 0]], np.int32)],
+        key="y",
     )
 
 
@@ -1308,20 +1272,7 @@ def keras_custom_layer_loop():
     out = keras.layers.LayerNormalization()(out + inp)
     m = keras.Model(inp, out)
 
-    class M(tf.Module):
-        def __init__(self):
-            self.m = m
-
-        @tf.function(input_signature=[spec([None, 6, 4])])
-        def f(self, x):
-            return {"y": self.m(x)}
-
-    mm = M()
-    save_module(
-        "keras_custom_layer_loop",
-        mm,
-        {"serving_default": (mm.f.get_concrete_function(), {"x": f32(2, 6, 4)})},
-    )
+    keras_model("keras_custom_layer_loop", m, [spec([None, 6, 4])], [f32(2, 6, 4)], key="y")
 
 
 @case
@@ -1339,19 +1290,8 @@ def keras_bf16():
     finally:
         keras.mixed_precision.set_global_policy("float32")
 
-    class M(tf.Module):
-        def __init__(self):
-            self.m = m
-
-        @tf.function(input_signature=[spec([None, 8, 8, 3])])
-        def f(self, x):
-            return {"y": self.m(x, training=False)}
-
-    mm = M()
-    save_module(
-        "keras_bf16",
-        mm,
-        {"serving_default": (mm.f.get_concrete_function(), {"x": f32(2, 8, 8, 3)})},
+    keras_model(
+        "keras_bf16", m, [spec([None, 8, 8, 3])], [f32(2, 8, 8, 3)], key="y", training=False
     )
 
 
@@ -1370,43 +1310,6 @@ def bf16_ops():
         }
 
     simple("bf16_ops", fn, [spec([3, 4])], [f32(3, 4)])
-
-
-@case
-def keras_transformer_block():
-    inp = keras.Input((None,), dtype="int32")
-    e = keras.layers.Embedding(30, 16)(inp)
-    pos = keras.layers.Embedding(12, 16)(
-        keras.ops.arange(keras.ops.shape(inp)[1])[None, :] * keras.ops.ones_like(inp)
-    )
-    h = e + pos
-    a = keras.layers.MultiHeadAttention(4, 4, dropout=0.1)(h, h)
-    h = keras.layers.LayerNormalization(epsilon=1e-6)(h + a)
-    f = keras.layers.Dense(32, activation="gelu")(h)
-    f = keras.layers.Dense(16)(f)
-    h = keras.layers.LayerNormalization(epsilon=1e-6)(h + f)
-    out = keras.layers.Dense(4, activation="softmax")(keras.layers.GlobalAveragePooling1D()(h))
-    m = keras.Model(inp, out)
-
-    class M(tf.Module):
-        def __init__(self):
-            self.m = m
-
-        @tf.function(input_signature=[spec([None, None], tf.int32)])
-        def f(self, t):
-            return {"p": self.m(t)}
-
-    mm = M()
-    save_module(
-        "keras_transformer_block",
-        mm,
-        {
-            "serving_default": (
-                mm.f.get_concrete_function(),
-                {"t": R.integers(0, 30, (2, 9)).astype(np.int32)},
-            )
-        },
-    )
 
 
 @case
