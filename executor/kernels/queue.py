@@ -60,6 +60,7 @@ from dfg.graphdef.errors import (
 )
 
 from ..resources import ResourceHandle
+from ._stdalgo import StdHeap
 from .registry import KernelContext, kernel
 
 UNBOUNDED = 2**31 - 1   # TensorFlow's QueueBase::kUnbounded (INT32_MAX)
@@ -165,42 +166,17 @@ class _Philox:
 # --- libstdc++'s binary heap, ordered by priority only -----------------------------------------
 # The comparator is TensorFlow's ComparePriorityTensorPair (lhs.first > rhs.first): the
 # smallest priority is on top.
-
-def _sift_up(h: list, hole: int, top: int, value: tuple) -> None:
-    while hole > top:
-        parent = (hole - 1) // 2
-        if not h[parent][0] > value[0]:
-            break
-        h[hole] = h[parent]
-        hole = parent
-    h[hole] = value
+_PRIORITY = StdHeap(lambda a, b: a[0] > b[0])
 
 
 def _heap_push(h: list, value: tuple) -> None:
     h.append(value)
-    _sift_up(h, len(h) - 1, 0, value)
+    _PRIORITY.push(h, len(h))
 
 
 def _heap_pop(h: list) -> tuple:
-    top = h[0]
-    n = len(h) - 1
-    if n > 0:
-        value = h[n]
-        h[n] = top
-        hole = child = 0
-        while child < (n - 1) // 2:
-            child = 2 * (child + 1)
-            if h[child][0] > h[child - 1][0]:
-                child -= 1
-            h[hole] = h[child]
-            hole = child
-        if n % 2 == 0 and child == (n - 2) // 2:
-            child = 2 * (child + 1)
-            h[hole] = h[child - 1]
-            hole = child - 1
-        _sift_up(h, hole, 0, value)
-    h.pop()
-    return top
+    _PRIORITY.pop(h, len(h))
+    return h.pop()
 
 
 # --- the queue -----------------------------------------------------------------------------
