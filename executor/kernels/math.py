@@ -864,7 +864,8 @@ def einsum(ctx: KernelContext, *inputs: Array) -> Array:
 
 # --- scans ------------------------------------------------------------------------------------
 
-def _scan(ctx: KernelContext, x: Array, axis: Array, ufunc: np.ufunc, identity: int) -> Array:
+def _scan_axis(x: Array, axis: Array) -> int:
+    """A scan's axis input as a non-negative axis of ``x`` (TF's checks and messages)."""
     if axis.ndim != 0:
         raise InvalidArgumentError(f"axis must be a scalar, but got shape {_fmt(axis.shape)}")
     a = int(axis)
@@ -872,6 +873,11 @@ def _scan(ctx: KernelContext, x: Array, axis: Array, ufunc: np.ufunc, identity: 
         raise InvalidArgumentError(
             f"Expected scan axis in the range [{-x.ndim}, {x.ndim}), but got {a}")
     a %= x.ndim
+    return a
+
+
+def _scan(ctx: KernelContext, x: Array, axis: Array, ufunc: np.ufunc, identity: int) -> Array:
+    a = _scan_axis(x, axis)
     reverse = ctx.attrs.get("reverse", False)
     if reverse:
         x = np.flip(x, a)
@@ -1174,13 +1180,7 @@ def population_count(ctx: KernelContext, x: Array) -> Array:
 
 @kernel("CumulativeLogsumexp")
 def cumulative_logsumexp(ctx: KernelContext, x: Array, axis: Array) -> Array:
-    if axis.ndim != 0:
-        raise InvalidArgumentError(f"axis must be a scalar, but got shape {_fmt(axis.shape)}")
-    a = int(axis)
-    if not -x.ndim <= a < x.ndim:
-        raise InvalidArgumentError(
-            f"Expected scan axis in the range [{-x.ndim}, {x.ndim}), but got {a}")
-    a %= x.ndim
+    a = _scan_axis(x, axis)
     work = np.moveaxis(x.astype(_F32) if x.dtype == _F16 else x, a, 0)
     if ctx.attrs.get("reverse", False):
         work = work[::-1]

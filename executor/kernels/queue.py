@@ -480,20 +480,30 @@ class Queue:
 
     # -- the operations ---------------------------------------------------------------------
 
+    def _refuse_closed(self, a: _Attempt) -> bool:
+        """An enqueue on a closed queue fails (CancelledError, as TF's)."""
+        if self.closed:
+            a.error = CancelledError(f"{self.kind} '{self.name}' is closed.")
+        return self.closed
+
+    def _try_push(self, a: _Attempt, elem: tuple) -> bool:
+        """Push ``elem``, or fail ``a`` when a PriorityQueue's priority is not a scalar."""
+        if self.kind == PRIORITY and elem[0].ndim != 0:
+            a.error = InvalidArgumentError(
+                "Expected the priority element to be a scalar, but received shape: "
+                f"{_fmt(elem[0].shape)}")
+            return False
+        self._push(elem)
+        return True
+
     def enqueue(self, ctx: KernelContext, comps: list[np.ndarray]) -> None:
         elem = tuple(comps)
 
         def step(a: _Attempt) -> int:
-            if self.closed:
-                a.error = CancelledError(f"{self.kind} '{self.name}' is closed.")
+            if self._refuse_closed(a):
                 return COMPLETE
             if len(self.items) < self.capacity:
-                if self.kind == PRIORITY and elem[0].ndim != 0:
-                    a.error = InvalidArgumentError(
-                        "Expected the priority element to be a scalar, but received shape: "
-                        f"{_fmt(elem[0].shape)}")
-                    return COMPLETE
-                self._push(elem)
+                self._try_push(a, elem)   # done either way: pushed, or failed
                 return COMPLETE
             return NO_PROGRESS
 
@@ -504,20 +514,15 @@ class Queue:
             return
 
         def step(a: _Attempt) -> int:
-            if self.closed:
-                a.error = CancelledError(f"{self.kind} '{self.name}' is closed.")
+            if self._refuse_closed(a):
                 return COMPLETE
             result = NO_PROGRESS
             while len(self.items) < self.capacity:
                 result = PROGRESS
                 i = batch - a.left
                 elem = tuple(c[i, ...] for c in comps)
-                if self.kind == PRIORITY and elem[0].ndim != 0:
-                    a.error = InvalidArgumentError(
-                        "Expected the priority element to be a scalar, but received shape: "
-                        f"{_fmt(elem[0].shape)}")
+                if not self._try_push(a, elem):
                     return COMPLETE
-                self._push(elem)
                 a.left -= 1
                 if a.left == 0:
                     return COMPLETE

@@ -34,6 +34,19 @@ def spec(shape, dt=tf.float32):
     return tf.TensorSpec(shape, dt)
 
 
+def write_io(name, ins, outs, sig="serving_default", fresh=True):
+    """NAME_io/SIG/in_*.npy and out_*.npy: the feeds and TensorFlow's outputs (``fresh``:
+    NAME_io emptied first)."""
+    io = OUT / f"{name}_io" / sig
+    if fresh and io.parent.exists():
+        shutil.rmtree(io.parent)
+    io.mkdir(parents=True)
+    for k, v in ins.items():
+        np.save(io / f"in_{k}.npy", v)
+    for k, v in outs.items():
+        np.save(io / f"out_{k}.npy", v.numpy() if hasattr(v, "numpy") else v)
+
+
 def save_module(name, mod, sigs):
     """sigs: {signame: (concrete_fn_or_function, {key: array})}"""
     d = OUT / name
@@ -47,12 +60,7 @@ def save_module(name, mod, sigs):
     loaded = tf.saved_model.load(str(d))
     for k, (_, ins) in sigs.items():
         out = loaded.signatures[k](**{n: tf.constant(v) for n, v in ins.items()})
-        sd = io / k
-        sd.mkdir(parents=True)
-        for n, v in ins.items():
-            np.save(sd / f"in_{n}.npy", v)
-        for n, v in out.items():
-            np.save(sd / f"out_{n}.npy", v.numpy())
+        write_io(name, ins, out, k, fresh=False)
 
 
 def simple(name, fn, specs, ins, mod=None):
@@ -514,13 +522,7 @@ def keras_export():
     sig = loaded.signatures["serving_default"]
     key = list(sig.structured_input_signature[1].keys())[0]
     out = sig(**{key: tf.constant(x)})
-    io = OUT / "keras_export_io" / "serving_default"
-    if io.parent.exists():
-        shutil.rmtree(io.parent)
-    io.mkdir(parents=True)
-    np.save(io / f"in_{key}.npy", x)
-    for k, v in out.items():
-        np.save(io / f"out_{k}.npy", v.numpy())
+    write_io("keras_export", {key: x}, out)
 
 
 @case
@@ -806,14 +808,7 @@ def tf1_simple_save():
             outs = sess.run(
                 {"y": y, "loop": loop, "ids": ids}, {x: feeds["x"], n: feeds["n"], s: feeds["s"]}
             )
-    io = OUT / "tf1_simple_save_io" / "serving_default"
-    if io.parent.exists():
-        shutil.rmtree(io.parent)
-    io.mkdir(parents=True)
-    for k, v in feeds.items():
-        np.save(io / f"in_{k}.npy", v)
-    for k, v in outs.items():
-        np.save(io / f"out_{k}.npy", v)
+    write_io("tf1_simple_save", feeds, outs)
 
 
 @case
@@ -862,14 +857,7 @@ def tf1_builder_assets():
             {k: v.name for k, v in sg.outputs.items()}, {sg.inputs["s"].name: feeds["s"]}
         )
     vocab.unlink()
-    io = OUT / "tf1_builder_assets_io" / "serving_default"
-    if io.parent.exists():
-        shutil.rmtree(io.parent)
-    io.mkdir(parents=True)
-    for k, v in feeds.items():
-        np.save(io / f"in_{k}.npy", v)
-    for k, v in outs.items():
-        np.save(io / f"out_{k}.npy", v)
+    write_io("tf1_builder_assets", feeds, outs)
 
 
 @case
@@ -917,14 +905,7 @@ def keras_multi_input_export():
     ins = {"num": f32(3, 4), "cat": np.array([[1, 2], [3, 9], [0, 0]], np.int32)}
     keys = list(sig.structured_input_signature[1].keys())
     out = sig(**{k: tf.constant(ins[k]) for k in keys})
-    io = OUT / "keras_multi_input_export_io" / "serving_default"
-    if io.parent.exists():
-        shutil.rmtree(io.parent)
-    io.mkdir(parents=True)
-    for k in keys:
-        np.save(io / f"in_{k}.npy", ins[k])
-    for k, v in out.items():
-        np.save(io / f"out_{k}.npy", v.numpy())
+    write_io("keras_multi_input_export", {k: ins[k] for k in keys}, out)
 
 
 @case
@@ -1013,14 +994,7 @@ def sparse_signature():
     for k, vv in zip(["sp", "sp_1", "sp_2"], order):
         ins[k] = vv
     out = sig(**{k: tf.constant(v) for k, v in ins.items()})
-    io = OUT / "sparse_signature_io" / "serving_default"
-    if io.parent.exists():
-        shutil.rmtree(io.parent)
-    io.mkdir(parents=True)
-    for k, v in ins.items():
-        np.save(io / f"in_{k}.npy", v)
-    for k, v in out.items():
-        np.save(io / f"out_{k}.npy", v.numpy())
+    write_io("sparse_signature", ins, out)
 
 
 @case
