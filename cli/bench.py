@@ -18,6 +18,7 @@ from .options import (
     max_memory_option,
     optimize_option,
     restore_checkpoint,
+    session_optimize,
     target_option,
 )
 from .progress import new_tracer, progress, trace_option
@@ -71,7 +72,7 @@ def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets:
     g = load(graph)
     check_feeds(g, feed_dict)
     tracer = new_tracer(trace_path)
-    with Session(g, threads=threads, optimize=False if no_optimize else None,
+    with Session(g, threads=threads, optimize=session_optimize(no_optimize, repeated=True),
                  max_bytes=max_memory) as sess:
         restore_checkpoint(sess, graph, checkpoint)
         if inits:

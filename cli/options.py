@@ -328,7 +328,20 @@ def console(stderr: bool = False):
 optimize_option = click.option(
     "--no-optimize", "no_optimize", is_flag=True,
     help="Run the graph as written: no run-time optimization of the step's subgraph "
-         "(folding, fusions) before it runs.")
+         "(folding, fusions).")
+
+
+def session_optimize(no_optimize: bool, repeated: bool = False) -> bool | str | None:
+    """The Session's ``optimize`` for a command: off with --no-optimize; for commands that
+    time repeated steps (bench, profile) eager, so warm-up steps are all optimized ones;
+    else the Session's default (``DFG_OPTIMIZE``, or auto: lazy without loops)."""
+    if no_optimize:
+        return False
+    if repeated:
+        from dfg.executor.session import optimize_mode
+
+        return "eager" if optimize_mode(None) != "off" else False
+    return None
 
 
 def _bytes(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:

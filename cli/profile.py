@@ -19,6 +19,7 @@ from .options import (
     names,
     optimize_option,
     restore_checkpoint,
+    session_optimize,
     target_option,
 )
 from .progress import progress, trace_option
@@ -84,7 +85,7 @@ def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
     fetch_list, target_list = names(fetches), names(targets)
     tracer = Tracer()
     wall = 0.0
-    with Session(g, threads=threads, optimize=False if no_optimize else None,
+    with Session(g, threads=threads, optimize=session_optimize(no_optimize, repeated=True),
                  max_bytes=max_memory) as sess:
         restore_checkpoint(sess, graph, checkpoint)
         if inits:

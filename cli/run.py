@@ -25,6 +25,7 @@ from .options import (
     refuse_binary_tty,
     resolve_format,
     restore_checkpoint,
+    session_optimize,
     stdout_is_tty,
     stdout_to,
     target_option,
@@ -116,7 +117,7 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
     g = load(graph)
     check_feeds(g, feed_dict)
     tracer = new_tracer(trace_path)
-    with Session(g, threads=threads, optimize=False if no_optimize else None,
+    with Session(g, threads=threads, optimize=session_optimize(no_optimize),
                  max_bytes=max_memory) as sess:
         try:
             restore_checkpoint(sess, graph, checkpoint)

@@ -241,6 +241,10 @@ class Plan:
     controls: dict[int, list[NodeItem]] = field(default_factory=dict)
     stats: PlanStats = field(default_factory=lambda: PlanStats(0))
     optimized: Any = None  # the run-time optimizer's report for this plan, if it ran
+    # built unoptimized by a Session whose optimization waits for the signature's second run
+    # (session.py, optimize="lazy"); ``ran``: a step has run it, so the next one optimizes
+    deferred: bool = False
+    ran: bool = False
 
 
 def needed_nodes(graph: Graph, fetches: list[tuple[str, int]], feeds: set[tuple[str, int]],

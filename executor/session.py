@@ -45,6 +45,21 @@ def _reject_invalid(graph: Graph) -> None:
                                 node=first.node, op=first.op)
 
 
+def _same_step(graph: Graph, optimized: Graph, plan: Plan) -> bool:
+    """Whether ``optimized`` would give ``plan`` (built from ``graph``) again: the optimizer
+    only pruned, every node it kept is as it was, and the plan runs only kept nodes."""
+    if optimized is graph:
+        return True
+    nodes = optimized.graph_def.node
+    if len(nodes) < len(plan.items):
+        return False
+    for nd in nodes:
+        was = graph.get(nd.name)
+        if was is None or was.proto != nd:
+            return False
+    return all(it.name in optimized for it in plan.items)
+
+
 def _tensor_key(name: str) -> tuple[str, int]:
     if not isinstance(name, str):
         raise UsageError(f"tensor names must be strings, found {type(name).__name__}")
@@ -59,11 +74,36 @@ def default_max_bytes() -> int:
         return 8 << 30
 
 
+OPTIMIZE_MODES = ("auto", "eager", "lazy", "off")
+_LOOP_OPS = frozenset({"Enter", "RefEnter", "NextIteration", "RefNextIteration"})
+
+
+def optimize_mode(value: bool | str | None = None) -> str:
+    """The run-time optimization mode for a Session's ``optimize`` argument: ``None`` reads
+    ``DFG_OPTIMIZE`` (unset: ``auto``); ``True``/``1``/``on`` mean ``auto``,
+    ``False``/``0``/``off``/``no`` mean ``off``; else one of :data:`OPTIMIZE_MODES`."""
+    source = "optimize"
+    if value is None:
+        value, source = os.environ.get("DFG_OPTIMIZE", "auto"), "DFG_OPTIMIZE"
+    if value is True:
+        return "auto"
+    if value is False:
+        return "off"
+    v = str(value).strip().lower()
+    if v in ("0", "off", "false", "no"):
+        return "off"
+    if v in ("", "1", "on", "true", "yes", "auto"):
+        return "auto"
+    if v in OPTIMIZE_MODES:
+        return v
+    raise UsageError(f"{source} must be one of {', '.join(OPTIMIZE_MODES)} (or 0/1), "
+                     f"not {value!r}")
+
+
 def optimize_by_default() -> bool:
     """Whether a Session optimizes its plans when not told: yes, unless ``DFG_OPTIMIZE`` is
     0/off/false/no."""
-    return os.environ.get("DFG_OPTIMIZE", "1").strip().lower() not in ("0", "off", "false",
-                                                                         "no")
+    return optimize_mode(None) != "off"
 
 
 class Session:
@@ -74,16 +114,29 @@ class Session:
     means half the physical memory, 0 no limit.
 
     ``optimize``: as TensorFlow's Session runs Grappler for every new signature, each plan's
-    subgraph is first optimized for its fetches, feeds and targets
+    subgraph is optimized for its fetches, feeds and targets
     (``passes.pipeline.optimize_for_signature``: pruning, folding of what is not fed,
     fusions such as Conv2D+BiasAdd+Relu, stateful nodes kept in order); the report is
-    ``plan.optimized``. ``optimize=False`` (or ``validate=False``) runs the graph as
-    written; ``None`` (the default) means on unless the environment sets
-    ``DFG_OPTIMIZE=0`` (how the whole test suite is run both ways)."""
+    ``plan.optimized``. When (:data:`OPTIMIZE_MODES`):
+
+    - ``"eager"``: before the signature's first run, as Grappler does;
+    - ``"lazy"``: when the signature runs a second time; its first run uses the graph as
+      written (pruned to the step). A one-shot step does not pay for an optimization that
+      cannot pay back: in a step without loops every node runs once, so folding a node costs
+      as much as running it, and the optimizer's Python work per node is many times a small
+      kernel's (ResNet-style bench: 18 ms of optimizing against a 1.7 ms step). As XLA's
+      lazy compilation, the first run's results may differ from later ones in the last
+      bits (a folded batch norm rounds differently), never beyond TensorFlow's tolerance;
+    - ``"auto"`` (``True``, the default): eager when the graph has loops (their iterations
+      repeat the work optimizing removes, so it pays within one step), else lazy;
+    - ``"off"`` (``False``, or ``validate=False``): the graph as written, always.
+
+    ``None`` reads ``DFG_OPTIMIZE`` (0/off, 1/auto, eager or lazy; unset: auto), which is
+    how CI runs the whole suite once per mode."""
 
     def __init__(self, graph: Any, threads: int | None = None, device: str = "CPU",
                  validate: bool = True, programs: str = "auto",
-                 max_bytes: int | None = None, optimize: bool | None = None) -> None:
+                 max_bytes: int | None = None, optimize: bool | str | None = None) -> None:
         from dfg.graphdef.io import load_graph
 
         self.graph: Graph = load_graph(graph)
@@ -111,7 +164,12 @@ class Session:
         self._plans: dict[tuple, Plan] = {}
         self._frames = None
         # only a graph validation accepted is rewritten: an unvalidated one runs as written
-        self.optimize = (optimize_by_default() if optimize is None else optimize) and validate
+        mode = optimize_mode(optimize) if validate else "off"
+        if mode == "auto":
+            mode = "eager" if any(n.op in _LOOP_OPS for n in self.graph.graph_def.node) \
+                else "lazy"
+        self.optimize_mode = mode
+        self.optimize = mode != "off"
         # the calling thread schedules and runs cheap kernels; the pool the expensive ones
         self._pool = WorkerPool(self.threads - 1) if self.threads > 1 else None
         blas.configure(self.threads)   # BLAS threads vs the executor's (executor/blas.py)
@@ -119,30 +177,41 @@ class Session:
 
     # --- plans ----------------------------------------------------------------------------
     def _plan(self, fetches: list[str], feeds: list[str], targets: list[str]) -> Plan:
+        """The cached plan of a signature, built on its first use; a deferred (lazy) plan
+        that has run is replaced by the optimized one."""
         key = (tuple(fetches), tuple(sorted(feeds)), tuple(targets))
         plan = self._plans.get(key)
-        if plan is None:
+        if plan is None or plan.ran and plan.deferred:
             with self._lock:
                 plan = self._plans.get(key)
-                if plan is None:
-                    plan = self._build_plan(fetches, feeds, targets)
+                if plan is None or plan.ran and plan.deferred:
+                    plan = self._build_plan(fetches, feeds, targets, plan)
                     self._plans[key] = plan
         return plan
 
-    def _build_plan(self, fetches: list[str], feeds: list[str], targets: list[str]) -> Plan:
+    def _build_plan(self, fetches: list[str], feeds: list[str], targets: list[str],
+                    deferred: Plan | None = None) -> Plan:
+        """The plan of a signature; ``deferred``: its unoptimized plan, whose optimization
+        is due now (kept, with its measured costs and compiled programs, when optimizing
+        leaves the graph as it is)."""
         from dfg.graphdef.tensors import materialize_limit
 
         # Consts decoded while optimizing and binding obey the step's memory budget
         with materialize_limit(self.max_bytes):
-            return self._build_plan_within_budget(fetches, feeds, targets)
+            return self._build_plan_within_budget(fetches, feeds, targets, deferred)
 
     def _build_plan_within_budget(self, fetches: list[str], feeds: list[str],
-                                  targets: list[str]) -> Plan:
+                                  targets: list[str], deferred: Plan | None) -> Plan:
         from dfg.graphdef.frames import analyze_frames
 
         graph, frames, report = self.graph, None, None
-        if self.optimize and (fetches or targets):   # an empty step has nothing to optimize
+        optimize = self.optimize and bool(fetches or targets)  # an empty step: nothing to do
+        defer = optimize and deferred is None and self.optimize_mode == "lazy"
+        if optimize and not defer:
             graph, report = self._optimized(fetches, feeds, targets)
+            if deferred is not None and _same_step(self.graph, graph, deferred):
+                deferred.optimized, deferred.deferred = report, False
+                return deferred
             if graph is not self.graph:
                 frames = analyze_frames(graph)
         if frames is None:
@@ -152,6 +221,7 @@ class Session:
         plan = add_programs(build_plan(graph, frames, fetches, feeds, targets, self.device,
                                        self.max_bytes))
         plan.optimized = report
+        plan.deferred = defer
         return plan
 
     def _optimized(self, fetches: list[str], feeds: list[str], targets: list[str]
@@ -176,7 +246,8 @@ class Session:
 
     def plan(self, fetches: list[str], feed_names: list[str] = (), targets: list[str] = ()
              ) -> Plan:
-        """Build (or fetch from the cache) the plan of a step without running it."""
+        """Build (or fetch from the cache) the plan of a step without running it: the plan
+        its next run would use."""
         fetches = [f"{n}:{s}" for n, s in map(_tensor_key, fetches)]
         feeds = [f"{n}:{s}" for n, s in map(_tensor_key, feed_names)]
         return self._plan(fetches, feeds, list(targets))
@@ -203,6 +274,7 @@ class Session:
         values = {key: self._convert_feed(plan, key, v) for key, v in feed_items}
         step = Step(plan, self.resources, self._pool, timeout, self.programs, trace,
                     self.max_bytes)
+        plan.ran = True
         with self._lock:
             if self._closed:
                 raise CancelledError("the session is closed")

@@ -530,7 +530,9 @@ node { name: "y" op: "MatMul" input: "x" input: "x" attr { key: "T" value { type
 ''')
     small = np.eye(2, dtype=np.float32)
     big = np.ones((1500, 1500), np.float32)   # a matmul of ~3.4 GFLOP: far above 200 µs
-    with Session(g, threads=2) as sess:
+    # eager: the plan (and its program) held here is the one every run uses; lazy, the
+    # second run would replace it with the optimized one
+    with Session(g, threads=2, optimize="eager") as sess:
         prog = sess.plan(["y"], ["x"]).program
         assert prog is not None and not prog.runs()     # MatMul: presumed heavy until measured
         # node by node until measured cheap (a few runs: one sample on a busy machine can be

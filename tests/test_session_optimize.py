@@ -1,12 +1,16 @@
 """The Session's run-time optimization switch: on by default, off with optimize=False or
-DFG_OPTIMIZE=0 (how CI runs the suite a second time), and an empty step needs none."""
+DFG_OPTIMIZE=0; eager (before a signature's first run), lazy (on its second run) or auto
+(eager with loops, else lazy); CI runs the suite once per mode. An empty step needs none."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from dfg.executor import Session
+from dfg.graphdef.errors import UsageError
 from dfg.graphdef.io import load_graph
 
 CHAIN = """
@@ -43,3 +47,71 @@ def test_optimize_default_follows_dfg_optimize(monkeypatch, env, optimize, expec
 def test_an_empty_step_runs_with_optimization_on():
     with Session(_graph(), threads=1, optimize=True) as sess:
         assert sess.run([]) == []
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_lazy_runs_the_first_step_as_written_and_optimizes_the_second():
+    with Session(_graph(), threads=1, optimize="lazy") as sess:
+        first = sess.plan(["c"], ["x"])
+        assert first.deferred and first.optimized is None and len(first.items) == 4
+        assert sess.run("c", {"x": np.float32(2)}) == np.float32(5)
+        assert sess.run("c", {"x": np.float32(3)}) == np.float32(6)   # optimized now
+        second = sess.plan(["c"], ["x"])
+        assert second is not first and not second.deferred
+        assert second.optimized is not None and len(second.items) < 4
+        assert sess.run("c", {"x": np.float32(-1)}) == np.float32(2)
+        assert sess.plan(["c"], ["x"]) is second
+
+
+def test_eager_optimizes_before_the_first_step():
+    with Session(_graph(), threads=1, optimize="eager") as sess:
+        plan = sess.plan(["c"], ["x"])
+        assert not plan.deferred and plan.optimized is not None and len(plan.items) < 4
+        assert sess.run("c", {"x": np.float32(2)}) == np.float32(5)
+        assert sess.plan(["c"], ["x"]) is plan
+
+
+@pytest.mark.parametrize("graph, mode", [("chain", "lazy"), ("while_counter.pbtxt", "eager")])
+def test_auto_is_eager_for_loops_and_lazy_otherwise(monkeypatch, graph, mode):
+    monkeypatch.delenv("DFG_OPTIMIZE", raising=False)
+    g = _graph() if graph == "chain" else load_graph(EXAMPLES / graph)
+    with Session(g, threads=1) as sess:
+        assert sess.optimize_mode == mode
+        if graph != "chain":    # the loop counts to n: 5 (examples/README.md)
+            assert sess.run("counter/Exit", {"n": 5}) == 5
+            assert sess.plan(["counter/Exit"], ["n"]).optimized is not None
+
+
+def test_a_deferred_plan_that_optimizing_leaves_alone_is_kept():
+    """Nothing to fold or fuse: the plan of the first run stays, with what it measured."""
+    g = load_graph(b"""
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "y" op: "Relu" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+versions { producer: 1 }
+""", fmt="pbtxt")
+    with Session(g, threads=1, optimize="lazy") as sess:
+        plan = sess.plan(["y"], ["x"])
+        for v in (-1.0, 2.0, -3.0):
+            assert sess.run("y", {"x": np.float32(v)}) == np.float32(max(v, 0.0))
+        assert sess.plan(["y"], ["x"]) is plan
+        assert not plan.deferred and plan.optimized is not None
+
+
+def test_a_straight_line_program_is_compiled_on_its_second_run():
+    with Session(_graph(), threads=1, optimize=False, programs="always") as sess:
+        prog = sess.plan(["c"], ["x"]).program
+        assert sess.run("c", {"x": np.float32(1)}) == np.float32(4)
+        assert prog.compiled is None          # the first run interprets its kernel calls
+        assert sess.run("c", {"x": np.float32(2)}) == np.float32(5)
+        assert prog.compiled                  # the second compiles them into one function
+        assert sess.run("c", {"x": np.float32(3)}) == np.float32(6)
+
+
+@pytest.mark.parametrize("env, optimize", [(None, "sometimes"), ("later", None)])
+def test_an_unknown_mode_is_a_usage_error(monkeypatch, env, optimize):
+    monkeypatch.setenv("DFG_OPTIMIZE", env) if env else monkeypatch.delenv("DFG_OPTIMIZE",
+                                                                           raising=False)
+    with pytest.raises(UsageError, match="eager, lazy"):
+        Session(_graph(), threads=1, optimize=optimize)
