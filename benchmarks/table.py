@@ -10,8 +10,9 @@ alternating rounds (dfg, then TensorFlow in a subprocess of its own environment)
 median of ``--iters`` warm steps; the table shows the median over rounds and the ratio
 dfg/TF (below 1: dfg is faster). Then the cold timings: ``dfg run`` of the README's example as
 a whole process, and per bench case the first step of a new Session (plan, compile, run)
-against its warm steps, beside TensorFlow's own first step against its warm steps (when the
-bench group ran with TensorFlow in the same invocation).
+and its second step (where a graph without loops gets optimized) against its warm steps,
+and the first step optimized eagerly, beside TensorFlow's own first step against its warm
+steps (when the bench group ran with TensorFlow in the same invocation).
 
 TensorFlow is never a dependency of dfg: without it the TF columns are empty. Timings are
 medians; run on an idle machine (other processes only add noise). An ``OPENBLAS_CORETYPE``
@@ -72,11 +73,14 @@ def _init(sess: object, setup: list) -> None:
         sess.run([], feed, targets=targets)
 
 
-def first_and_warm(d: Path, threads: int, iters: int, reps: int = 1) -> tuple[float, float]:
-    """Seconds of the first step of a new Session (plan, compile, run) and the median warm
-    step, each the median over ``reps`` new Sessions (TensorFlow's first step is the median
-    over its rounds). The graph is loaded before the clock starts: reading a file is not a
-    step."""
+def first_and_warm(d: Path, threads: int, iters: int, reps: int = 1
+                   ) -> tuple[float, float, float, float]:
+    """Seconds of the first step of a new Session (plan, compile, run), of its second step
+    (which, without loops, optimizes the signature: Session's ``optimize="lazy"``), the
+    median warm step, and the first step with ``optimize="eager"`` (optimized before it runs,
+    as TensorFlow does); each the median over ``reps`` new Sessions (TensorFlow's first step
+    is the median over its rounds). The graph is loaded before the clock starts: reading a
+    file is not a step."""
     import dfg.graphdef.passes.pipeline  # noqa: F401
     from dfg.executor import Session
     from dfg.executor.kernels import registry
@@ -85,16 +89,22 @@ def first_and_warm(d: Path, threads: int, iters: int, reps: int = 1) -> tuple[fl
     # Imports are paid once per process (the cold run counts them), not by each Session.
     registry.load_all()
     fetch, feed, setup = timed_step(d)
-    firsts, warms = [], []
+    firsts, seconds, warms, eager = [], [], [], []
     for _ in range(reps):
-        sess = Session(load_graph(_graph_file(d)), threads=threads)   # nothing carried over
-        _init(sess, setup)
-        t0 = time.perf_counter()
-        sess.run(fetch, feed)
-        firsts.append(time.perf_counter() - t0)
-        warms.append(statistics.median(time_steps(sess, fetch, feed, 2, iters)))
-        sess.close()
-    return statistics.median(firsts), statistics.median(warms)
+        for mode, out in ((None, firsts), ("eager", eager)):
+            # nothing carried over
+            sess = Session(load_graph(_graph_file(d)), threads=threads, optimize=mode)
+            _init(sess, setup)
+            t0 = time.perf_counter()
+            sess.run(fetch, feed)
+            out.append(time.perf_counter() - t0)
+            if mode is None:
+                t0 = time.perf_counter()
+                sess.run(fetch, feed)
+                seconds.append(time.perf_counter() - t0)
+                warms.append(statistics.median(time_steps(sess, fetch, feed, 2, iters)))
+            sess.close()
+    return tuple(statistics.median(x) for x in (firsts, seconds, warms, eager))
 
 
 def cold_run(reps: int = 5) -> float:
@@ -195,9 +205,12 @@ def main() -> None:
         cold["first_vs_warm"] = {}
         tf_rows = {r["case"]: r for r in rows if "tf_first_ms" in r}
         for _group, d in cases({"bench"}):
-            first, warm = first_and_warm(d, args.threads, args.iters, args.rounds)
-            r = cold["first_vs_warm"][d.name] = {"first_ms": first * 1e3, "warm_ms": warm * 1e3,
-                                                "ratio": first / warm}
+            first, second, warm, eager = first_and_warm(d, args.threads, args.iters,
+                                                         args.rounds)
+            r = cold["first_vs_warm"][d.name] = {
+                "first_ms": first * 1e3, "second_ms": second * 1e3, "warm_ms": warm * 1e3,
+                "ratio": first / warm, "eager_first_ms": eager * 1e3,
+                "eager_ratio": eager / warm}
             if d.name in tf_rows:   # TensorFlow's own first step against its warm step
                 t = tf_rows[d.name]
                 r["tf_first_ms"], r["tf_ratio"] = t["tf_first_ms"], t["tf_first_ms"] / t["tf_ms"]
@@ -208,11 +221,16 @@ def main() -> None:
     if cold:
         print(f"\ncold `dfg run examples/while_counter.pbtxt` (whole process): "
               f"{cold['dfg_run_s']:.3f} s")
-        print(f"{'first step of a new Session':32} {'first ms':>10} {'warm ms':>10} {'x':>7}"
+        print("(first: the default, auto; second: the step that optimizes a graph without "
+              "loops; eager: optimized before the first step)")
+        print(f"{'first step of a new Session':32} {'first ms':>10} {'second ms':>10}"
+              f" {'warm ms':>10} {'x':>7} {'eager ms':>10} {'eager x':>7}"
               f" {'TF first':>10} {'TF x':>7}")
         for name, r in cold["first_vs_warm"].items():
             tf = f" {r['tf_first_ms']:10.3f} {r['tf_ratio']:7.2f}" if "tf_ratio" in r else ""
-            print(f"{name:32} {r['first_ms']:10.3f} {r['warm_ms']:10.3f} {r['ratio']:7.2f}{tf}")
+            print(f"{name:32} {r['first_ms']:10.3f} {r['second_ms']:10.3f} "
+                  f"{r['warm_ms']:10.3f} {r['ratio']:7.2f} {r['eager_first_ms']:10.3f} "
+                  f"{r['eager_ratio']:7.2f}{tf}")
     print(f"\nthreads={args.threads} rounds={args.rounds} iters={args.iters} "
           f"tensorflow={tf_py or 'not found'} cpus={os.cpu_count()}")
 

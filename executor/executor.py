@@ -29,7 +29,7 @@ from . import blas, kernel_call
 from .cancel import WATCHDOG, StepControl, deadline_error
 from .kernel_call import call_timed, quiet
 from .kernels.registry import KernelContext
-from .plan import CONST, FORWARD, MERGE_INDEX, SWITCH, NodeItem, Plan
+from .plan import CONST, FORWARD, HEAVY_OPS, MERGE_INDEX, SWITCH, NodeItem, Plan
 from .programs import CONTROL_KEY
 from .propagator import FramePropagator, SimplePropagator
 
@@ -37,8 +37,13 @@ _NONES = [[None] * n for n in range(64)]
 
 # Kernels measured above this many microseconds go to the pool (when there is other work).
 EXPENSIVE_US = 200.0
-# Unmeasured kernels with an input this large are assumed expensive.
+# Unmeasured kernels with an input this large are assumed expensive: ops presumed heavy
+# (plan.HEAVY_OPS) from 32K elements, any other op from 1M. NumPy's elementwise kernels take
+# 2-9 us on 32K float32 elements and 0.1-0.3 ms on 1M here: below 1M a trip to the pool
+# (tens of us) costs more than it can overlap; with 32K for every op, the first step of the
+# Transformer bench sent its Mul/Add/Softmax there and took 1.4 ms more than the second.
 LARGE_INPUT = 1 << 15
+LARGE_ANY_INPUT = 1 << 20
 # A sentinel posted on a step's completion queue to wake its scheduler when cancelled.
 _WAKE = ("wake",)
 
@@ -312,8 +317,9 @@ def _expensive(item: NodeItem, args: list, stats: Any) -> bool:
     c = stats.cost_us[item.id]
     if c >= 0:
         return c > EXPENSIVE_US
+    large = LARGE_INPUT if item.op in HEAVY_OPS else LARGE_ANY_INPUT
     for a in args:
-        if type(a) is np.ndarray and a.size >= LARGE_INPUT:
+        if type(a) is np.ndarray and a.size >= large:
             return True
     return False
 
