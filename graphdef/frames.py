@@ -80,6 +80,15 @@ def _attr_s(node: Node, key: str) -> str:
 
 
 def analyze_frames(graph: Graph) -> FrameAnalysis:
+    """Each node's while-loop frame, from the Enters reaching it (cached on ``graph``: treat
+    the result as read-only)."""
+    fa = graph.frame_analysis
+    if fa is None:
+        fa = graph.frame_analysis = _analyze_frames(graph)
+    return fa
+
+
+def _analyze_frames(graph: Graph) -> FrameAnalysis:
     frames: dict[str, Frame] = {ROOT: Frame(ROOT, None)}
     node_frame: dict[str, str] = {}
     problems: list[FrameProblem] = []

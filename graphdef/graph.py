@@ -153,6 +153,10 @@ class Graph:
         # Python call per node) and edges are made with tuple.__new__ (Edge(...) runs a
         # Python-level __new__): on 1M-node graphs these calls were a third of the build.
         self.graph_def = graph_def
+        # derived once per index (passes and the Session ask for them again and again): the
+        # whole topological order and frames.analyze_frames' result; reindex drops them
+        self._order: list[Node] | None = None
+        self.frame_analysis: Any = None
         new_node = Node.__new__
         intern = sys.intern
         nodes: list[Node] = []
@@ -338,7 +342,9 @@ class Graph:
         always get every node once; validation reports the cycle itself.
         """
         if nodes is None and not self.duplicates:
-            return self._whole_order()
+            if self._order is None:
+                self._order = self._whole_order()
+            return list(self._order)
         by_name = self._by_name
         chosen: Any = by_name if nodes is None else set(nodes)
         indeg: dict[str, int] = {}
