@@ -97,9 +97,17 @@ class _Program:
         self.kernels: list[NodeItem] = []
         self.stats: PlanStats | None = None   # set when the plan is assembled
         self._serial: list[NodeItem] | None = None
+        self._blocking: bool | None = None
 
     def runs(self) -> bool:
         return self.stats.program_runs(self)
+
+    def blocking_kernels(self) -> bool:
+        """Whether a kernel is registered to run on the pool (``cheap=False``: it may block,
+        waiting for a kernel the program would run after it)."""
+        if self._blocking is None:
+            self._blocking = any(k.cheap is False for k in self.kernels)
+        return self._blocking
 
     def serial_kernels(self) -> list[NodeItem]:
         """Its BLAS products (found once; ``kernels`` is complete when a program runs)."""

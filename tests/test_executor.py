@@ -524,6 +524,10 @@ def test_random_loops_equal_numpy_node_by_node_and_as_programs(seed: int) -> Non
 def test_straight_line_program_is_used_only_while_every_kernel_is_cheap(monkeypatch) -> None:
     # BLAS products not gated (run side by side node by node): they count like any kernel
     monkeypatch.setenv("DFG_BLAS_GATE", "0")
+    # the rule by costs alone: no trial of the program by measured step times (tested below)
+    from dfg.executor.plan import PlanStats
+
+    monkeypatch.setattr(PlanStats, "MODE_SETTLE_RUNS", 1 << 30)
     g = graph_from_text('''
 node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
 node { name: "y" op: "MatMul" input: "x" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
@@ -613,3 +617,54 @@ node { name: "y" op: "Neg" input: "x" attr { key: "T" value { type: DT_FLOAT } }
             runs += 1
         # each run multiplies the estimate by 0.8 + 0.2 * 4 = 1.6 at most (plus the 1 us)
         assert 6 <= runs <= 10
+
+
+def test_program_kept_off_by_costs_is_chosen_by_measured_step_times() -> None:
+    """PlanStats.prefer_program: no choice before node by node has run MODE_SETTLE_RUNS
+    timed steps; then the program is tried; then the faster mode runs (the program only when
+    at least 3% faster), and the other is tried again every MODE_PROBE_EVERY steps."""
+    g = graph_from_text('''
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "y" op: "Neg" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+''')
+    with Session(g, threads=1) as sess:
+        prog = sess.plan(["y"], ["x"]).program
+        stats = prog.stats
+        assert not stats.prefer_program(prog)          # node by node not timed yet
+        for _ in range(stats.MODE_SETTLE_RUNS):        # its kernels' costs settle first
+            assert not stats.prefer_program(prog)
+            stats.record_mode(prog, False, 2e-3)
+        assert stats.prefer_program(prog)              # the program untried: try it
+        stats.record_mode(prog, True, 1e-3)
+        every = stats.MODE_PROBE_EVERY
+        picks = [stats.prefer_program(prog) for _ in range(2 * every)]
+        assert picks.count(False) == 2 and not picks[every - 1] and not picks[2 * every - 1]
+        # the program slower now (EMAs): node by node, and the program probed now and then
+        for _ in range(20):
+            stats.record_mode(prog, True, 5e-3)
+        picks = [stats.prefer_program(prog) for _ in range(2 * every)]
+        assert picks.count(True) == 2
+        # within the 3% margin, node by node stays
+        stats.mode_s[prog.id] = [1e-3, 0.99e-3]
+        stats.mode_asked[prog.id] = 1
+        assert not stats.prefer_program(prog)
+
+
+def test_a_plan_whose_program_is_kept_off_gives_the_same_values_in_either_mode() -> None:
+    """An expensive kernel (Exp of 2M elements: milliseconds, far above PROGRAM_LEAVE_US)
+    keeps the program off by cost; the measured choice tries it, and both modes give
+    -exp(x)."""
+    g = graph_from_text('''
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "y" op: "Exp" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "z" op: "Neg" input: "y" attr { key: "T" value { type: DT_FLOAT } } }
+''')
+    x = np.linspace(-2, 2, 1 << 21, dtype=np.float32)
+    want = -np.exp(x.astype(np.float64))
+    with Session(g, threads=2) as sess:
+        for _ in range(8):
+            np.testing.assert_allclose(sess.run("z", {"x": x}), want, rtol=2e-6)
+        prog = sess.plan(["z"], ["x"]).program
+        assert not prog.runs()                     # Exp measured expensive
+        times = prog.stats.mode_s[prog.id]
+        assert None not in times                   # both modes ran and were timed
