@@ -127,8 +127,8 @@ class Session:
       kernel's (ResNet-style bench: 18 ms of optimizing against a 1.7 ms step). As XLA's
       lazy compilation, the first run's results may differ from later ones in the last
       bits (a folded batch norm rounds differently), never beyond TensorFlow's tolerance;
-    - ``"auto"`` (``True``, the default): eager when the graph has loops (their iterations
-      repeat the work optimizing removes, so it pays within one step), else lazy;
+    - ``"auto"`` (``True``, the default): eager for a signature that runs a loop (its
+      iterations repeat the work optimizing removes, so it pays within one step), else lazy;
     - ``"off"`` (``False``, or ``validate=False``): the graph as written, always.
 
     ``None`` reads ``DFG_OPTIMIZE`` (0/off, 1/auto, eager or lazy; unset: auto), which is
@@ -165,9 +165,8 @@ class Session:
         self._frames = None
         # only a graph validation accepted is rewritten: an unvalidated one runs as written
         mode = optimize_mode(optimize) if validate else "off"
-        if mode == "auto":
-            mode = "eager" if any(n.op in _LOOP_OPS for n in self.graph.graph_def.node) \
-                else "lazy"
+        if mode == "auto" and not any(n.op in _LOOP_OPS for n in self.graph.graph_def.node):
+            mode = "lazy"    # no loops anywhere; else each signature is looked at (_lazy)
         self.optimize_mode = mode
         self.optimize = mode != "off"
         # the calling thread schedules and runs cheap kernels; the pool the expensive ones
@@ -206,7 +205,7 @@ class Session:
 
         graph, frames, report = self.graph, None, None
         optimize = self.optimize and bool(fetches or targets)  # an empty step: nothing to do
-        defer = optimize and deferred is None and self.optimize_mode == "lazy"
+        defer = optimize and deferred is None and self._lazy(fetches, feeds, targets)
         if optimize and not defer:
             graph, report = self._optimized(fetches, feeds, targets)
             if deferred is not None and _same_step(self.graph, graph, deferred):
@@ -223,6 +222,17 @@ class Session:
         plan.optimized = report
         plan.deferred = defer
         return plan
+
+    def _lazy(self, fetches: list[str], feeds: list[str], targets: list[str]) -> bool:
+        """Whether a signature's optimization waits for its second run: lazy mode, or auto
+        and nothing the signature runs is in a loop."""
+        if self.optimize_mode != "auto":
+            return self.optimize_mode == "lazy"
+        from dfg.graphdef.prune import dependencies
+
+        node = self.graph.node
+        return not any(node(n).op in _LOOP_OPS
+                       for n in dependencies(self.graph, fetches, feeds, targets))
 
     def _optimized(self, fetches: list[str], feeds: list[str], targets: list[str]
                    ) -> tuple[Graph, Any]:

@@ -73,15 +73,20 @@ def test_eager_optimizes_before_the_first_step():
         assert sess.plan(["c"], ["x"]) is plan
 
 
-@pytest.mark.parametrize("graph, mode", [("chain", "lazy"), ("while_counter.pbtxt", "eager")])
-def test_auto_is_eager_for_loops_and_lazy_otherwise(monkeypatch, graph, mode):
+def test_auto_is_eager_for_a_signature_that_runs_a_loop_and_lazy_otherwise(monkeypatch):
     monkeypatch.delenv("DFG_OPTIMIZE", raising=False)
-    g = _graph() if graph == "chain" else load_graph(EXAMPLES / graph)
-    with Session(g, threads=1) as sess:
-        assert sess.optimize_mode == mode
-        if graph != "chain":    # the loop counts to n: 5 (examples/README.md)
-            assert sess.run("counter/Exit", {"n": 5}) == 5
-            assert sess.plan(["counter/Exit"], ["n"]).optimized is not None
+    with Session(_graph(), threads=1) as sess:           # no loops at all
+        assert sess.optimize_mode == "lazy"
+    with Session(load_graph(EXAMPLES / "while_counter.pbtxt"), threads=1) as sess:
+        assert sess.optimize_mode == "auto"
+        # the loop counts from start (0) to n: 5 (examples/README.md), optimized first
+        assert sess.plan(["counter/Exit"], ["n"]).optimized is not None
+        assert sess.run("counter/Exit", {"n": 5}) == 5
+        # a signature outside the loop waits for its second run
+        assert sess.plan(["start"]).deferred
+        assert sess.run("start") == 0
+        assert sess.run("start") == 0
+        assert not sess.plan(["start"]).deferred
 
 
 def test_a_deferred_plan_that_optimizing_leaves_alone_is_kept():
