@@ -158,12 +158,12 @@ class Step:
             self._loop(feed_values)
             self.control.raise_if_cancelled()
             return self._results()
-        if self.programs == "always" or prog.runs():
+        if (self.programs == "always" or prog.runs()) and prog.ready():
             return prog.run(feed_values, self.resources, self.step_state, self.control,
                             self.max_bytes, self.tracer)
         # kept off by its kernels' costs: the two modes' step times decide (PlanStats)
         stats = self.plan.stats
-        as_program = stats.prefer_program(prog)
+        as_program = stats.prefer_program(prog) and prog.ready()
         t0 = time.perf_counter()
         if as_program:
             compiled = prog.compiled

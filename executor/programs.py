@@ -55,6 +55,7 @@ loop also has its own program, used when its parent runs node by node).
 from __future__ import annotations
 
 import heapq
+import threading
 import time
 from typing import Any
 
@@ -333,17 +334,34 @@ class StraightLineProgram(_Program):
 
     holds_serial = True
 
-    def __init__(self, prog_id: int) -> None:
+    def __init__(self, prog_id: int, plan: Any = None) -> None:
         super().__init__(prog_id)
         self.template: list[Any] = []
         self.feed_slots: dict[tuple[str, int], int] = {}
         self.fetch_slots: list[int | None] = []   # None: a fed tensor (the session has it)
         self.steps: list[tuple] = []               # (item, args, first out, stateful?, frees)
+        # The steps are built from the plan when the program first runs (ready): the first
+        # step of a plan holding unmeasured heavy kernels runs node by node, and a lazily
+        # optimized plan (session.py) is replaced after its first step; building them up
+        # front was 0.4 ms of the Transformer bench's 6 ms first step. _build_lock guards
+        # _plan and _built (None: not built yet; False: cannot be, a cycle).
+        self._plan = plan
+        self._built: bool | None = None if plan is not None else True
+        self._build_lock = threading.Lock()
         self.compiled: Any = None   # codegen.compile_straight_line's result, or False
         # Compiled on the second run: the first one interprets the steps, as compiling costs
         # more than running once (Python's compile() of a 1000-kernel function: ~30 ms
         # against ~2 ms to interpret it; the compiled step then takes 0.02 ms)
         self.interpreted = False
+
+    def ready(self) -> bool:
+        """Whether the program can run, its steps built on first call."""
+        if self._built is None:
+            with self._build_lock:
+                if self._built is None:
+                    self._built = _build_straight_line(self, self._plan)
+                    self._plan = None
+        return self._built
 
     def run(self, feed_values: dict, resources: Any, step_state: Any, ctl: Any,
             max_bytes: int | None, tracer: Any = None) -> list[Any]:
@@ -407,8 +425,21 @@ def add_programs(plan: Plan) -> Plan:
 
 def compile_straight_line(plan: Any, prog_id: int) -> StraightLineProgram | None:
     """The program of a plan without control flow, or None when some node cannot be part of
-    one (an input that comes later in the order: a cycle in an unvalidated graph)."""
-    prog = StraightLineProgram(prog_id)
+    one (a transfer other than a Const or a one-input forward). Its steps are built when it
+    first runs (``ready``: False for an input that comes later in the order, a cycle in an
+    unvalidated graph)."""
+    prog = StraightLineProgram(prog_id, plan)
+    for it in plan.items:
+        if not it.transfer:
+            prog.kernels.append(it)
+        elif not (it.transfer == CONST or it.transfer == FORWARD and it.num_inputs == 1):
+            return None
+    return prog
+
+
+def _build_straight_line(prog: StraightLineProgram, plan: Any) -> bool:
+    """Fill ``prog``'s slots and steps from ``plan``; False when an input comes later in the
+    order or a fetched tensor has no slot."""
     slots = prog.template
     inputs = {i: [None if x is None else (x[0].id, x[1]) for x in ins]
               for i, ins in plan.inputs.items()}
@@ -423,21 +454,18 @@ def compile_straight_line(plan: Any, prog_id: int) -> StraightLineProgram | None
         try:
             args = tuple(where[src] for src in inputs[it.id])
         except KeyError:
-            return None
+            return False
         if it.transfer == CONST:
             slots.append(it.const_out[0])
             where[(it.id, 0)] = len(slots) - 1
-        elif it.transfer == FORWARD and it.num_inputs == 1:
+        elif it.transfer:     # FORWARD of one input (compile_straight_line checked)
             where[(it.id, 0)] = args[0]
-        elif it.transfer:
-            return None
         else:
             base = len(slots)
             for k in range(it.num_outputs):
                 slots.append(None)
                 where[(it.id, k)] = base + k
             steps.append([it, args, base, it.shared_ctx is None, ()])
-            prog.kernels.append(it)
     fetched = set()
     for i, (node, slot) in enumerate(plan.fetches):
         if i in plan.fetched_feeds:
@@ -445,7 +473,7 @@ def compile_straight_line(plan: Any, prog_id: int) -> StraightLineProgram | None
             continue
         s = where.get((plan.by_name[node].id, slot))
         if s is None:
-            return None
+            return False
         prog.fetch_slots.append(s)
         fetched.add(s)
     # clear each computed or fed value after its last reader, unless it is fetched
@@ -461,7 +489,7 @@ def compile_straight_line(plan: Any, prog_id: int) -> StraightLineProgram | None
     for i, step in enumerate(steps):
         step[4] = tuple(frees.get(i, ()))
     prog.steps = [tuple(s) for s in steps]
-    return prog
+    return True
 
 
 def compile_frame(lay: FrameLayout, enters: list[NodeItem], all_inputs: dict,
