@@ -215,3 +215,26 @@ def test_many_removed_identities_feeding_one_node_by_control():
     by_name = {nd.name: nd for nd in out.node}
     assert not any(nd.op == "Identity" for nd in out.node)
     assert list(by_name["sink"].input) == [f"^p{i}" for i in range(3000)]
+
+
+def test_the_fusion_tail_runs_only_when_it_may_do_something():
+    """optimize_for_signature skips the fusions and the last prune when nothing changed
+    and no convolution or MatMul is left to fuse; with a MatMul + BiasAdd they run and fuse."""
+    g = graph_pb2.GraphDef()
+    g.versions.producer = 1     # (without versions a pass's output gains them: a change)
+    _ph(g, "x", FLOAT)
+    _op(g, "y", "Relu", ["x"])
+    res = optimize_for_signature(Graph(g), ["y:0"], ["x:0"])
+    assert res.graph_def is g
+    assert not {"fuse_conv_bias_act", "fuse_matmul_bias_act"} & set(res.passes)
+
+    _const(g, "w", np.ones((2, 2), np.float32), FLOAT)
+    _const(g, "b", np.ones(2, np.float32), FLOAT)
+    _op(g, "mm", "MatMul", ["x", "w"])
+    _op(g, "z", "BiasAdd", ["mm", "b"])
+    res = optimize_for_signature(Graph(g), ["z:0"], ["x:0"])
+    assert "fuse_matmul_bias_act" in res.passes
+    assert [n.op for n in res.graph_def.node if n.name == "z"] == ["_FusedMatMul"]
+    x = np.array([[1, 2]], np.float32)
+    with Session(res.graph_def, threads=1, optimize=False) as sess:
+        np.testing.assert_array_equal(sess.run("z", {"x": x}), x @ np.ones((2, 2)) + 1)

@@ -392,6 +392,22 @@ SIGNATURE_MAX_ROUNDS = 1
 SIGNATURE_MAX_CONST_BYTES = 10 << 20
 
 
+def _fusion_roots(names: list[str]) -> frozenset[str] | None:
+    """The ops the fusion passes among ``names`` start from (None: any op may start one)."""
+    from .fuse_conv_bias_act import CONV_FUSIONS
+    from .fuse_matmul_bias_act import MATMUL_FUSIONS
+
+    roots: set[str] = set()
+    for name in names:
+        if name == "fuse_conv_bias_act":
+            roots |= set(CONV_FUSIONS)
+        elif name == "fuse_matmul_bias_act":
+            roots |= set(MATMUL_FUSIONS)
+        elif name != "prune":
+            return None
+    return frozenset(roots)
+
+
 def optimize_for_signature(graph: Any, fetches: list[str], feeds: list[str] = (),
                            targets: list[str] = (), *, fuse: bool = True,
                            elementwise: bool = False, skip: list[str] = (),
@@ -437,6 +453,8 @@ def optimize_for_signature(graph: Any, fetches: list[str], feeds: list[str] = ()
     def both(validate_each: bool) -> PipelineResult:
         res = _run_passes(g, options, names, None, {n: PASSES[n] for n in names}, max_rounds,
                           validate_each)
+        if not any(r.changed for r in res.records) and not fusable(res.graph_def):
+            return res      # the tail (fusions, then prune) would find nothing to do
         tail = _run_passes(res.graph if res.graph is not None else Graph(res.graph_def),
                            options, last, None,
                            {n: PASSES[n] for n in last}, 1, validate_each,
@@ -447,6 +465,15 @@ def optimize_for_signature(graph: Any, fetches: list[str], feeds: list[str] = ()
         res.graph_def, res.graph = tail.graph_def, tail.graph
         res.nodes_after, res.edges_after = tail.nodes_after, tail.edges_after
         return res
+
+    roots = _fusion_roots(last)
+
+    def fusable(gd: Any) -> bool:
+        """Whether a fusion of ``last`` may apply: fuse_elementwise looks at any op, the
+        others only at their root ops (a convolution, a MatMul)."""
+        if roots is None:
+            return True
+        return any(nd.op in roots for nd in gd.node)
 
     # validated once, at the end (see run_passes' check="end")
     result = both(False)
