@@ -154,28 +154,27 @@ class Step:
 
     def _run(self, feed_values: dict) -> list[Any]:
         prog = self.plan.program
-        if prog is None or self.programs == "never":
-            self._loop(feed_values)
-            self.control.raise_if_cancelled()
-            return self._results()
-        if (self.programs == "always" or prog.runs()) and prog.ready():
-            return prog.run(feed_values, self.resources, self.step_state, self.control,
-                            self.max_bytes, self.tracer)
-        # kept off by its kernels' costs: the two modes' step times decide (PlanStats)
-        stats = self.plan.stats
-        as_program = stats.prefer_program(prog) and prog.ready()
+        timed = None     # the stats that time this node-by-node step against the program
+        if prog is not None and self.programs != "never":
+            if (self.programs == "always" or prog.runs()) and prog.ready():
+                return prog.run(feed_values, self.resources, self.step_state, self.control,
+                                self.max_bytes, self.tracer)
+            # kept off by its kernels' costs: the two modes' step times decide (PlanStats)
+            timed = self.plan.stats
+            if timed.prefer_program(prog) and prog.ready():
+                compiled = prog.compiled
+                t0 = time.perf_counter()
+                out = prog.run(feed_values, self.resources, self.step_state, self.control,
+                               self.max_bytes, self.tracer)
+                if compiled:   # an interpreted (first) run would misstate the program's time
+                    timed.record_mode(prog, True, time.perf_counter() - t0)
+                return out
         t0 = time.perf_counter()
-        if as_program:
-            compiled = prog.compiled
-            out = prog.run(feed_values, self.resources, self.step_state, self.control,
-                           self.max_bytes, self.tracer)
-            if compiled:    # an interpreted (first) run would misstate the program's time
-                stats.record_mode(prog, True, time.perf_counter() - t0)
-            return out
         self._loop(feed_values)
         self.control.raise_if_cancelled()
         out = self._results()
-        stats.record_mode(prog, False, time.perf_counter() - t0)
+        if timed is not None:
+            timed.record_mode(prog, False, time.perf_counter() - t0)
         return out
 
     def _loop(self, feed_values: dict) -> None:

@@ -23,6 +23,7 @@ from dfg.graphdef.errors import (
     UsageError,
 )
 from dfg.graphdef.graph import Graph, parse_tensor_name
+from dfg.graphdef.op_sets import ENTER_OPS, NEXT_ITERATION_OPS
 from dfg.graphdef.tensors import format_shape
 
 from . import blas, malloc
@@ -75,7 +76,7 @@ def default_max_bytes() -> int:
 
 
 OPTIMIZE_MODES = ("auto", "eager", "lazy", "off")
-_LOOP_OPS = frozenset({"Enter", "RefEnter", "NextIteration", "RefNextIteration"})
+_LOOP_OPS = ENTER_OPS | NEXT_ITERATION_OPS     # a while loop's ops, lowered (v1 frames)
 
 
 def optimize_mode(value: bool | str | None = None) -> str:
@@ -98,12 +99,6 @@ def optimize_mode(value: bool | str | None = None) -> str:
         return v
     raise UsageError(f"{source} must be one of {', '.join(OPTIMIZE_MODES)} (or 0/1), "
                      f"not {value!r}")
-
-
-def optimize_by_default() -> bool:
-    """Whether a Session optimizes its plans when not told: yes, unless ``DFG_OPTIMIZE`` is
-    0/off/false/no."""
-    return optimize_mode(None) != "off"
 
 
 class Session:
