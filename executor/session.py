@@ -292,6 +292,11 @@ class Session:
         finally:
             with self._lock:
                 self._active.discard(step.control)
+        for i, v in enumerate(out):
+            # a Const's value is a read-only view of the graph's bytes (tensors.to_numpy);
+            # the caller gets an array of its own, as TensorFlow's fetches are
+            if type(v) is np.ndarray and not v.flags.writeable:
+                out[i] = v.copy()
         for i, key in plan.fetched_feeds.items():
             out[i] = values[key]
         return out[0] if single else list(out)

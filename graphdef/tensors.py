@@ -112,14 +112,20 @@ def to_numpy(t: Any) -> np.ndarray:
                 last = bits[-1] if bits.size else np.uint16(0)
                 bits = np.concatenate([bits, np.full(n - bits.size, last, np.uint16)])
         return D.bfloat16_from_bits(bits).reshape(shape)
-    if t.tensor_content and base != D.DT_STRING:
+    content = t.tensor_content    # upb copies a bytes field on every access: read it once
+    if content and base != D.DT_STRING:
         size = np_dtype.itemsize
-        if len(t.tensor_content) != n * size:
+        if len(content) != n * size:
             raise InvalidArgumentError(
-                f"tensor_content holds {len(t.tensor_content)} bytes, shape "
+                f"tensor_content holds {len(content)} bytes, shape "
                 f"{format_shape(shape)} of {D.name(base)} needs {n * size}")
-        arr = np.frombuffer(t.tensor_content, dtype=np_dtype.newbyteorder("<"))
-        return arr.astype(np_dtype, copy=True).reshape(shape)
+        arr = np.frombuffer(content, dtype=np_dtype.newbyteorder("<"))
+        if arr.dtype != np_dtype:    # a big-endian host
+            arr = arr.astype(np_dtype)
+        # A read-only view of the bytes, not a copy: a model's weights are decoded once per
+        # plan, before its first step (MLP bench: 1.8 MB, 150 us -> 35 us). Kernels never
+        # write into their inputs (a fed array may be read-only too).
+        return arr.reshape(shape)
     vals = getattr(t, _VAL_FIELD[base])
     if base == D.DT_HALF:
         flat = np.asarray(vals, dtype=np.uint16).view(np.float16)

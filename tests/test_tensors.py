@@ -133,3 +133,25 @@ def test_shapes_with_unknown_dims() -> None:
 def test_dtype_names() -> None:
     assert D.name(D.DT_FLOAT) == "float32" and D.name(101) == "float32_ref"
     assert D.from_name("DT_INT64") == D.DT_INT64 and D.from_name("half") == D.DT_HALF
+
+
+def test_fetched_const_is_the_callers_own_array() -> None:
+    """A Const's value is decoded as a read-only view of the graph's bytes; a fetch still
+    hands out a writeable array, and changing it changes nothing in the graph."""
+    from dfg.executor import Session
+    from dfg.graphdef.graph import Graph
+    from dfg.schemas import graph_pb2
+
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    gd = graph_pb2.GraphDef()
+    c = gd.node.add(name="c", op="Const")
+    c.attr["dtype"].type = D.DT_FLOAT
+    c.attr["value"].tensor.CopyFrom(from_numpy(value))
+    i = gd.node.add(name="i", op="Identity", input=["c"])
+    i.attr["T"].type = D.DT_FLOAT
+    sess = Session(Graph(gd), optimize="off")
+    for name in ("c", "i"):
+        got = sess.run(name)
+        assert got.flags.writeable
+        got += 100
+        np.testing.assert_array_equal(sess.run(name), value)
