@@ -36,7 +36,7 @@ from dfg.graphdef.opdefs.registry import SignatureError, registry
 
 from . import limits
 from .kernels import registry as kernels
-from .kernels.registry import KernelContext
+from .kernels.registry import BF16_ATTRS, KernelContext
 
 quiet = np.errstate  # ``with quiet(all="ignore"):`` around a step's kernel calls
 
@@ -160,12 +160,16 @@ def bind_attrs(opdef: Any, node: Any, names: Any = None) -> dict[str, Any]:
     """A node's attrs as its kernel sees them: plain Python values, OpDef defaults filled
     (``names``: only these)."""
     attrs: dict[str, Any] = {}
+    bf16: list[str] = []
     for ad in opdef.attr:
         if names is not None and ad.name not in names:
             continue
         if ad.name in node.attr:
+            av = node.attr[ad.name]
+            if ad.type == "type" and D.base(av.type) == D.DT_BFLOAT16:
+                bf16.append(ad.name)
             try:
-                attrs[ad.name] = to_python(node.attr[ad.name], numpy_types=True)
+                attrs[ad.name] = to_python(av, numpy_types=True)
             except DfgError as e:   # a Const too large to decode, say: name the node
                 if e.node is None:
                     e.node, e.op = node.name, node.op
@@ -176,6 +180,8 @@ def bind_attrs(opdef: Any, node: Any, names: Any = None) -> dict[str, Any]:
         else:
             raise InvalidArgumentError(f"missing required attr '{ad.name}'", node=node.name,
                                        op=node.op)
+    if bf16:
+        attrs[BF16_ATTRS] = tuple(bf16)
     return attrs
 
 

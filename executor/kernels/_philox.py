@@ -142,6 +142,12 @@ def uniform_half(x: np.ndarray) -> np.ndarray:
     return h - np.float16(1)
 
 
+def uniform_bfloat16(x: np.ndarray) -> np.ndarray:
+    """bfloat16 in [0, 1) from the 7 low bits of each uint32 (InternalUint16ToBfloat16: the
+    bits under exponent 127 give [1, 2), less one), as the float32 values dfg holds."""
+    return (x & np.uint32(0x7F)).astype(np.float32) * np.float32(1 / 128)
+
+
 def uniform_double(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """float64 in [0, 1) from 20 bits of ``hi`` and all of ``lo`` (Uint64ToDouble)."""
     m = ((hi & np.uint32(0xFFFFF)).astype(np.uint64) << _SH32) | lo.astype(np.uint64)

@@ -21,7 +21,8 @@ The floating-point math is TF's too: glibc's ``logf``/``expf``/``sincosf`` (whic
 Box-Muller and samplers call) are re-done bit for bit in numpy, and double precision
 ``log``/``exp``/``sin``/``cos``/``log1p``/``pow`` go through Python's ``math`` module, i.e. the
 C library TF calls. TF runs its kernels with subnormals flushed to zero; so do these where it
-shows (gamma draws of tiny alpha). bfloat16 is not supported (numpy cannot hold it).
+shows (gamma draws of tiny alpha). bfloat16 (held as float32) is drawn as TF draws it: uniform
+values from 7 bits, normals rounded from float32.
 
 Where TF splits one op over its thread pool with shard-dependent streams (Multinomial,
 ParameterizedTruncatedNormal), the shards are TF's (Eigen's ``parallelFor`` blocks for
@@ -51,7 +52,7 @@ from dfg.graphdef.errors import (
 )
 
 from . import _philox as P
-from .registry import KernelContext, kernel
+from .registry import BF16_ATTRS, KernelContext, kernel
 
 _CONTAINER = "__dfg_random__"
 _F16, _F32, _F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
@@ -85,6 +86,16 @@ def _float_dtype(ctx: KernelContext, name: str = "dtype") -> np.dtype:
     if not isinstance(dt, np.dtype) or dt not in (_F16, _F32, _F64):
         raise NotFoundError(f"No CPU kernel for {ctx.op} with {name}={dt}")
     return dt
+
+
+# A uniform draw's dtype when the op's is bfloat16: float32 for everything but the draw,
+# which takes 7 bits per value, not float32's 23 (only identity tells it from _F32)
+_BF16 = np.dtype(np.float32, metadata={"dfg": "bfloat16"})
+
+
+def _uniform_dtype(ctx: KernelContext) -> np.dtype:
+    dt = _float_dtype(ctx)
+    return _BF16 if "dtype" in ctx.attrs.get(BF16_ATTRS, ()) else dt
 
 
 def _seed(seed: np.ndarray) -> tuple[int, int]:
@@ -231,7 +242,8 @@ def _per_block(dt: np.dtype) -> int:
 
 def _uniform(key: int, counter: int, n: int, dt: np.dtype) -> np.ndarray:
     nb = -(-n // _per_block(dt))
-    return P.uniform_real(P.blocks(key, counter, nb).reshape(-1), dt)[:n]
+    x = P.blocks(key, counter, nb).reshape(-1)
+    return (P.uniform_bfloat16(x) if dt is _BF16 else P.uniform_real(x, dt))[:n]
 
 
 def _normal(key: int, counter: int, n: int, dt: np.dtype) -> np.ndarray:
@@ -293,7 +305,7 @@ def _fill(kind: str, key: int, counter: int, dims: tuple[int, ...], dt: np.dtype
           lo: int = 0, hi: int = 0) -> np.ndarray:
     n = math.prod(dims)
     if n == 0:
-        return np.zeros(dims, dt)
+        return np.zeros(dims, _F32 if dt is _BF16 else dt)
     if kind == "uniform":
         out = _uniform(key, counter, n, dt)
     elif kind == "normal":
@@ -328,7 +340,7 @@ def _stateful_fill(ctx: KernelContext, kind: str, shape: np.ndarray, dt: np.dtyp
 
 @kernel("RandomUniform")
 def random_uniform(ctx: KernelContext, shape: np.ndarray) -> np.ndarray:
-    return _stateful_fill(ctx, "uniform", shape, _float_dtype(ctx))
+    return _stateful_fill(ctx, "uniform", shape, _uniform_dtype(ctx))
 
 
 @kernel("RandomStandardNormal")
@@ -360,7 +372,7 @@ def _stateless_v1(kind: str, shape: np.ndarray, seed: np.ndarray, dt: np.dtype,
     dims = _shape(shape)
     key, counter = _seed(seed)
     if math.prod(dims) == 0:
-        return np.zeros(dims, dt)
+        return np.zeros(dims, _F32 if dt is _BF16 else dt)
     lo = hi = 0
     if kind == "int":
         lo, hi = _int_range(minval, maxval)
@@ -374,7 +386,7 @@ def _stateless_v2(kind: str, shape: np.ndarray, key: np.ndarray, counter: np.nda
     k, c, algo = _key_counter_alg(key, counter, alg)
     dims = _shape(shape)
     if math.prod(dims) == 0:
-        return np.zeros(dims, dt)
+        return np.zeros(dims, _F32 if dt is _BF16 else dt)
     _philox_only(algo)
     lo = hi = 0
     if kind == "int":
@@ -392,7 +404,7 @@ def _int_dtype(ctx: KernelContext, allowed: tuple[np.dtype, ...]) -> np.dtype:
 
 @kernel("StatelessRandomUniform")
 def stateless_random_uniform(ctx: KernelContext, shape, seed):
-    return _stateless_v1("uniform", shape, seed, _float_dtype(ctx))
+    return _stateless_v1("uniform", shape, seed, _uniform_dtype(ctx))
 
 
 @kernel("StatelessRandomNormal")
@@ -417,7 +429,7 @@ def stateless_random_uniform_full_int(ctx: KernelContext, shape, seed):
 
 @kernel("StatelessRandomUniformV2")
 def stateless_random_uniform_v2(ctx: KernelContext, shape, key, counter, alg):
-    return _stateless_v2("uniform", shape, key, counter, alg, _float_dtype(ctx))
+    return _stateless_v2("uniform", shape, key, counter, alg, _uniform_dtype(ctx))
 
 
 @kernel("StatelessRandomNormalV2")
@@ -1234,7 +1246,7 @@ def _generator_fill(ctx: KernelContext, kind: str, resource, algorithm, shape, d
 
 @kernel("StatefulUniform")
 def stateful_uniform(ctx: KernelContext, resource, algorithm, shape):
-    return _generator_fill(ctx, "uniform", resource, algorithm, shape, _float_dtype(ctx))
+    return _generator_fill(ctx, "uniform", resource, algorithm, shape, _uniform_dtype(ctx))
 
 
 @kernel("StatefulStandardNormalV2")

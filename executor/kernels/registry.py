@@ -45,6 +45,10 @@ FAMILIES = (
 )
 
 CPU = "CPU"
+# The bound attr naming a node's type attrs that are bfloat16 (a tuple; absent when none
+# is). A bfloat16 type attr binds as float32 (dtypes._NP), which is all most kernels need;
+# the few whose bits depend on it (uniform random draws) look here.
+BF16_ATTRS = "_bfloat16_attrs"
 
 
 @dataclass(frozen=True)

@@ -234,6 +234,25 @@ graph("seeded_stateful", stateful_graph,
        "ParameterizedTruncatedNormal"], tol=TIGHT)
 
 
+def bfloat16_graph():
+    """bfloat16 uniforms take 7 bits per value (not float32's rounded): cast to float32 (exact)
+    for the file; normals are float32 draws rounded."""
+    sh = np.array([6], i32)
+    bf = tf.bfloat16
+    outs = [
+        raw.StatelessRandomUniform(shape=sh, seed=S64, dtype=bf),
+        raw.StatelessRandomUniformV2(shape=sh, key=KEY, counter=CTR, alg=np.int32(1), dtype=bf),
+        raw.RandomUniform(shape=np.array([9], i32), dtype=bf, seed=1, seed2=2),
+        raw.StatelessRandomNormal(shape=sh, seed=S64, dtype=bf),
+    ]
+    return [([tf.cast(o, tf.float32) for o in outs], [])] * 2
+
+
+graph("bfloat16", bfloat16_graph,
+      ["StatelessRandomUniform", "StatelessRandomUniformV2", "RandomUniform",
+       "StatelessRandomNormal"])
+
+
 def poisson_v1_graph():
     """RandomPoisson was removed in GraphDef version 25: import it as an old graph does."""
     old = tf.Graph()
