@@ -580,6 +580,9 @@ def zeros_like(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
         from .ragged import is_ragged_variant, zeros_like_ragged
         if is_ragged_variant(x):
             return zeros_like_ragged(x)
+        from .optional import is_optional, zeros_like_optional
+        if is_optional(x):
+            return zeros_like_optional(x)
         from .tensor_list import zeros_like_list
         return zeros_like_list(x)
     if x.dtype == object:

@@ -665,6 +665,9 @@ def add_n(ctx: KernelContext, *xs: Array) -> Array:
             for x in xs[1:]:
                 acc = add_ragged(acc, x)
             return acc
+        from .optional import add_n_optionals, is_optional
+        if is_optional(xs[0]):
+            return add_n_optionals(xs)
         from .tensor_list import add_n_lists
         return add_n_lists(xs)
     first = xs[0]

@@ -139,16 +139,21 @@ def _same(a: Any, b: Any) -> bool:
         return a == b
 
 
+# An element is a tensor or a nested list; a tensor may be a numpy scalar (a kernel's 0-d
+# result, as the executor keeps them), not only an ndarray
+_TENSOR = (np.ndarray, np.generic)
+
+
 def _is_variant(dt: Any) -> bool:
     return not isinstance(dt, np.dtype) and _same(dt, D.DT_VARIANT)
 
 
 def _dtype_of(v: Any) -> Any:
-    return v.dtype if isinstance(v, np.ndarray) else D.DT_VARIANT
+    return v.dtype if isinstance(v, _TENSOR) else D.DT_VARIANT
 
 
 def _shape_of(v: Any) -> tuple[int, ...]:
-    return tuple(v.shape) if isinstance(v, np.ndarray) else ()
+    return tuple(v.shape) if isinstance(v, _TENSOR) else ()
 
 
 def as_list(x: Any) -> TensorList | None:
@@ -752,7 +757,7 @@ def zeros_like_list(x: Any) -> TensorList:
     for v in tl.entries():
         if v is None:
             out.append(None)
-        elif isinstance(v, np.ndarray):
+        elif isinstance(v, _TENSOR):
             if v.dtype.kind in "OSU":
                 raise InvalidArgumentError(
                     f"Trying to compute zeros_like for unsupported dtype {_dtname(dt)}")
@@ -767,7 +772,7 @@ def _add_entries(a: Entry, b: Entry) -> Entry:
         return b
     if b is None:
         return a
-    if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+    if not isinstance(a, _TENSOR) or not isinstance(b, _TENSOR):
         return _add_two(_list(a), _list(b))
     if a.shape != b.shape:
         raise InvalidArgumentError(

@@ -628,6 +628,54 @@ def while_gradients() -> dict[str, Any]:
                for k in (4, 1)])
 
 
+@case
+def tape_gradients() -> dict[str, Any]:
+    """GradientTape inside tf.functions: cond_v2's gradient gets the forward branch's
+    intermediates through Optionals (OptionalFromValue / OptionalNone / OptionalGetValue), and
+    a persistent tape over tf.map_fn adds the gradient TensorLists with AddN."""
+
+    @tf.function
+    def cond_grad(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.cond(tf.reduce_sum(x) > 0, lambda: tf.reduce_sum(tf.sin(x) * x),
+                        lambda: tf.reduce_sum(tf.exp(x) * x))
+        return tape.gradient(y, x)
+
+    @tf.function
+    def cond_grad_none(x: Any) -> Any:
+        # the false branch keeps no intermediates: it answers the true one's with OptionalNone
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.cond(tf.reduce_sum(x) > 0, lambda: tf.reduce_sum(tf.sin(x) * x),
+                        lambda: tf.reduce_sum(x))
+        return tape.gradient(y, x)
+
+    @tf.function
+    def map_grad(x: Any) -> Any:
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            m = tf.map_fn(lambda e: e ** 3, x)
+        return tape.gradient(m, x)
+
+    def build() -> None:
+        x = ph(tf.float32, [4], "x")
+        tf.identity(cond_grad(x), name="dcond")
+        tf.identity(cond_grad_none(x), name="dcond_none")
+        tf.identity(map_grad(x), name="dmap")
+
+    return dict(
+        description="GradientTape in tf.functions: the gradient of a tf.cond (its branch "
+                    "intermediates passed as Optionals), both branches, and a persistent "
+                    "tape's gradient of tf.map_fn (AddN of TensorLists).",
+        features=["gradients", "cond", "map-fn", "function-call", "multi-step"],
+        rtol=1e-5, atol=1e-6,
+        graph=graph_of(build),
+        steps=[step({"x:0": f32([0.5, -1.2, 2.0, 0.3])}, ["dcond:0", "dcond_none:0", "dmap:0"]),
+               step({"x:0": f32([-0.5, -1.2, 0.4, -0.3])},
+                    ["dcond:0", "dcond_none:0", "dmap:0"])])
+
+
 # =============================================================================================
 # placeholders in untaken branches
 # =============================================================================================
