@@ -23,6 +23,11 @@ TensorFlow's CPU semantics, as checked against its outputs (tests/data/kernels/s
 * SparseSoftmax returns the values in row-major order (TF reorders its input first);
   SparseSparseMaximum/Minimum merge the two index lists in one pass, an entry missing on one
   side meeting a 0; SparseSplit keeps input order within each piece.
+* SparseCross/V2/Hashed cross each batch row's features (sparse columns, then dense ones)
+  in cartesian order, last column fastest; SparseCross's out_type (not hashed_output)
+  picks strings joined by ``_X_`` or FingerprintCat64 hashes seeded with hash_key.
+  SparseCrossHashed hashes an int64 by its low 4 bytes (TF hashes sizeof(DataType) bytes),
+  except a dense int64 without strong_hash, which is used as is.
 
 Bad indices and shape mismatches are InvalidArgumentErrors, as in TensorFlow.
 """
@@ -36,6 +41,7 @@ import numpy as np
 from dfg.graphdef.errors import InvalidArgumentError
 
 from .registry import KernelContext, kernel
+from .string import fingerprint64, siphash24
 
 _I64 = np.int64
 
@@ -1096,3 +1102,246 @@ def sparse_bincount(ctx: KernelContext, indices: np.ndarray, values: np.ndarray,
     else:
         np.add.at(out, target, w if w is not None else out_dt.type(1))
     return out
+
+
+# --- SparseCross, SparseCrossV2, SparseCrossHashed ---------------------------------------------
+#
+# TF's sparse_cross_op.cc: every input is a column of a batch (a 2-D SparseTensor, whose entries
+# are taken row by row in input order, or a [batch, k] dense matrix). Row b's crosses are the
+# cartesian product of the row's features over the columns (sparse columns first, then dense;
+# the last column varies fastest), written as [b, 0..count) entries of the output. A row in
+# which some column has no feature has no cross.
+
+_DT_ENUM = {np.dtype(np.int64): 9, np.dtype(object): 7}   # TF prints DataTypes as numbers
+_KMUL = np.uint64(0xC6A4A7935BD1E995)
+_INT64_MAX = np.uint64((1 << 63) - 1)
+
+
+def _fingerprint_cat64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """TF's FingerprintCat64 of two uint64 arrays (element-wise, wrapping)."""
+    r = a ^ _KMUL
+    t = b * _KMUL
+    r ^= (t ^ (t >> np.uint64(47))) * _KMUL
+    r = r * _KMUL
+    r = (r ^ (r >> np.uint64(47))) * _KMUL
+    return r ^ (r >> np.uint64(47))
+
+
+def _cross_lists(ctx: KernelContext, args: tuple, extra: int):
+    """Split the flat inputs into (indices, values, shapes, dense, trailing inputs)."""
+    n = int(ctx.attrs.get("N", 0))
+    nv = len(ctx.attrs.get("sparse_types", []) or [])
+    nd = len(args) - extra - 2 * n - nv
+    inds, vals = list(args[:n]), list(args[n:n + nv])
+    shapes = list(args[n + nv:2 * n + nv])
+    dense = list(args[2 * n + nv:2 * n + nv + nd])
+    return inds, vals, shapes, dense, list(args[len(args) - extra:])
+
+
+def _validate_cross(inds: list, vals: list, shapes: list, dense: list,
+                    internal: np.dtype | None) -> int:
+    """TF's ValidateInput; returns the batch size. ``internal`` is SparseCross's
+    internal_type (the only op that checks value types)."""
+    n = len(inds)
+    for i, x in enumerate(inds):
+        if x.ndim != 2:
+            raise InvalidArgumentError(f"Input indices should be a matrix but received shape "
+                                       f"{_fmt(x.shape)} at position {i}")
+        if x.shape[1] != 2:
+            raise InvalidArgumentError(f"Expected D2 of index to be 2 got {x.shape[1]} at "
+                                       f"position {i}")
+    if len(vals) != n:
+        raise InvalidArgumentError(f"Expected {n} input values, got {len(vals)}")
+    string_internal = internal is not None and internal == np.dtype(object)
+    for i, v in enumerate(vals):
+        if string_internal and v.dtype == np.int64:
+            raise InvalidArgumentError("Input values should be of internal type 7 but "
+                                       "received 9")
+        if v.ndim != 1:
+            raise InvalidArgumentError(f"Input values should be a vector but received shape "
+                                       f"{_fmt(v.shape)} at position {i}")
+        if inds[i].shape[0] != v.shape[0]:
+            raise InvalidArgumentError(f"Expected size of values to be {inds[i].shape[0]} got "
+                                       f"{v.shape[0]} at position {i}")
+    if len(shapes) != n:
+        raise InvalidArgumentError(f"Expected {n} input shapes, got {len(shapes)}")
+    for i, s in enumerate(shapes):
+        if s.ndim != 1:
+            raise InvalidArgumentError(f"Input shapes should be a vector but received shape "
+                                       f"{_fmt(s.shape)} at position {i}")
+        if s.shape[0] != 2:
+            raise InvalidArgumentError(f"shape should imply a 2D tensor, but got "
+                                       f"{_fmt(s.shape)} at position {i}")
+    for i, d in enumerate(dense):
+        if string_internal and d.dtype == np.int64:
+            raise InvalidArgumentError("Dense inputs should be of internal type 7 but "
+                                       "received 9")
+        if d.ndim != 2:
+            raise InvalidArgumentError(f"Dense inputs should be a matrix but received shape "
+                                       f"{_fmt(d.shape)} at position {i}")
+    batch = int(shapes[0][0]) if shapes else int(dense[0].shape[0]) if dense else 0
+    for i, s in enumerate(shapes):
+        if int(s[0]) != batch:
+            raise InvalidArgumentError(f"Expected batch size {batch} got {int(s[0])} at "
+                                       f"position {i}")
+    for i, d in enumerate(dense):
+        if d.shape[0] != batch:
+            raise InvalidArgumentError(f"Expected batch size {batch} got {d.shape[0]} at dense "
+                                       f"tensor {i}")
+    if batch < 0:  # TF fails allocating its per-row table
+        raise InvalidArgumentError(f"Expected a non-negative batch size, got {batch}")
+    return batch
+
+
+def _row_features(indices: np.ndarray, batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: how many entries a sparse column has and where they start.
+
+    TF walks the entries once, taking for row b = 0, 1, ... the run of consecutive entries
+    whose row index is b; so runs out of increasing row order (or outside [0, batch)) stop
+    the walk, and they and everything after them are ignored."""
+    counts = np.zeros(batch, _I64)
+    starts = np.zeros(batch, _I64)
+    rows = indices[:, 0].astype(_I64, copy=False)
+    if rows.size == 0 or batch == 0:
+        return counts, starts
+    rstart = np.concatenate([[0], np.flatnonzero(rows[1:] != rows[:-1]) + 1])
+    rlen = np.diff(np.append(rstart, rows.size))
+    rval = rows[rstart]
+    ok = (rval >= 0) & (rval < batch)
+    ok[1:] &= rval[1:] > rval[:-1]
+    k = rval.size if ok.all() else int(np.argmin(ok))
+    counts[rval[:k]] = rlen[:k]
+    starts[rval[:k]] = rstart[:k]
+    return counts, starts
+
+
+def _cross_plan(inds: list, dense: list, batch: int):
+    """The output's indices and shape, and for each column the flat position of the feature
+    every cross takes from it (into the column's values, or the dense matrix raveled)."""
+    counts, starts = [], []
+    for x in inds:
+        c, s = _row_features(x, batch)
+        counts.append(c)
+        starts.append(s)
+    for d in dense:
+        counts.append(np.full(batch, d.shape[1], _I64))
+        starts.append(np.arange(batch, dtype=_I64) * d.shape[1])
+    per_row = np.ones(batch, _I64)
+    for c in counts:
+        per_row *= c
+    total = int(per_row.sum())
+    row = np.repeat(np.arange(batch, dtype=_I64), per_row)
+    first = np.cumsum(per_row) - per_row
+    k = np.arange(total, dtype=_I64) - first[row]
+    out_idx = np.stack([row, k], axis=1) if total else np.zeros((0, 2), _I64)
+    out_shape = np.array([batch, int(per_row.max()) if batch else 0], _I64)
+    picks: list[np.ndarray] = [np.zeros(0, _I64)] * len(counts)
+    rest = k.copy()
+    for i in range(len(counts) - 1, -1, -1):   # mixed radix, last column fastest
+        c = counts[i][row]
+        picks[i] = starts[i][row] + rest % np.maximum(c, 1)
+        rest //= np.maximum(c, 1)
+    return out_idx, out_shape, picks
+
+
+def _column_values(vals: list, dense: list) -> list[np.ndarray]:
+    """Each column's features, flat: a sparse column's values, a dense matrix raveled."""
+    return list(vals) + [d.reshape(-1) for d in dense]
+
+
+def _as_text(x: np.ndarray) -> np.ndarray:
+    """A column's features as bytes (int64 values in decimal, as std::to_string)."""
+    if x.dtype == object:
+        return np.array([v if isinstance(v, bytes) else str(v).encode() for v in x]
+                        + [b""], dtype=object)[:-1]
+    return np.array([str(int(v)).encode() for v in x] + [b""], dtype=object)[:-1]
+
+
+def _string_cross(inds: list, vals: list, dense: list, batch: int, sep: bytes):
+    idx, shape, picks = _cross_plan(inds, dense, batch)
+    cols = [_as_text(c)[p] for c, p in zip(_column_values(vals, dense), picks)]
+    out = np.empty(idx.shape[0], dtype=object)
+    out[:] = [sep.join(t) for t in zip(*cols)] if cols else []
+    return idx, out, shape
+
+
+def _bucket(h: np.ndarray, num_buckets: int) -> np.ndarray:
+    m = np.uint64(num_buckets) if num_buckets > 0 else _INT64_MAX
+    return (h % m).astype(_I64)
+
+
+def _u64(x: np.ndarray) -> np.ndarray:
+    return x.astype(_I64, copy=False).view(np.uint64)
+
+
+def _hash_strings(x: np.ndarray, fn) -> np.ndarray:
+    return np.array([fn(v if isinstance(v, bytes) else str(v).encode()) for v in x],
+                    dtype=np.uint64).reshape(x.shape)
+
+
+def _low4(x: np.ndarray) -> list[bytes]:
+    """Each int64's first 4 bytes in memory: TF hashes sizeof(DataType) bytes of it."""
+    return [int(v & 0xFFFFFFFF).to_bytes(4, "little") for v in _u64(x)]
+
+
+@kernel("SparseCross")
+def sparse_cross(ctx: KernelContext, *args: np.ndarray):
+    inds, vals, shapes, dense, _ = _cross_lists(ctx, args, 0)
+    internal = ctx.attrs.get("internal_type")
+    batch = _validate_cross(inds, vals, shapes, dense,
+                            np.dtype(internal) if internal is not None else None)
+    out_type = ctx.attrs.get("out_type", np.dtype(np.int64))
+    if np.dtype(out_type) == np.dtype(object):   # out_type, not hashed_output, decides
+        return _string_cross(inds, vals, dense, batch, b"_X_")
+    idx, shape, picks = _cross_plan(inds, dense, batch)
+    h = np.full(idx.shape[0], int(ctx.attrs.get("hash_key", 0)) & ((1 << 64) - 1), np.uint64)
+    for c, p in zip(_column_values(vals, dense), picks):   # each feature hashed once
+        f = _hash_strings(c, fingerprint64) if c.dtype == object else _u64(c)
+        h = _fingerprint_cat64(h, f[p])
+    return idx, _bucket(h, int(ctx.attrs.get("num_buckets", 0))), shape
+
+
+def _sep_text(sep: np.ndarray) -> str:
+    items = [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+             for v in sep.reshape(-1)[:3]]
+    more = "..." if sep.size > 3 else ""
+    return f"Tensor<type: string shape: {_fmt(sep.shape)} values: {' '.join(items)}{more}>"
+
+
+@kernel("SparseCrossV2")
+def sparse_cross_v2(ctx: KernelContext, *args: np.ndarray):
+    inds, vals, shapes, dense, (sep,) = _cross_lists(ctx, args, 1)
+    batch = _validate_cross(inds, vals, shapes, dense, None)
+    if sep.ndim != 0:
+        raise InvalidArgumentError("Input separator should be a scalar. Received: "
+                                   + _sep_text(sep))
+    s = sep.item()
+    return _string_cross(inds, vals, dense, batch, s if isinstance(s, bytes) else str(s).encode())
+
+
+@kernel("SparseCrossHashed")
+def sparse_cross_hashed(ctx: KernelContext, *args: np.ndarray):
+    inds, vals, shapes, dense, (num_buckets, strong_hash, salt) = _cross_lists(ctx, args, 3)
+    batch = _validate_cross(inds, vals, shapes, dense, None)
+    nb = int(num_buckets.reshape(-1)[0])
+    strong = bool(strong_hash.reshape(-1)[0])
+    if salt.size != 2:
+        raise InvalidArgumentError(f'Input "salt" must have length 2 but has length '
+                                   f"{salt.size}")
+    k0, k1 = (int(v) for v in _u64(salt.reshape(-1)))
+    strong_fn = lambda b: siphash24(k0, k1, b)  # noqa: E731
+    idx, shape, picks = _cross_plan(inds, dense, batch)
+    h = None
+    for i, (c, p) in enumerate(zip(_column_values(vals, dense), picks)):
+        if c.dtype == object:
+            f = _hash_strings(c, strong_fn if strong else fingerprint64)
+        elif strong:
+            f = np.array([strong_fn(b) for b in _low4(c)], dtype=np.uint64)
+        elif i < len(vals):   # a sparse int64 column: Fingerprint64 of its 4 low bytes
+            f = np.array([fingerprint64(b) for b in _low4(c)], dtype=np.uint64)
+        else:                 # a dense int64 column: the value itself
+            f = _u64(c)
+        h = f[p] if h is None else _fingerprint_cat64(h, f[p])
+    if h is None:
+        h = np.zeros(idx.shape[0], np.uint64)
+    return idx, _bucket(h, nb), shape
