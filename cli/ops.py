@@ -27,8 +27,8 @@ from .options import console, data_output, emit_json, json_option, load
 @click.command()
 @json_option
 @click.option("--missing", "graph", metavar="GRAPH", default=None,
-              help="List the ops GRAPH uses, function bodies included, that have no kernel "
-                   "(exit 1 if any).")
+              help="List the ops GRAPH (or a SavedModel DIR) uses, function bodies included, "
+                   "that have no kernel (exit 1 if any).")
 @data_output
 def ops(as_json: bool, graph: str | None) -> None:
     """List the ops with kernels (per device) out of the OpDef registry.
@@ -43,6 +43,7 @@ def ops(as_json: bool, graph: str | None) -> None:
     Examples:
       dfg ops --json | jq '.kernels'
       dfg ops --missing model.pb
+      dfg ops --missing saved_model_dir
     """
     from dfg.executor.kernels.registry import ops_with_kernels
     from dfg.graphdef.opdefs.registry import registry
@@ -53,7 +54,7 @@ def ops(as_json: bool, graph: str | None) -> None:
 
         # what a Session would lack: function bodies included, functional ops (If, While,
         # calls) need none since the Session lowers them
-        counts = missing_kernels(load(graph))
+        counts = missing_kernels(load(graph, saved_model_ok=True))
         missing = [{"op": op, "nodes": len(names), "example": names[0]}
                    for op, names in sorted(counts.items())]
         if as_json:

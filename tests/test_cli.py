@@ -227,6 +227,14 @@ def test_ops_missing(tmp_path: Path) -> None:
     assert rr.exit_code == 1 and "KthOrderStatistic" in rr.output and "TPU-only" in rr.output
 
 
+def test_ops_missing_takes_a_saved_model_dir() -> None:
+    # the "no kernel" error points at `dfg ops --missing GRAPH`: a SavedModel DIR is a GRAPH
+    saved = DATA.parent / "savedmodels" / "lstm"
+    r = invoke("ops", "--missing", str(saved), "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["missing"] == []
+
+
 def test_no_color_and_no_tty_means_plain_output() -> None:
     r = dfg("info", str(DATA / "dag_basic" / "graph.pbtxt"))
     assert r.returncode == 0 and b"\x1b[" not in r.stdout
