@@ -1,5 +1,6 @@
 """Gradient kernels that ``tf.gradients`` emits: broadcast reduction indices, activation and
-unary-math gradients, BiasAddGrad, pooling gradients and FusedBatchNormGrad.
+unary-math gradients, BiasAddGrad, pooling gradients (2-D and 3-D, and max pooling's second
+derivatives MaxPoolGradGrad / MaxPool3DGradGrad) and FusedBatchNormGrad.
 
 Formulas follow TensorFlow's CPU kernels operation by operation (same association order,
 same zero-gradient special cases), so float results agree to the last bit where numpy's
@@ -378,6 +379,202 @@ def avg_pool_grad(ctx: KernelContext, orig_input_shape: np.ndarray,
     for b in range(n):
         np.add.at(out[b], targets, contrib[b, oi, oj])
     return _from_nhwc(out.reshape(n, h, w, c), fmt)
+
+
+# --- 3-D pooling gradients and max-pool second derivatives --------------------------------
+#
+# TensorFlow's CPU kernels for these take NHWC / NDHWC only. Each window is visited tap by
+# tap: ``_taps`` gives, per tap of the window, the flat spatial input position every output
+# reads (and whether it is inside the input), so the loops run over the KH*KW(*KD) taps only.
+
+
+def _taps(in_sizes: tuple[int, ...], ksize: list[int], strides: list[int], padding: str
+          ) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
+    """(output sizes, (K, P) flat input positions, (K, P) inside-the-input mask): K taps of
+    each window in row-major order, P outputs in row-major order."""
+    if padding not in ("SAME", "VALID"):
+        raise InvalidArgumentError(f"padding must be SAME or VALID, found {padding!r}")
+    outs, pos, ok = [], [], []
+    for size, k, st in zip(in_sizes, ksize, strides):
+        if k <= 0:
+            raise InvalidArgumentError(f"ksize must be positive, got: {k}")
+        o, before = _out_size_and_pad(size, k, st, padding, (0, 0))
+        p, v = _window_index(o, k, st, before, size)          # (out, k)
+        outs.append(o)
+        pos.append(p.T)                                        # (k, out)
+        ok.append(v.T)
+    d = len(in_sizes)
+    flat = np.zeros((1,) * (2 * d), np.int64)
+    valid = np.ones((1,) * (2 * d), bool)
+    for i in range(d):
+        # axes: taps (0..d-1) then outputs (d..2d-1)
+        shape = [1] * (2 * d)
+        shape[i], shape[d + i] = ksize[i], outs[i]
+        flat = flat * in_sizes[i] + pos[i].reshape(shape)
+        valid = valid & ok[i].reshape(shape)
+    k_total, p_total = int(np.prod(ksize)), int(np.prod(outs))
+    full = tuple(ksize) + tuple(outs)
+    return (tuple(outs), np.broadcast_to(flat, full).reshape(k_total, p_total),
+            np.broadcast_to(valid, full).reshape(k_total, p_total))
+
+
+def _pool_attrs(ctx: KernelContext, rank: int, ksize: list[int] | None = None,
+                strides: list[int] | None = None, op: str = "") -> tuple[list[int], list[int]]:
+    """Spatial ksize and strides of a channels-last pooling gradient, validated as TF."""
+    fmt = ctx.attrs.get("data_format") or ("NDHWC" if rank == 5 else "NHWC")
+    if fmt not in ("NHWC", "NDHWC"):
+        raise InvalidArgumentError(
+            f"Default {op} only supports {'NDHWC' if rank == 5 else 'NHWC'} on device type "
+            "CPU")
+    ks = [int(v) for v in (ksize if ksize is not None else ctx.attrs.get("ksize") or [])]
+    st = [int(v) for v in (strides if strides is not None else ctx.attrs.get("strides") or [])]
+    if len(ks) != rank:
+        raise InvalidArgumentError(f"Sliding window ksize field must specify {rank} dimensions")
+    if len(st) != rank:
+        raise InvalidArgumentError(f"Sliding window strides field must specify {rank} dimensions")
+    if ks[0] != 1 or st[0] != 1:
+        raise UnimplementedError("Pooling is not yet supported on the batch dimension.")
+    if ks[-1] != 1 or st[-1] != 1:
+        raise UnimplementedError("Pooling is not yet supported on the depth dimension.")
+    if min(st) <= 0:
+        raise InvalidArgumentError(f"Stride must be > 0, but got {st}")
+    return ks[1:-1], st[1:-1]
+
+
+def _pool3d_dtype(op: str, dt: np.dtype) -> None:
+    # TensorFlow registers its 3-D pooling kernels for float32 and bfloat16 only.
+    if dt.name not in ("float32", "bfloat16"):
+        raise InvalidArgumentError(
+            f"No OpKernel was registered to support Op '{op}' with T={dt.name} on CPU: "
+            "TensorFlow registers it for float32, bfloat16")
+
+
+def _check_dims(rank: int, **tensors: np.ndarray) -> None:
+    for name, t in tensors.items():
+        if t.ndim != rank:
+            raise InvalidArgumentError(f"{name} must be {rank}-dimensional")
+
+
+def _expect(name: str, got: tuple[int, ...], want: tuple[int, ...]) -> None:
+    if tuple(got) != tuple(want):
+        raise InvalidArgumentError(
+            f"Expected {name} shape to be {_fmt(want)}, but got {_fmt(got)}")
+
+
+@kernel("MaxPool3DGrad")
+def max_pool3d_grad(ctx: KernelContext, orig_input: np.ndarray, orig_output: np.ndarray,
+                    grad: np.ndarray) -> np.ndarray:
+    """TF's CPU kernel: every window element within 1e-5 of the window's max (from
+    orig_output) receives the window's gradient (ties all do)."""
+    ks, st = _pool_attrs(ctx, 5, op="MaxPooling3dGradOp")
+    _pool3d_dtype("MaxPool3DGrad", grad.dtype)
+    _check_dims(5, tensor_in=orig_input, tensor_out=orig_output, out_backprop=grad)
+    n, c = orig_input.shape[0], orig_input.shape[4]
+    outs, idx, valid = _taps(orig_input.shape[1:4], ks, st, ctx.attrs["padding"])
+    _expect("orig_output", orig_output.shape, (n, *outs, c))
+    _expect("grad", grad.shape, (n, *outs, c))
+    dt = grad.dtype
+    x = orig_input.astype(dt, copy=False).reshape(n, -1, c)
+    y = orig_output.astype(dt, copy=False).reshape(n, -1, c)
+    g = grad.reshape(n, -1, c)
+    out = np.zeros(x.shape, dt)
+    eps = dt.type(1e-5)
+    for k in range(idx.shape[0]):
+        v = valid[k]
+        if not v.any():
+            continue
+        pos = idx[k][v]                      # distinct input positions of this tap
+        hit = np.abs(x[:, pos] - y[:, v]) < eps
+        out[:, pos] += np.where(hit, g[:, v], dt.type(0))
+    return out.reshape(orig_input.shape)
+
+
+@kernel("AvgPool3DGrad")
+def avg_pool3d_grad(ctx: KernelContext, orig_input_shape: np.ndarray,
+                    grad: np.ndarray) -> np.ndarray:
+    """Each output's gradient times 1/(its window's real elements), added to them."""
+    ks, st = _pool_attrs(ctx, 5, op="AvgPooling3dGradOp")
+    _pool3d_dtype("AvgPool3DGrad", grad.dtype)
+    if orig_input_shape.ndim != 1 or orig_input_shape.size != 5:
+        raise InvalidArgumentError("tensor_in must be 1-dimensional and 5 elements")
+    _check_dims(5, out_backprop=grad)
+    shape = tuple(int(d) for d in orig_input_shape)
+    if any(d < 0 for d in shape):
+        raise InvalidArgumentError(f"Dimension -1 must be >= 0: {list(shape)}")
+    n, c = shape[0], shape[4]
+    if grad.shape[0] != n:
+        raise InvalidArgumentError(
+            "Expected first dimension of tensor_in_shape and out_backprop to match, got "
+            f"{n} and {grad.shape[0]}")
+    if grad.shape[4] != c:
+        raise InvalidArgumentError(
+            "Expected last dimension of tensor_in_shape and out_backprop to match, got "
+            f"{c} and {grad.shape[4]}")
+    outs, idx, valid = _taps(shape[1:4], ks, st, ctx.attrs["padding"])
+    _expect("grad", grad.shape, (n, *outs, c))
+    dt = grad.dtype
+    count = valid.sum(axis=0)
+    # TF scales by T(1.0f / count), the reciprocal in float32.
+    with np.errstate(divide="ignore"):
+        scale = (np.float32(1) / count.astype(np.float32)).astype(dt)
+    contrib = grad.reshape(n, -1, c) * scale[None, :, None]
+    out = np.zeros((n, int(np.prod(shape[1:4])), c), dt)
+    for k in range(idx.shape[0]):
+        v = valid[k]
+        if v.any():
+            out[:, idx[k][v]] += contrib[:, v]
+    return out.reshape(shape)
+
+
+def _max_pool_grad_grad(ctx: KernelContext, rank: int, x: np.ndarray, y: np.ndarray,
+                        gg: np.ndarray, ksize: list[int] | None = None,
+                        strides: list[int] | None = None, op: str = "") -> np.ndarray:
+    """Second derivative of max pooling: each output takes ``gg`` at the first element of
+    its window (row-major) equal to orig_output, or 0 if none is."""
+    ks, st = _pool_attrs(ctx, rank, ksize, strides, op)
+    _check_dims(rank, orig_input=x, orig_output=y, grad=gg)
+    n, c = x.shape[0], x.shape[-1]
+    outs, idx, valid = _taps(x.shape[1:-1], ks, st, ctx.attrs["padding"])
+    _expect("orig_output", y.shape, (n, *outs, c))
+    _expect("grad", gg.shape, x.shape)
+    xs, ys, gs = x.reshape(n, -1, c), y.reshape(n, -1, c), gg.reshape(n, -1, c)
+    out = np.zeros(ys.shape, gg.dtype)
+    found = np.zeros(ys.shape, bool)
+    for k in range(idx.shape[0]):
+        v = valid[k]
+        if not v.any():
+            continue
+        pos = idx[k][v]
+        hit = ~found[:, v] & (xs[:, pos] == ys[:, v])
+        sub = out[:, v]
+        np.copyto(sub, gs[:, pos], where=hit)
+        out[:, v] = sub
+        found[:, v] |= hit
+    return out.reshape(y.shape)
+
+
+@kernel("MaxPool3DGradGrad")
+def max_pool3d_grad_grad(ctx: KernelContext, orig_input: np.ndarray, orig_output: np.ndarray,
+                         grad: np.ndarray) -> np.ndarray:
+    _pool3d_dtype("MaxPool3DGradGrad", grad.dtype)
+    return _max_pool_grad_grad(ctx, 5, orig_input, orig_output, grad,
+                               op="MaxPooling3dGradGradOp")
+
+
+@kernel("MaxPoolGradGrad")
+def max_pool_grad_grad(ctx: KernelContext, orig_input: np.ndarray, orig_output: np.ndarray,
+                       grad: np.ndarray) -> np.ndarray:
+    return _max_pool_grad_grad(ctx, 4, orig_input, orig_output, grad,
+                               op="MaxPoolingGradGradOp")
+
+
+@kernel("MaxPoolGradGradV2")
+def max_pool_grad_grad_v2(ctx: KernelContext, orig_input: np.ndarray,
+                          orig_output: np.ndarray, grad: np.ndarray, ksize: np.ndarray,
+                          strides: np.ndarray) -> np.ndarray:
+    return _max_pool_grad_grad(ctx, 4, orig_input, orig_output, grad,
+                               [int(k) for k in ksize.ravel()],
+                               [int(k) for k in strides.ravel()], op="MaxPoolingGradGradOp")
 
 
 # --- FusedBatchNormGrad --------------------------------------------------------------------

@@ -18,6 +18,8 @@ TensorFlow's CPU semantics:
 * ResizeBicubic uses TF's 1025-entry coefficient table: Keys' a=-0.75 with edge replication
   for the legacy modes, a=-0.5 with out-of-image taps dropped and the weights renormalised
   for half_pixel_centers. Rows are interpolated first, then columns, in float32.
+* ResizeBicubicGrad spreads each output gradient over the 4x4 input pixels with the same
+  weights, as float32 products added in TF's order in the image's dtype.
 * ResizeArea averages each output cell's footprint, weighting partly covered input pixels by
   the covered fraction; sums run in TF's order (x, then y) in float32, one pass per tap.
 * ScaleAndTranslate (tf.image.resize's lanczos3/5, gaussian, mitchellcubic, ...) builds
@@ -431,6 +433,47 @@ def resize_bicubic(ctx: KernelContext, images: np.ndarray, size: np.ndarray) -> 
                      [yw[:, k][None, :, None, None] for k in range(4)])
     return _combine4([rows[:, :, xi[:, k]] for k in range(4)],
                      [xw[:, k][None, None, :, None] for k in range(4)]).astype(_F32)
+
+
+@kernel("ResizeBicubicGrad")
+def resize_bicubic_grad(ctx: KernelContext, grads: np.ndarray,
+                        original_image: np.ndarray) -> np.ndarray:
+    """Each output gradient spread over the 4x4 input pixels ResizeBicubic read, with the
+    same weights: ``T(grad * wy * wx)`` (float32 products) added in TF's order (batch, output
+    row, output column, then the 16 taps y-major), in the original image's dtype."""
+    dt = original_image.dtype
+    _cpu_kernel_for("ResizeBicubicGrad", dt, ("float32", "float64"))
+    if grads.ndim != 4:
+        raise InvalidArgumentError(f"input_grad must be 4-dimensional{_fmt(grads.shape)}")
+    if original_image.ndim != 4:
+        raise InvalidArgumentError(
+            f"original_image must be 4-dimensional{_fmt(original_image.shape)}")
+    align = bool(ctx.attrs.get("align_corners", False))
+    half = bool(ctx.attrs.get("half_pixel_centers", False))
+    if align and half:
+        raise InvalidArgumentError(
+            "If half_pixel_centers is True, align_corners must be False.")
+    n, oh, ow, c = grads.shape
+    h, w = original_image.shape[1], original_image.shape[2]
+    if h <= 0 or w <= 0:
+        raise InvalidArgumentError("original dimensions must be positive")
+    if original_image.shape[0] != n or original_image.shape[3] != c:
+        raise InvalidArgumentError(
+            "input_grad and original_image must have the same batch and depth, found "
+            f"{_fmt(grads.shape)} and {_fmt(original_image.shape)}")
+    out = np.zeros((n * h * w, c), dt)
+    if grads.size == 0:
+        return out.reshape(n, h, w, c)
+    yi, yw = _cubic_weights(oh, h, align, half)
+    xi, xw = _cubic_weights(ow, w, align, half)
+    g = grads.astype(_F32, copy=False)
+    # (n, oh, ow, 4, 4, c) contributions and their flat target rows, in TF's order.
+    wts = (g[:, :, :, None, None, :] * yw[None, :, None, :, None, None]) \
+        * xw[None, None, :, None, :, None]
+    rows = (np.arange(n)[:, None, None, None, None] * (h * w)
+            + yi[None, :, None, :, None] * w + xi[None, None, :, None, :])
+    np.add.at(out, rows.reshape(-1), wts.astype(dt).reshape(-1, c))
+    return out.reshape(n, h, w, c)
 
 
 def _area_weight(i: np.ndarray, lo: np.ndarray, hi: np.ndarray,

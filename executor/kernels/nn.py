@@ -1,5 +1,6 @@
 """Neural-network kernels: convolutions, pooling (also with argmax, fractional), batch norm,
-activations, LRN, resizing, Dilation2D, InTopK.
+activations, LRN, resizing, Dilation2D, InTopK; the gradients of Conv2D, DepthwiseConv2dNative,
+Conv3D and LRN (the pooling gradients are in grad.py).
 
 Conventions shared by the windowed ops (conv, pool):
 
@@ -140,14 +141,19 @@ def conv2d_backprop_input(ctx: KernelContext, input_sizes: np.ndarray, f: np.nda
         for gi in range(groups):
             fg = f[:, :, :, gi * ocg:(gi + 1) * ocg].reshape(k, fc, ocg)
             dcols[:, gi * fc:(gi + 1) * fc, :] = fg @ dy2[:, gi * ocg:(gi + 1) * ocg].T
-    dcols = dcols.reshape(kh, kw, c, n, g.oh, g.ow)
-    dx = np.zeros((c, n, h, w), dy.dtype)
-    if m:
+    out = _scatter_taps(dcols.reshape(kh, kw, c, n, g.oh, g.ow), g)
+    return np.ascontiguousarray(_from_nhwc(out, fmt)).astype(dt, copy=False)
+
+
+def _scatter_taps(dcols: np.ndarray, g: _Geom) -> np.ndarray:
+    """Column gradients (KH, KW, C, N, OH, OW) added back onto the input positions each tap
+    read, as an NHWC view; taps are clipped to the output range that reads real input."""
+    dx = np.zeros((g.c, g.n, g.h, g.w), dcols.dtype)
+    if dcols.size:
         for i, j, (a, b, cc, d), rows, cs in g.taps():
             if b > a and d > cc:
                 dx[:, :, rows, cs] += dcols[i, j, :, :, a:b, cc:d]
-    out = dx.transpose(1, 2, 3, 0)
-    return np.ascontiguousarray(_from_nhwc(out, fmt)).astype(dt, copy=False)
+    return dx.transpose(1, 2, 3, 0)
 
 
 @kernel("Conv2DBackpropFilter")
@@ -185,6 +191,90 @@ def conv2d_backprop_filter(ctx: KernelContext, x: np.ndarray, filter_sizes: np.n
             df[:, :, gi * ocg:(gi + 1) * ocg] += (pg.T @ dy2[:, gi * ocg:(gi + 1) * ocg]) \
                 .reshape(k, fc, ocg)
     return df.reshape(fs).astype(dt, copy=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# DepthwiseConv2dNative gradients
+#
+# A depthwise convolution is a grouped convolution with one group per input channel whose
+# output channel ``c * mult + m`` uses ``filter[:, :, c, m]``. The input gradient accumulates
+# tap by tap (out_backprop times the tap's weights, added where the tap read); the filter
+# gradient is one batched matmul over the channels (each channel's im2col columns against its
+# ``mult`` outputs).
+# TensorFlow's CPU kernels take NHWC only. They also ignore ``dilations`` (their output size
+# check uses undilated windows, and the CPU forward op rejects dilations); dfg's forward
+# kernel computes dilated depthwise convolutions, so these compute their exact gradients.
+
+
+def _depthwise_format(ctx: KernelContext) -> str:
+    fmt = _data_format(ctx)
+    if fmt != "NHWC":
+        raise UnimplementedError("Depthwise convolution on CPU is only supported for NHWC format")
+    return fmt
+
+
+def _check_depthwise_backprop(op: str, g: _Geom, dy_shape: tuple[int, ...], c: int,
+                              fc: int, mult: int) -> None:
+    if fc != c:
+        raise InvalidArgumentError(
+            f"{op}: input and filter must have the same depth: {c} vs {fc}")
+    want = (g.n, g.oh, g.ow, c * mult)
+    if tuple(dy_shape) != want:
+        raise InvalidArgumentError(
+            f"{op}: out_backprop must have shape {list(want)} (NHWC), found {list(dy_shape)}")
+
+
+@kernel("DepthwiseConv2dNativeBackpropInput")
+def depthwise_conv2d_backprop_input(ctx: KernelContext, input_sizes: np.ndarray,
+                                    f: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    fmt = _depthwise_format(ctx)
+    _check_rank(f, 4, "filter")
+    _check_rank(dy, 4, "out_backprop")
+    sizes = _sizes_vector(input_sizes, "input_sizes")
+    if len(sizes) != 4 or any(s < 0 for s in sizes):
+        raise InvalidArgumentError(
+            f"input_sizes must hold 4 non-negative sizes (NHWC), found {sizes}")
+    dy, f, dt = _conv_inputs(dy, f)
+    n, h, w, c = sizes
+    kh, kw, fc, mult = f.shape
+    g = _geometry(ctx, fmt, (n, h, w, c), kh, kw)
+    _check_depthwise_backprop("DepthwiseConv2DBackpropInput", g, dy.shape, c, fc, mult)
+    # Per filter tap, out_backprop times the tap's weights (summed over the multiplier) is
+    # added to the input positions the tap read.
+    dx = np.zeros((n, h, w, c), dy.dtype)
+    if dy.size and dx.size:
+        d5 = dy.reshape(n, g.oh, g.ow, c, mult)
+        for i, j, (a, b, cc, d), rows, cs in g.taps():
+            if b > a and d > cc:
+                part = d5[:, a:b, cc:d]
+                if mult == 1:
+                    dx[:, rows, cs] += part[..., 0] * f[i, j, :, 0]
+                else:
+                    dx[:, rows, cs] += np.einsum("nhwcd,cd->nhwc", part, f[i, j])
+    return dx.astype(dt, copy=False)
+
+
+@kernel("DepthwiseConv2dNativeBackpropFilter")
+def depthwise_conv2d_backprop_filter(ctx: KernelContext, x: np.ndarray,
+                                     filter_sizes: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    fmt = _depthwise_format(ctx)
+    _check_rank(x, 4, "input")
+    _check_rank(dy, 4, "out_backprop")
+    fs = _sizes_vector(filter_sizes, "filter_sizes")
+    if len(fs) != 4 or any(s < 0 for s in fs):
+        raise InvalidArgumentError(f"filter_sizes must hold 4 non-negative sizes, found {fs}")
+    x, dy, dt = _conv_inputs(x, dy)
+    kh, kw, fc, mult = fs
+    g = _geometry(ctx, fmt, x.shape, kh, kw)
+    _check_depthwise_backprop("DepthwiseConv2DBackpropFilter", g, dy.shape, g.c, fc, mult)
+    k = kh * kw
+    df = np.zeros((g.c, k, mult), x.dtype)
+    if g.n * g.oh * g.ow and g.c and mult:
+        for n0, n1 in _batch_chunks(g, x.dtype.itemsize):
+            _, view = _patches(x[n0:n1], replace(g, n=n1 - n0))      # (M, K, C)
+            d = dy[n0:n1].reshape(-1, g.c, mult)                       # (M, C, mult)
+            df += np.matmul(view.transpose(2, 1, 0), d.transpose(1, 0, 2))
+    return np.ascontiguousarray(df.transpose(1, 0, 2)).reshape(fs).astype(dt, copy=False)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -440,6 +530,43 @@ def lrn(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     return out.astype(x.dtype, copy=False)
 
 
+def _window_sum(v: np.ndarray, r: int) -> np.ndarray:
+    """Sum over the channel window [d - r, d + r] (clipped to the depth) of the last axis."""
+    acc = v.copy()
+    for o in range(1, min(r, v.shape[-1] - 1) + 1):
+        acc[..., o:] += v[..., :-o]
+        acc[..., :-o] += v[..., o:]
+    return acc
+
+
+@kernel("LRNGrad")
+def lrn_grad(ctx: KernelContext, dy: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """TF's CPU LRNGrad: with norm = bias + alpha * window_sum(x^2),
+    dx[k] = dy[k] * norm[k]^-beta - 2 alpha beta x[k] * sum over windows j holding k of
+    y[j] dy[j] / norm[j] (float32 and float16 only; float16 computed in float32)."""
+    if dy.dtype.name not in ("float32", "float16"):
+        raise InvalidArgumentError(
+            f"No OpKernel was registered to support Op 'LRNGrad' with T={dy.dtype.name} on "
+            "CPU: TensorFlow registers it for float32, float16")
+    if dy.ndim != 4 or x.ndim != 4:
+        raise InvalidArgumentError("inputs must be 4-dimensional")
+    if x.shape != dy.shape or y.shape != dy.shape:
+        raise InvalidArgumentError(
+            "input_grads, input_image, and out_image should have the same shape")
+    r = int(ctx.attrs.get("depth_radius", 5))
+    if r < 0:
+        raise InvalidArgumentError(f"depth_radius must be >= 0, found {r}")
+    g, xf, yf = (_float_in(a) for a in (dy, x, y))
+    t = xf.dtype.type
+    bias, alpha, beta = (t(ctx.attrs.get(k, d)) for k, d in
+                         (("bias", 1.0), ("alpha", 1.0), ("beta", 0.5)))
+    norm = alpha * _window_sum(np.square(xf), r) + bias
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        spread = _window_sum(t(-2) * alpha * beta * yf / norm * g, r)
+        out = xf * spread + g * np.power(norm, -beta)
+    return out.astype(dy.dtype, copy=False)
+
+
 # ----------------------------------------------------------------------------------------------
 # Image resizing
 
@@ -679,9 +806,21 @@ def conv3d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
     outs = tuple(o for o, _ in geo)
     if min((n, c, oc) + outs) == 0:
         return np.zeros((n,) + outs + (oc,), dt)
+    wmat = f.reshape(-1, oc)
+    out = np.empty((n,) + outs + (oc,), x.dtype)
+    for n0, n1, cols in _patches_3d(x, geo, f.shape[:3], st, dl):
+        np.matmul(cols, wmat, out=out[n0:n1].reshape(-1, oc))
+    return out.astype(dt, copy=False)
+
+
+def _patches_3d(x: np.ndarray, geo: list[tuple[int, int]], ks: tuple[int, ...],
+                st: list[int], dl: list[int]) -> Any:
+    """im2col of NDHWC ``x``, a batch chunk at a time: (n0, n1, (M, KD*KH*KW*C) matrix)."""
+    n, c = x.shape[0], x.shape[4]
+    outs = tuple(o for o, _ in geo)
     # Pad just enough for every window read (zeros stand for the SAME padding).
     need = [max(b + x.shape[1 + i], (geo[i][0] - 1) * st[1 + i]
-                + (f.shape[i] - 1) * dl[1 + i] + 1) for i, (_, b) in enumerate(geo)]
+                + (ks[i] - 1) * dl[1 + i] + 1) for i, (_, b) in enumerate(geo)]
     if need != list(x.shape[1:4]):
         xp = np.zeros((n, *need, c), x.dtype)
         xp[:, geo[0][1]:geo[0][1] + x.shape[1], geo[1][1]:geo[1][1] + x.shape[2],
@@ -689,19 +828,15 @@ def conv3d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
     else:
         xp = np.ascontiguousarray(x)
     sn, sd, sh, sw, sc = xp.strides
-    k = kd * kh * kw * c
+    k = math.prod(ks) * c
     per_image = math.prod(outs) * k * x.dtype.itemsize
     step = max(1, _PATCH_BYTES // max(per_image, 1))
-    wmat = f.reshape(k, oc)
-    out = np.empty((n,) + outs + (oc,), x.dtype)
     for n0 in range(0, n, step):
         n1 = min(n0 + step, n)
-        win = as_strided(xp[n0:], (n1 - n0,) + outs + (kd, kh, kw, c),
+        win = as_strided(xp[n0:], (n1 - n0,) + outs + tuple(ks) + (c,),
                          (sn, sd * st[1], sh * st[2], sw * st[3],
                           sd * dl[1], sh * dl[2], sw * dl[3], sc), writeable=False)
-        cols = np.ascontiguousarray(win).reshape(-1, k)
-        np.matmul(cols, wmat, out=out[n0:n1].reshape(-1, oc))
-    return out.astype(dt, copy=False)
+        yield n0, n1, np.ascontiguousarray(win).reshape(-1, k)
 
 
 @kernel("Conv3DBackpropInputV2")
@@ -755,6 +890,55 @@ def conv3d_backprop_input_v2(ctx: KernelContext, input_sizes: np.ndarray, f: np.
         else:
             dx[tuple(in_idx)] += dy[tuple(out_idx)] @ f[taps].T
     return dx.astype(dt, copy=False)
+
+
+def _conv3d_backprop_filter(ctx: KernelContext, x: np.ndarray, fs: list[int],
+                            dy: np.ndarray, op: str) -> np.ndarray:
+    """Gradient of Conv3D with respect to its filter: im2col(x)^T @ out_backprop."""
+    _ndhwc_only(ctx, f"{op} only supports NDHWC on the CPU.")
+    _check_rank(x, 5, "input")
+    _check_rank(dy, 5, "out_backprop")
+    if len(fs) != 5 or any(s < 0 for s in fs):
+        raise InvalidArgumentError(f"filter_sizes must hold 5 non-negative sizes, found {fs}")
+    x, dy, dt = _conv_inputs(x, dy)
+    st = _five(ctx.attrs.get("strides"), "strides")
+    dl = _five(ctx.attrs.get("dilations") or [1] * 5, "dilations")
+    if st[0] != 1 or st[4] != 1:
+        raise InvalidArgumentError(
+            "Current implementation does not yet support strides in the batch and depth "
+            "dimensions.")
+    if any(d != 1 for d in dl):
+        raise InvalidArgumentError(
+            "Current CPU implementation does not yet support dilation rates larger than 1.")
+    kd, kh, kw, fc, oc = fs
+    n, c = x.shape[0], x.shape[4]
+    if fc != c:
+        raise InvalidArgumentError(
+            f"{op}: input and filter must have the same depth: {c} vs {fc}")
+    geo = _windows_3d(x.shape, (kd, kh, kw), st[1:4], dl[1:4], _padding_3d(ctx))
+    want = (n,) + tuple(o for o, _ in geo) + (oc,)
+    if dy.shape != want:
+        raise InvalidArgumentError(
+            f"{op}: out_backprop must have shape {list(want)}, found {list(dy.shape)}")
+    df = np.zeros((kd * kh * kw * c, oc), x.dtype)
+    if dy.size and x.size:
+        for n0, n1, cols in _patches_3d(x, geo, (kd, kh, kw), st, dl):
+            df += cols.T @ dy[n0:n1].reshape(-1, oc)
+    return df.reshape(fs).astype(dt, copy=False)
+
+
+@kernel("Conv3DBackpropFilterV2")
+def conv3d_backprop_filter_v2(ctx: KernelContext, x: np.ndarray, filter_sizes: np.ndarray,
+                              dy: np.ndarray) -> np.ndarray:
+    return _conv3d_backprop_filter(ctx, x, _sizes_vector(filter_sizes, "filter_sizes"), dy,
+                                   "Conv3DBackpropFilterOpV2")
+
+
+@kernel("Conv3DBackpropFilter")
+def conv3d_backprop_filter(ctx: KernelContext, x: np.ndarray, f: np.ndarray,
+                           dy: np.ndarray) -> np.ndarray:
+    """The v1 op (GraphDefs of producer version < 10): the filter's shape from a tensor."""
+    return _conv3d_backprop_filter(ctx, x, list(f.shape), dy, "Conv3DBackpropFilterOp")
 
 
 def _pool3d_params(ctx: KernelContext, x: np.ndarray) -> tuple[list[tuple[int, int]],

@@ -1,5 +1,6 @@
-"""Sparse segment reductions: SparseSegmentSum/Mean/SqrtN, with or without num_segments, and
-the SegmentXxxV2 reductions.
+"""Sparse segment reductions: SparseSegmentSum/Mean/SqrtN, with or without num_segments, their
+gradients (SparseSegmentXxxGrad and the V2 forms that return only the touched rows), and the
+SegmentXxxV2 reductions.
 
 TensorFlow has no CPU kernel for SegmentSumV2/ProdV2/MaxV2/MinV2: they run compiled by XLA
 (``jit_compile``), as scatters into ``num_segments`` rows. dfg follows XLA's results: ids need
@@ -104,3 +105,63 @@ def _segment_v2_kernel(how: str) -> None:
 
 for _how in ("Sum", "Prod", "Max", "Min"):
     _segment_v2_kernel(_how)
+
+
+# --- gradients of the sparse segment reductions --------------------------------------------
+#
+# TF's CPU kernels: output row indices[i] += grad[segment_ids[i]] * scale[segment_ids[i]]
+# (scale 1, 1/count or 1/sqrt(count) of the segment, computed in double and cast to T), in
+# the order of i, in T. Segment ids need not be sorted. The V2 ops return only the rows that
+# some index names: (values for the sorted unique indices, those indices).
+
+
+def _sparse_segment_grad(grad: np.ndarray, indices: np.ndarray, ids: np.ndarray,
+                         dim0: np.ndarray, how: str, v2: bool) -> tuple[np.ndarray, ...]:
+    name = "dense_output_dim0" if v2 else "output_dim0"
+    if np.ndim(dim0) != 0:
+        raise InvalidArgumentError(f"{name} should be a scalar.")
+    if indices.ndim != 1 or ids.ndim != 1:
+        raise InvalidArgumentError("indices and segment_ids should be vectors.")
+    if indices.shape != ids.shape:
+        raise InvalidArgumentError("segment_ids and indices should have same size.")
+    if grad.ndim < 1:
+        raise InvalidArgumentError("grad must be at least 1-D")
+    m, n0 = int(dim0), grad.shape[0]
+    i64, s64 = indices.astype(np.int64), ids.astype(np.int64)
+    bad = (s64 < 0) | (s64 >= n0)
+    if bad.any():
+        raise InvalidArgumentError(
+            f"Segment id {int(s64[bad][0])} out of range [0, {n0}).")
+    bad = (i64 < 0) | (i64 >= m)
+    if bad.any():
+        raise InvalidArgumentError(f"Index {int(i64[bad][0])} out of range [0, {m}).")
+    rows = grad[s64]
+    if how != "sum":
+        count = np.maximum(np.bincount(s64, minlength=n0).astype(np.float64), 1.0)
+        scale = 1.0 / (count if how == "mean" else np.sqrt(count))
+        rows = rows * scale.astype(grad.dtype)[s64].reshape((-1,) + (1,) * (grad.ndim - 1))
+    if v2:
+        uniq, pos = np.unique(i64, return_inverse=True)
+        out = np.zeros((uniq.size,) + grad.shape[1:], grad.dtype)
+        np.add.at(out, pos.reshape(-1), rows)
+        return out, uniq.astype(indices.dtype)
+    out = np.zeros((m,) + grad.shape[1:], grad.dtype)
+    np.add.at(out, i64, rows)
+    return (out,)
+
+
+def _sparse_segment_grad_kernels(how: str) -> None:
+    def v1(ctx, grad, indices, segment_ids, output_dim0):
+        return _sparse_segment_grad(grad, indices, segment_ids, output_dim0, how.lower(),
+                                    False)[0]
+
+    def v2(ctx, grad, indices, segment_ids, dense_output_dim0):
+        return _sparse_segment_grad(grad, indices, segment_ids, dense_output_dim0,
+                                    how.lower(), True)
+
+    kernel(f"SparseSegment{how}Grad")(v1)
+    kernel(f"SparseSegment{how}GradV2")(v2)
+
+
+for _how in ("Sum", "Mean", "SqrtN"):
+    _sparse_segment_grad_kernels(_how)
