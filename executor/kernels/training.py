@@ -145,6 +145,53 @@ def _proximal_adagrad(ctx, s: Slots, h: dict, g: np.ndarray) -> Slots:
     return [_shrink(var - g * rate, rate, h["l1"], h["l2"]), accum]
 
 
+def _ftrl_update(ctx, s: Slots, h: dict, g: np.ndarray, gs: np.ndarray) -> Slots:
+    """FTRL-proximal (ApplyFtrl and V2's functors): ``gs`` is the gradient the linear term
+    takes (V2 adds its l2 shrinkage); lr_power -0.5 takes square roots, others pow."""
+    var, accum, linear = s
+    lr, l1, l2, p = h["lr"], h["l1"], h["l2"], h["lr_power"]
+    two = var.dtype.type(2)
+    new_accum = accum + g * g
+    half = p == var.dtype.type(-0.5)
+    root = np.sqrt(new_accum) if half else new_accum ** -p
+    sigma = root - (np.sqrt(accum) if half else accum ** -p)
+    if ctx.attrs.get("multiply_linear_by_lr", False):
+        linear = linear + (gs * lr - sigma * var)
+        bound = l1 * lr
+        y = root + two * l2 * lr
+    else:
+        linear = linear + (gs - sigma / lr * var)
+        bound = l1
+        y = root / lr + two * l2
+    x = bound * np.sign(linear) - linear
+    var = np.where(np.abs(linear) > bound, x / y, var.dtype.type(0))
+    return [var, new_accum, linear]
+
+
+def _ftrl(ctx, s: Slots, h: dict, g: np.ndarray) -> Slots:
+    return _ftrl_update(ctx, s, h, g, g)
+
+
+def _ftrl_v2(ctx, s: Slots, h: dict, g: np.ndarray) -> Slots:
+    return _ftrl_update(ctx, s, h, g, g + s[0].dtype.type(2) * h["l2_shrinkage"] * s[0])
+
+
+def _adagrad_da(ctx, s: Slots, h: dict, g: np.ndarray) -> Slots:
+    """AdagradDA: the accumulated gradient's dual averaging step; global_step is cast to
+    float32 first, as TF's functor does."""
+    var, ga, gg = s
+    ga, gg = ga + g, gg + g * g
+    dt = var.dtype.type
+    lr, l1, l2 = h["lr"], h["l1"], h["l2"]
+    step = dt(np.float32(h["global_step"]))
+    denom = l2 * (step * lr) + np.sqrt(gg)
+    if l1 > 0:
+        new = (lr * dt(-1)) * np.sign(ga) * np.maximum(np.abs(ga) - step * l1, dt(0)) / denom
+    else:
+        new = lr * ga * dt(-1) / denom
+    return [new, ga, gg]
+
+
 # name -> (slots, the other inputs in OpDef order for the dense form, formula); the sparse form
 # takes "indices" right after "grad".
 _OPTIMIZERS: dict[str, tuple[int, Sequence[str], Callable]] = {
@@ -165,11 +212,15 @@ _OPTIMIZERS: dict[str, tuple[int, Sequence[str], Callable]] = {
     "PowerSign": (2, ("lr", "logbase", "sign_decay", "beta", "grad"), _power_sign),
     "ProximalGradientDescent": (1, ("alpha", "l1", "l2", "grad"), _proximal_sgd),
     "ProximalAdagrad": (2, ("lr", "l1", "l2", "grad"), _proximal_adagrad),
+    "Ftrl": (3, ("grad", "lr", "l1", "l2", "lr_power"), _ftrl),
+    "FtrlV2": (3, ("grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power"), _ftrl_v2),
+    "AdagradDA": (3, ("grad", "lr", "l1", "l2", "global_step"), _adagrad_da),
 }
 # The ops TensorFlow defines: dense ref, dense resource, sparse ref, sparse resource.
 _REF_ONLY_MISSING = {"KerasMomentum", "AdamWithAmsgrad"}   # resource forms only
 _SPARSE = {"Momentum", "KerasMomentum", "Adagrad", "AdagradV2", "RMSProp", "CenteredRMSProp",
-           "Adadelta", "ProximalGradientDescent", "ProximalAdagrad"}
+           "Adadelta", "ProximalGradientDescent", "ProximalAdagrad", "Ftrl", "FtrlV2",
+           "AdagradDA"}
 
 
 def _check_shapes(ctx: KernelContext, values: Slots, hyper: dict, grad: np.ndarray,

@@ -125,7 +125,8 @@ from tensorflow.python.framework import op_def_registry  # noqa: E402
 
 HYPER = {"lr": 0.1, "alpha": 0.1, "momentum": 0.9, "epsilon": 1e-3, "rho": 0.9, "beta1": 0.9,
          "beta2": 0.999, "beta1_power": 0.81, "beta2_power": 0.998, "sign_decay": 0.5,
-         "beta": 0.8, "logbase": float(np.log(2.0)), "l1": 0.05, "l2": 0.02}
+         "beta": 0.8, "logbase": float(np.log(2.0)), "l1": 0.05, "l2": 0.02, "lr_power": -0.5,
+         "l2_shrinkage": 0.01}
 # optimizer -> (slots, sparse forms exist, ref forms exist, extra attrs)
 OPTIMIZERS = {
     "GradientDescent": (1, False, True, {}), "Momentum": (2, True, True, {"use_nesterov": True}),
@@ -136,6 +137,10 @@ OPTIMIZERS = {
     "Adadelta": (3, True, True, {}), "AddSign": (2, False, True, {}),
     "PowerSign": (2, False, True, {}), "ProximalGradientDescent": (1, True, True, {}),
     "ProximalAdagrad": (2, True, True, {}),
+    # FTRL: lr_power -0.5 takes square roots, others pow ("_hyper" overrides HYPER)
+    "Ftrl": (3, True, True, {}),
+    "FtrlV2": (3, True, True, {"multiply_linear_by_lr": True, "_hyper": {"lr_power": -0.7}}),
+    "AdagradDA": (3, True, True, {}),
 }
 VAR0 = np.array([[1.0, -2.0, 3.0], [0.5, 0.0, -1.0], [2.0, 1.5, -0.5]], f32)
 GRAD = np.array([[0.1, -0.2, 0.3], [0.4, 0.5, -0.6], [-0.7, 0.8, 0.9]], f32)
@@ -175,9 +180,12 @@ def optimizer_graph():
                     kwargs[a.name] = GRAD
                 elif a.name == "indices":
                     kwargs[a.name] = SPARSE_IDX
+                elif a.name == "global_step":
+                    kwargs[a.name] = np.int64(3)
                 else:
                     kwargs[a.name] = np.float32(1.0 if (name, a.name) == ("AddSign", "alpha")
-                                                else HYPER[a.name])
+                                                else extra.get("_hyper", {}).get(
+                                                    a.name, HYPER[a.name]))
             attrs = {k: v for k, v in extra.items() if k in [x.name for x in opdef.attr]}
             apply = getattr(raw, op)(**kwargs, **attrs, name=op)
             apply = apply if isinstance(apply, tf.Operation) else apply.op
