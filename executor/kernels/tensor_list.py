@@ -762,8 +762,10 @@ def zeros_like_list(x: Any) -> TensorList:
                 raise InvalidArgumentError(
                     f"Trying to compute zeros_like for unsupported dtype {_dtname(dt)}")
             out.append(np.zeros(v.shape, v.dtype))
-        else:
-            out.append(zeros_like_list(v))
+        else:   # a variant element (a list, an Optional cond_v2 accumulated): its own kind's
+            from .array import zeros_like
+
+            out.append(zeros_like(None, v))
     return tl.derive(out)
 
 
@@ -773,6 +775,10 @@ def _add_entries(a: Entry, b: Entry) -> Entry:
     if b is None:
         return a
     if not isinstance(a, _TENSOR) or not isinstance(b, _TENSOR):
+        if as_list(a) is None:   # another variant (an Optional): AddN adds its kind
+            from .math import add_n
+
+            return add_n(None, a, b)
         return _add_two(_list(a), _list(b))
     if a.shape != b.shape:
         raise InvalidArgumentError(

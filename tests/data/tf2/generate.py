@@ -629,6 +629,38 @@ def while_gradients() -> dict[str, Any]:
 
 
 @case
+def while_cond_gradients() -> dict[str, Any]:
+    def build() -> None:
+        x = ph(tf.float32, [2], "x")
+        w = tf.compat.v1.get_variable("w", initializer=tf.constant([1.5, 0.5]),
+                                      use_resource=True)
+
+        def body(i: Any, h: Any) -> Any:
+            return i + 1, tf.cond(tf.reduce_sum(h) > 0, lambda: tf.tanh(h * w),
+                                  lambda: tf.abs(h) ** w)
+
+        _, hf = tf.while_loop(lambda i, h: i < 3, body, [0, x])
+        y = tf.reduce_sum(hf)
+        tf.identity(tf.gradients(y, x)[0], name="dx")
+        # a second gradient of the same loop: it sees the loop rewritten by the first
+        dx2, dw = tf.gradients(y * 2.0, [x, w])
+        tf.identity(dx2, name="dx2")
+        tf.identity(dw, name="dw")
+        tf.compat.v1.global_variables_initializer()
+
+    return dict(
+        description="tf.gradients, twice, of a while loop whose body is a tf.cond: the cond's "
+                    "intermediates reach the gradient as Optionals accumulated in TensorLists "
+                    "(ZerosLike and AddN of lists of Optionals).",
+        features=["gradients", "while", "cond", "multi-step"],
+        rtol=1e-5, atol=1e-6,
+        graph=graph_of(build),
+        steps=[step(target=["init"]),
+               step({"x:0": f32([0.5, -0.2])}, ["dx:0", "dx2:0", "dw:0"]),
+               step({"x:0": f32([-0.5, -0.2])}, ["dx:0", "dx2:0", "dw:0"])])
+
+
+@case
 def tape_gradients() -> dict[str, Any]:
     """GradientTape inside tf.functions: cond_v2's gradient gets the forward branch's
     intermediates through Optionals (OptionalFromValue / OptionalNone / OptionalGetValue), and
