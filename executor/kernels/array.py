@@ -1484,12 +1484,9 @@ def roll(ctx: KernelContext, x: np.ndarray, shift: np.ndarray, axis: np.ndarray)
 @kernel("UniqueV2")
 def unique_v2(ctx: KernelContext, x: np.ndarray, axis: np.ndarray,
               ) -> tuple[np.ndarray, np.ndarray]:
-    ax = np.asarray(axis).reshape(-1).tolist()
-    if ax and not (x.ndim == 1 and ax[0] in (0, -1)):
-        raise InvalidArgumentError(
-            f"UniqueV2 along axis {ax} of a rank-{x.ndim} tensor is not supported")
-    y, idx, _ = _unique(x)
-    return y, idx.astype(_attr_dtype(ctx, "out_idx", np.int32))
+    # TensorFlow's one UniqueOp serves both: the same slices along ``axis``, no counts
+    y, idx, _ = unique_with_counts_v2(ctx, x, axis)
+    return y, idx
 
 
 @kernel("DynamicPartition")
@@ -1905,7 +1902,7 @@ def unique_with_counts_v2(ctx: KernelContext, x: np.ndarray, axis: np.ndarray,
     out_idx = _attr_dtype(ctx, "out_idx", np.int32)
     if x.dtype.kind == "c":
         raise InvalidArgumentError(
-            f"No OpKernel was registered to support Op 'UniqueWithCountsV2' with T={x.dtype}")
+            f"No OpKernel was registered to support Op '{ctx.op}' with T={x.dtype}")
     if axis.ndim != 1:
         raise InvalidArgumentError(f"axis expects a 1D vector, got {_fmt(axis.shape)}")
     if axis.size > 1:

@@ -508,6 +508,11 @@ op("Roll", dict(input=A34, shift=np.array([1, 2], i32), axis=np.array([0, 1, 1],
 op("UniqueV2", dict(x=np.array([3, 1, 3, 2, 1], i64), axis=np.array([0], i32)))
 op("UniqueV2", dict(x=np.array([2.5, 2.5, -1.0], f32), axis=np.array([], i64)),
    dict(out_idx=tf.int64))
+U = np.array([[1, 2, 1, 3], [0, 5, 0, 5], [1, 2, 1, 3]], i32)
+op("UniqueV2", dict(x=U, axis=np.array([1], i32)), note="columns")
+op("UniqueV2", dict(x=U, axis=np.array([-2], i64)), dict(out_idx=tf.int64), note="rows")
+op("UniqueV2", dict(x=U, axis=np.array([2], i32)), note="axis out of range")
+op("UniqueV2", dict(x=U, axis=np.array([], i32)), note="no axis needs a vector")
 op("DynamicPartition", dict(data=A34, partitions=np.array([1, 0, 1], i32)),
    dict(num_partitions=3))
 op("DynamicPartition", dict(data=A34, partitions=np.array([[0, 1, 1, 0], [2, 2, 0, 1],
