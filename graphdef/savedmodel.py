@@ -121,14 +121,40 @@ class Signature:
                 "outputs": {k: v.as_dict() for k, v in self.outputs.items()}}
 
 
-def _tensor_spec(key: str, info: Any, sig: str) -> TensorSpec:
-    kind = info.WhichOneof("encoding")
-    if kind != "name":
-        from .errors import UnimplementedError
+# A composite tensor's components, named after the key: what TensorFlow's type spec flattens
+# it to (RaggedTensorSpec: flat values, then each level's row splits; SparseTensorSpec:
+# indices, values, dense shape), by TypeSpecProto.TypeSpecClass number
+_COMPONENT_NAMES = {1: ("indices", "values", "dense_shape"),
+                    3: ("flat_values", "row_splits")}
 
-        raise UnimplementedError(f"signature '{sig}' key '{key}' is a {kind} tensor; only "
-                                 "dense tensors are supported")
-    return TensorSpec(info.name, int(info.dtype), shape_from_proto(info.tensor_shape))
+
+def _component_name(key: str, type_class: int, i: int) -> str:
+    names = _COMPONENT_NAMES.get(type_class)
+    if names is None:
+        return f"{key}.{i}"
+    if i < len(names):
+        return f"{key}.{names[i]}"
+    return f"{key}.{names[-1]}_{i - len(names) + 1}"   # deeper ragged levels
+
+
+def _tensor_specs(key: str, info: Any) -> dict[str, TensorSpec]:
+    """A signature key's tensors: a dense tensor under its key; a composite one (a
+    RaggedTensor, a SparseTensor) as its component tensors, each under ``KEY.PART``."""
+    kind = info.WhichOneof("encoding")
+    if kind == "coo_sparse":
+        sp = info.coo_sparse
+        return {f"{key}.indices": TensorSpec(sp.indices_tensor_name, D.DT_INT64, None),
+                f"{key}.values": TensorSpec(sp.values_tensor_name, int(info.dtype), None),
+                f"{key}.dense_shape": TensorSpec(sp.dense_shape_tensor_name, D.DT_INT64,
+                                                 None)}
+    if kind == "composite_tensor":
+        ct = info.composite_tensor
+        out: dict[str, TensorSpec] = {}
+        for i, comp in enumerate(ct.components):
+            name = _component_name(key, int(ct.type_spec.type_spec_class), i)
+            out.update(_tensor_specs(name, comp))
+        return out
+    return {key: TensorSpec(info.name, int(info.dtype), shape_from_proto(info.tensor_shape))}
 
 
 def signatures_of(meta_graph: Any) -> dict[str, Signature]:
@@ -139,11 +165,13 @@ def signatures_of(meta_graph: Any) -> dict[str, Signature]:
         if key == INIT_OP_SIGNATURE_KEY:
             continue
         sd = meta_graph.signature_def[key]
-        out[key] = Signature(
-            key,
-            {k: _tensor_spec(k, sd.inputs[k], key) for k in sorted(sd.inputs)},
-            {k: _tensor_spec(k, sd.outputs[k], key) for k in sorted(sd.outputs)},
-            sd.method_name)
+        inputs: dict[str, TensorSpec] = {}
+        outputs: dict[str, TensorSpec] = {}
+        for k in sorted(sd.inputs):
+            inputs.update(_tensor_specs(k, sd.inputs[k]))
+        for k in sorted(sd.outputs):
+            outputs.update(_tensor_specs(k, sd.outputs[k]))
+        out[key] = Signature(key, inputs, outputs, sd.method_name)
     return out
 
 

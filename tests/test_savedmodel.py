@@ -22,7 +22,7 @@ from dfg.graphdef.bundle import BundleReader, crc32c, mask, read_bundle, read_ta
 from dfg.graphdef.errors import GraphLoadError, NotFoundError
 
 DATA = Path(__file__).resolve().parent / "data" / "savedmodels"
-MODELS = ("mlp", "cnn", "lstm", "module")
+MODELS = ("mlp", "cnn", "lstm", "module", "composite")
 
 
 def invoke(*args: str):

@@ -15,7 +15,9 @@ For each model NAME it writes:
 
 Models: ``mlp`` (Dense-ReLU-Dense-softmax), ``cnn`` (Conv2D-BatchNorm-ReLU-pool-Dense),
 ``lstm`` (LSTM-Dense; a While loop inside the functions), ``module`` (a ``tf.Module`` with
-three signatures: float inputs, an int32 input, a string input and a string variable).
+three signatures: float inputs, an int32 input, a string input and a string variable),
+``composite`` (signatures returning a RaggedTensor and a SparseTensor: their outputs are saved
+per component as ``out_KEY.PART.npy``, the keys dfg gives them).
 
 The zoo models, saved with ``tf.saved_model.save`` as TF2 users keep real models (a
 ``serving_default`` signature tracing ``model(x, training=False)``):
@@ -178,6 +180,51 @@ def module(rng) -> None:
         "greet": {"name": np.array([b"world", b"dfg"])},
     })
     _dump_variables(name)
+
+
+class Composite(tf.Module):
+    """Signatures returning a RaggedTensor and a SparseTensor (composite tensors, whose
+    SignatureDef outputs list their component tensors) beside a dense one."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+    def dense(self, x):
+        return {"y": x * 2.0}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x"),
+                                  tf.TensorSpec([None], tf.int64, name="n")])
+    def ragged(self, x, n):
+        return {"rt": tf.RaggedTensor.from_row_lengths(x * 10.0, n), "total": tf.reduce_sum(x)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32, name="m")])
+    def sparse(self, m):
+        return {"sp": tf.sparse.from_dense(tf.nn.relu(m))}
+
+
+def composite(rng) -> None:
+    """``composite``: outputs saved per component, ``out_KEY.PART.npy`` (dfg's names)."""
+    name = "composite"
+    _fresh(HERE / name)
+    _fresh(HERE / f"{name}_io")
+    m = Composite()
+    tf.saved_model.save(m, str(HERE / name), signatures={
+        "serving_default": m.dense, "ragged": m.ragged, "sparse": m.sparse})
+    loaded = tf.saved_model.load(str(HERE / name))
+    feeds = {"serving_default": {"x": np.array([1.0, -2.0, 0.5], np.float32)},
+             "ragged": {"x": np.array([1.0, 2.0, 3.0, 4.0, 5.0], np.float32),
+                        "n": np.array([2, 0, 3], np.int64)},
+             "sparse": {"m": rng.standard_normal((3, 4)).astype(np.float32)}}
+    for sig, feed in feeds.items():
+        outs = loaded.signatures[sig](**{k: tf.constant(v) for k, v in feed.items()})
+        flat = {}
+        for k, v in outs.items():
+            if isinstance(v, tf.RaggedTensor):
+                flat[f"{k}.flat_values"], flat[f"{k}.row_splits"] = v.flat_values, v.row_splits
+            elif isinstance(v, tf.SparseTensor):
+                flat.update({f"{k}.indices": v.indices, f"{k}.values": v.values,
+                             f"{k}.dense_shape": v.dense_shape})
+            else:
+                flat[k] = v
+        _save_io(name, sig, feed, flat)
 
 
 # --- the zoo: real Keras models saved with tf.saved_model.save ---------------------------------
@@ -459,8 +506,8 @@ def vocab_lookup(rng) -> None:
     })
 
 
-BUILDERS = (mlp, cnn, lstm, module, zoo_mobilenet_v2, zoo_resnet, zoo_text_lstm, zoo_module,
-            tf1_tables, tf1_assets, vocab_lookup)
+BUILDERS = (mlp, cnn, lstm, module, composite, zoo_mobilenet_v2, zoo_resnet, zoo_text_lstm,
+            zoo_module, tf1_tables, tf1_assets, vocab_lookup)
 
 
 def main() -> int:
@@ -472,8 +519,8 @@ def main() -> int:
         if only and build.__name__ not in only:
             continue
         # one generator per model, so building one model alone gives the same data
-        fresh = build.__name__.startswith("zoo_") or build in (tf1_tables, tf1_assets,
-                                                                 vocab_lookup)
+        fresh = build.__name__.startswith("zoo_") or build in (
+            composite, tf1_tables, tf1_assets, vocab_lookup)
         build(np.random.default_rng(0) if fresh else RNG)
         print("wrote", build.__name__)
     return 0
