@@ -50,13 +50,29 @@ def resolve_prefix(path: str) -> str:
     return path
 
 
+def _partitioned_key(keys: set[str], name: str) -> tuple[str, int] | None:
+    """(checkpoint key, K) for the K-th part of a partitioned variable: ``NAME/part_K``
+    itself, or a variable made for it, such as an optimizer slot or a moving average
+    (``NAME/part_K/Momentum``), which the Saver stores under ``NAME/Momentum``."""
+    parts = name.split("/")
+    for i in range(len(parts) - 1, 0, -1):
+        seg = parts[i]
+        if seg.startswith("part_") and seg[5:].isdigit():
+            base = "/".join(parts[:i] + parts[i + 1:])
+            if base in keys:
+                return base, int(seg[5:])
+    return None
+
+
 def _partition(bundle: Any, keys: set[str], name: str, wholes: dict[str, Any]) -> Any:
     """The value of ``NAME/part_K``, the K-th part of a variable a partitioner split (the
-    checkpoint stores NAME with one slice per part, in the order of their offsets);
-    ``wholes`` keeps each NAME read once for all its parts."""
-    base, sep, k = name.rpartition("/part_")
-    if not sep or not k.isdigit() or base not in keys:
+    checkpoint stores NAME with one slice per part, in the order of their offsets), or of a
+    variable made per part (``NAME/part_K/SLOT``, stored as ``NAME/SLOT``); ``wholes``
+    keeps each key read once for all its parts."""
+    found = _partitioned_key(keys, name)
+    if found is None:
         return None
+    base, k = found
     entry = bundle.entry(base)
     if not len(entry.slices):
         return None
@@ -67,14 +83,15 @@ def _partition(bundle: Any, keys: set[str], name: str, wholes: dict[str, Any]) -
         tuple((int(e.start), int(e.length) if e.HasField("length") else full.shape[d])
               for d, e in enumerate(sl.extent))
         for sl in entry.slices)
-    if int(k) >= len(extents):
+    if k >= len(extents):
         return None
-    return full[tuple(slice(a, a + n) for a, n in extents[int(k)])].copy()
+    return full[tuple(slice(a, a + n) for a, n in extents[k])].copy()
 
 
 def restore(session: Any, prefix: str) -> int:
     """Give every variable of ``session``'s graph whose op name is a key of the checkpoint
-    at ``prefix`` that value (``NAME/part_K`` of a partitioned variable: its part of NAME);
+    at ``prefix`` that value (``NAME/part_K`` of a partitioned variable: its part of NAME;
+    ``NAME/part_K/SLOT``, a slot or moving average of that part: its part of NAME/SLOT);
     returns how many were restored. A variable the checkpoint
     holds with another shape or dtype is an InvalidArgumentError; none restored is a
     NotFoundError (the checkpoint is not this graph's)."""

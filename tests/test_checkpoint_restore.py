@@ -127,3 +127,20 @@ def test_freezing_a_write_to_a_ref_variable_is_refused() -> None:
 
     with pytest.raises(UnimplementedError, match="writes variable 'dense/bias'"):
         freeze(load_graph(str(META)), str(DATA / "mlp.ckpt"), ["dense/bias/Assign"])
+
+
+def test_slots_and_averages_of_a_partitioned_variable_restore() -> None:
+    # the graph's wp/part_K/Momentum and wp/part_K/ExponentialMovingAverage are the K-th
+    # slices of the checkpoint's wp/Momentum and wp/ExponentialMovingAverage
+    d = DATA / "partitioned_slots"
+    want = np.load(d / "want.npz")
+    x = np.load(d / "x.npy")
+    checks = sorted(k.split("/", 1)[1] for k in want if k.startswith("check/"))
+    with Session(load_graph(str(d / "model.ckpt.meta"))) as s:
+        # 2 parts, their 2 Momentum slots and 2 averages
+        assert restore(s, str(d / "model.ckpt")) == 6
+        for name, got in zip(checks, s.run([f"check/{n}:0" for n in checks])):
+            np.testing.assert_array_equal(got, want[f"check/{name}"])
+        s.run([], {"x:0": x}, targets=["train"])
+        for name, got in zip(checks, s.run([f"check/{n}:0" for n in checks])):
+            np.testing.assert_allclose(got, want[f"after/{name}"], rtol=1e-6, atol=1e-7)

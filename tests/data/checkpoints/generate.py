@@ -13,6 +13,9 @@ variable (VariableV2), both changed after initialization so only a restore gives
 rows and whose weight is split in 2 along columns (fixed_size_partitioner): the bundle
 stores each part as a slice of the whole variable; ``ids.npy`` and TF's ``y_part.npy``; the
 same variables as a TF1 checkpoint ``partitioned/part.ckpt.*``.
+
+``partitioned_slots/``: optimizer slots and moving averages of a partitioned variable (see
+:func:`partitioned_slots`).
 """
 
 from __future__ import annotations
@@ -98,6 +101,65 @@ def partitioned(rng) -> None:
     np.save(HERE / "ids.npy", ids_val)
     np.save(HERE / "y_part.npy", y_val)
     print("wrote", sorted(p.name for p in HERE.iterdir()))
+    partitioned_slots(rng)
+
+
+def partitioned_slots(rng) -> None:
+    """``partitioned_slots/``: a variable split in 2 by fixed_size_partitioner, trained with
+    Momentum and tracked by an ExponentialMovingAverage. The Saver stores each part's slot
+    and average as slices of ``wp/Momentum`` and ``wp/ExponentialMovingAverage``, though the
+    graph's variables are ``wp/part_K/Momentum`` ...; ``want.npz``: TF's values of every
+    ``check/*`` tensor after restoring into a fresh Session, then ``after/*`` after one more
+    training step (which reads the restored slots)."""
+    import shutil
+
+    d = HERE / "partitioned_slots"
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir()
+    x_val = rng.standard_normal((5, 4)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        x = v1.placeholder(tf.float32, [None, 4], name="x")
+        wp = v1.get_variable("wp", initializer=tf.constant(
+            rng.standard_normal((4, 2)).astype(np.float32)),
+            partitioner=v1.fixed_size_partitioner(2))
+        loss = tf.reduce_sum(tf.square(tf.matmul(x, tf.concat(list(wp), axis=0))),
+                             name="loss")
+        opt = v1.train.MomentumOptimizer(0.05, 0.9)
+        step = opt.minimize(loss)
+        ema = v1.train.ExponentialMovingAverage(0.5)
+        with tf.control_dependencies([step]):
+            train = tf.group(ema.apply(list(wp)), name="train")
+        checks = {}
+        for k, part in enumerate(wp):
+            checks[f"slot{k}"] = tf.identity(opt.get_slot(part, "momentum"),
+                                             name=f"check/slot{k}")
+            checks[f"avg{k}"] = tf.identity(ema.average(part), name=f"check/avg{k}")
+            checks[f"part{k}"] = tf.identity(part, name=f"check/part{k}")
+        with v1.Session(graph=g) as s:
+            s.run(v1.global_variables_initializer())
+            for _ in range(3):
+                s.run(train, {x: x_val})
+            cwd = os.getcwd()
+            os.chdir(d)
+            try:
+                v1.train.Saver().save(s, "model.ckpt", write_state=False)
+            finally:
+                os.chdir(cwd)
+    want = {}
+    with tf.Graph().as_default() as g2, v1.Session(graph=g2) as s:
+        saver = v1.train.import_meta_graph(str(d / "model.ckpt.meta"))
+        saver.restore(s, str(d / "model.ckpt"))
+        names = sorted(checks)
+        for n, v in zip(names, s.run([f"check/{n}:0" for n in names])):
+            want[f"check/{n}"] = v
+        s.run("train", {"x:0": x_val})
+        for n, v in zip(names, s.run([f"check/{n}:0" for n in names])):
+            want[f"after/{n}"] = v
+    np.save(d / "x.npy", x_val)
+    np.savez(d / "want.npz", **want)
+    print("wrote", sorted(p.name for p in d.iterdir()))
 
 
 if __name__ == "__main__":
