@@ -1005,8 +1005,35 @@ def top_k_v2(ctx: KernelContext, x: np.ndarray, k: np.ndarray) -> tuple[np.ndarr
     # broken towards the lower index, for every dtype (no negation overflow for ints).
     order = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :kk]
     idx = (n - 1) - order
+    if kk == n and kk > 1 and x.dtype.kind == "f":
+        # NaN compares false both ways: where it lands is the algorithm's doing
+        rows = x.reshape(-1, n)
+        nan_rows = np.flatnonzero(np.isnan(rows).any(axis=1))
+        if nan_rows.size:
+            flat_idx = idx.reshape(-1, n)
+            for r in nan_rows.tolist():
+                flat_idx[r] = _sorted_like_tf(rows[r].tolist())
     vals = np.take_along_axis(x, idx, axis=-1)
     return vals, idx.astype(idx_type)
+
+
+def _sorted_like_tf(row: list) -> list[int]:
+    """TopKV2's order of a whole row as TensorFlow's CPU kernel makes it: std::sort of the
+    indices by value, descending (libstdc++'s introsort, _stdalgo), then each run of equal
+    values put in index order."""
+    from ._stdalgo import StdHeap
+
+    order = list(range(len(row)))
+    StdHeap(lambda a, b: row[b] < row[a]).sort(order)
+    i = 0
+    while i < len(order) - 1:
+        j = i + 1
+        while j < len(order) and row[order[j]] == row[order[i]]:
+            j += 1
+        if j - i > 1:
+            order[i:j] = sorted(order[i:j])
+        i = j
+    return order
 
 
 @kernel("TopK")

@@ -501,6 +501,14 @@ graph("misc", misc_graph,
 
 # --- array -----------------------------------------------------------------------------------
 A34 = np.arange(12, dtype=f32).reshape(3, 4)
+# TopKV2 of whole rows holding NaN (tf.sort, tf.argsort): NaN compares false both ways, so
+# where it lands is std::sort's doing (insertion sort up to 16 columns, introsort above)
+NAN_ROWS = np.array([[3, np.nan, -1, np.inf, -np.inf], [np.nan, 2, 2, np.nan, 0.5]], f32)
+op("TopKV2", dict(input=NAN_ROWS, k=np.int32(5)), note="NaN, short rows")
+op("TopKV2", dict(input=np.where(np.arange(40) % 7 == 3, np.nan,
+                                 np.round(np.sin(np.arange(40.0)) * 4)).astype(f32)
+                  .reshape(1, 40), k=np.int32(40)), note="NaN and ties, introsort")
+op("TopKV2", dict(input=-NAN_ROWS.astype(np.float64), k=np.int32(5)), note="NaN, float64")
 op("Roll", dict(input=A34, shift=np.int32(1), axis=np.int32(1)))
 op("Roll", dict(input=A34, shift=np.array([-1, 5], i64), axis=np.array([0, -1], i64)))
 op("Roll", dict(input=A34, shift=np.array([1, 2], i32), axis=np.array([0, 1, 1], i32)),
