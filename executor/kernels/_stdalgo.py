@@ -1,7 +1,8 @@
 """libstdc++'s heap algorithms (make/push/pop/sort_heap) and std::sort (introsort) on a
-Python list. Where TensorFlow's result depends on the order in which elements that compare
-equal come out (CTC beam search's TopN, PriorityQueue's ties), only its exact sequence of
-comparisons reproduces it."""
+Python list, and TensorFlow's gtl::TopN over them. Where TensorFlow's result depends on the
+order in which elements that compare equal come out (CTC beam search's TopN,
+PriorityQueue's ties, TopKV2 of rows holding NaN), only its exact sequence of comparisons
+reproduces it."""
 
 from __future__ import annotations
 
@@ -139,3 +140,64 @@ class StdHeap:
             i = j
             j -= 1
         v[i] = val
+
+
+class TopN:
+    """TF's gtl::TopN: keeps the ``limit`` greatest elements under ``greater``."""
+
+    UNORDERED, BOTTOM_KNOWN, HEAP_SORTED = range(3)
+
+    def __init__(self, limit: int, greater) -> None:
+        self.limit = limit
+        self.greater = greater
+        self.heap = StdHeap(greater)
+        self.elements: list = []
+        self.state = self.UNORDERED
+
+    def __len__(self) -> int:
+        return len(self.elements)
+
+    def push(self, v) -> None:
+        el, gt = self.elements, self.greater
+        if self.limit == 0:
+            return
+        if self.state != self.HEAP_SORTED:
+            el.append(v)
+            if len(el) == self.limit + 1:
+                self.heap.make(el)
+                self.heap.pop(el, len(el))
+                el.pop()
+                self.state = self.HEAP_SORTED
+            elif self.state == self.UNORDERED or gt(el[-1], el[0]):
+                pass
+            else:
+                el[0], el[-1] = el[-1], el[0]
+        elif gt(v, el[0]):
+            self.heap.pop(el, len(el))
+            el[-1] = v
+            self.heap.push(el, len(el))
+
+    def peek_bottom(self):
+        el, gt = self.elements, self.greater
+        if self.state == self.UNORDERED:
+            low = 0
+            for i in range(1, len(el)):
+                if gt(el[low], el[i]):
+                    low = i
+            if low:
+                el[0], el[low] = el[low], el[0]
+            self.state = self.BOTTOM_KNOWN
+        return el[0]
+
+    def extract(self) -> list:
+        out, self.elements = self.elements, []
+        if self.state != self.HEAP_SORTED:
+            self.heap.sort(out)
+        else:
+            self.heap.sort_heap(out)
+        self.state = self.UNORDERED
+        return out
+
+    def reset(self) -> None:
+        self.elements = []
+        self.state = self.UNORDERED

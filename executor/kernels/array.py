@@ -1005,16 +1005,30 @@ def top_k_v2(ctx: KernelContext, x: np.ndarray, k: np.ndarray) -> tuple[np.ndarr
     # broken towards the lower index, for every dtype (no negation overflow for ints).
     order = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :kk]
     idx = (n - 1) - order
-    if kk == n and kk > 1 and x.dtype.kind == "f":
+    if kk > 1 and x.dtype.kind == "f" and x.size:
         # NaN compares false both ways: where it lands is the algorithm's doing
         rows = x.reshape(-1, n)
         nan_rows = np.flatnonzero(np.isnan(rows).any(axis=1))
         if nan_rows.size:
-            flat_idx = idx.reshape(-1, n)
+            flat_idx = idx.reshape(-1, kk)
+            keep_order = bool(ctx.attrs.get("sorted", True))
             for r in nan_rows.tolist():
-                flat_idx[r] = _sorted_like_tf(rows[r].tolist())
+                row = rows[r].tolist()
+                flat_idx[r] = (_sorted_like_tf(row) if kk == n
+                               else _top_n_like_tf(row, kk, keep_order))
     vals = np.take_along_axis(x, idx, axis=-1)
     return vals, idx.astype(idx_type)
+
+
+def _top_n_like_tf(row: list, k: int, keep_order: bool) -> list[int]:
+    """TopKV2's k < n indices of a row as TensorFlow's CPU kernel picks them: gtl::TopN of
+    the indices under 'greater value, or equal and lower index' (_stdalgo.TopN)."""
+    from ._stdalgo import TopN
+
+    top = TopN(k, lambda a, b: row[b] < row[a] or (not row[b] > row[a] and a < b))
+    for c in range(len(row)):
+        top.push(c)
+    return top.extract() if keep_order else list(top.elements)
 
 
 def _sorted_like_tf(row: list) -> list[int]:

@@ -9,7 +9,7 @@ import numpy as np
 
 from dfg.graphdef.errors import FailedPreconditionError, InvalidArgumentError
 
-from ._stdalgo import StdHeap
+from ._stdalgo import TopN as _TopN
 from .registry import KernelContext, kernel
 
 
@@ -359,67 +359,6 @@ def ctc_greedy_decoder(ctx: KernelContext, inputs: np.ndarray, sequence_length: 
 # sequence of comparisons of TF's TopN container (tensorflow/core/lib/gtl/top_n.h) and the
 # libstdc++ heap and sort algorithms underneath it (``_stdalgo``), so those are reproduced
 # as well.
-
-class _TopN:
-    """TF's gtl::TopN: keeps the ``limit`` greatest elements under ``greater``."""
-
-    UNORDERED, BOTTOM_KNOWN, HEAP_SORTED = range(3)
-
-    def __init__(self, limit: int, greater) -> None:
-        self.limit = limit
-        self.greater = greater
-        self.heap = StdHeap(greater)
-        self.elements: list = []
-        self.state = self.UNORDERED
-
-    def __len__(self) -> int:
-        return len(self.elements)
-
-    def push(self, v) -> None:
-        el, gt = self.elements, self.greater
-        if self.limit == 0:
-            return
-        if self.state != self.HEAP_SORTED:
-            el.append(v)
-            if len(el) == self.limit + 1:
-                self.heap.make(el)
-                self.heap.pop(el, len(el))
-                el.pop()
-                self.state = self.HEAP_SORTED
-            elif self.state == self.UNORDERED or gt(el[-1], el[0]):
-                pass
-            else:
-                el[0], el[-1] = el[-1], el[0]
-        elif gt(v, el[0]):
-            self.heap.pop(el, len(el))
-            el[-1] = v
-            self.heap.push(el, len(el))
-
-    def peek_bottom(self):
-        el, gt = self.elements, self.greater
-        if self.state == self.UNORDERED:
-            low = 0
-            for i in range(1, len(el)):
-                if gt(el[low], el[i]):
-                    low = i
-            if low:
-                el[0], el[low] = el[low], el[0]
-            self.state = self.BOTTOM_KNOWN
-        return el[0]
-
-    def extract(self) -> list:
-        out, self.elements = self.elements, []
-        if self.state != self.HEAP_SORTED:
-            self.heap.sort(out)
-        else:
-            self.heap.sort_heap(out)
-        self.state = self.UNORDERED
-        return out
-
-    def reset(self) -> None:
-        self.elements = []
-        self.state = self.UNORDERED
-
 
 class _Beam:
     """One beam entry: a prefix (parent + label) with its old and new log probabilities,

@@ -509,6 +509,11 @@ op("TopKV2", dict(input=np.where(np.arange(40) % 7 == 3, np.nan,
                                  np.round(np.sin(np.arange(40.0)) * 4)).astype(f32)
                   .reshape(1, 40), k=np.int32(40)), note="NaN and ties, introsort")
 op("TopKV2", dict(input=-NAN_ROWS.astype(np.float64), k=np.int32(5)), note="NaN, float64")
+NAN40 = np.where(np.arange(80) % 5 == 2, np.nan, np.round(np.cos(np.arange(80.0)) * 3)) \
+    .astype(f32).reshape(2, 40)
+op("TopKV2", dict(input=NAN_ROWS, k=np.int32(3)), note="NaN, k < n: TF's TopN heap")
+op("TopKV2", dict(input=NAN40, k=np.int32(7)), note="NaN and ties, k < n")
+op("TopKV2", dict(input=NAN40, k=np.int32(7)), dict(sorted=False), note="NaN, unsorted")
 op("Roll", dict(input=A34, shift=np.int32(1), axis=np.int32(1)))
 op("Roll", dict(input=A34, shift=np.array([-1, 5], i64), axis=np.array([0, -1], i64)))
 op("Roll", dict(input=A34, shift=np.array([1, 2], i32), axis=np.array([0, 1, 1], i32)),
