@@ -29,7 +29,7 @@ from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
 from . import _einsum, _native
 from ._select import where
-from .registry import KernelContext, kernel
+from .registry import BF16_ATTRS, KernelContext, kernel
 
 Array = np.ndarray
 
@@ -716,6 +716,13 @@ def cast(ctx: KernelContext, x: Array) -> Array:
         raise UnimplementedError(
             f"Cast {_dtype_name(x.dtype)} to {dst} is not supported: no numpy dtype")
     src = x.dtype
+    if ctx.attrs.get("Truncate") and src.kind == "f" \
+            and "DstT" in ctx.attrs.get(BF16_ATTRS, ()):
+        # to bfloat16 (held as float32): keep the high 16 bits, NaN stays NaN; the rounding
+        # every bfloat16 output gets after the kernel leaves these values as they are
+        x32 = np.ascontiguousarray(x, dtype=_F32)
+        cut = (x32.view(np.uint32) & np.uint32(0xFFFF0000)).view(_F32)
+        return np.where(np.isnan(x32), x32, cut)
     if src == dst:
         return x
     if src.kind in "OSU" or dst.kind in "OSU":

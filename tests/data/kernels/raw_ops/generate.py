@@ -499,6 +499,23 @@ graph("misc", misc_graph,
        "EnsureShape", "PreventGradient", "CheckNumericsV2", "Reverse", "Print", "PrintV2",
        "ControlTrigger"])
 
+# --- Cast with Truncate: the mantissa cut, not rounded (to bfloat16 as well) -----------------
+TRUNC_X = np.array([65519.0, 1.0078125, -2.984375, 1.99999, -0.3333333, np.nan, np.inf,
+                    3.0e38, 1.0e-40], f32)
+
+
+def cast_truncate_graph():
+    x = tf.constant(TRUNC_X)
+    outs = [tf.cast(raw.Cast(x=x, DstT=tf.bfloat16, Truncate=True), tf.float32),
+            tf.cast(raw.Cast(x=x, DstT=tf.bfloat16, Truncate=False), tf.float32),
+            tf.cast(raw.Cast(x=x, DstT=tf.float16, Truncate=True), tf.float32),
+            raw.Cast(x=tf.constant(TRUNC_X.astype(np.float64) * (1 + 1e-9)), DstT=tf.float32,
+                     Truncate=True)]
+    return [(outs, [])]
+
+
+graph("cast_truncate", cast_truncate_graph, ["Cast"])
+
 # --- array -----------------------------------------------------------------------------------
 A34 = np.arange(12, dtype=f32).reshape(3, 4)
 # TopKV2 of whole rows holding NaN (tf.sort, tf.argsort): NaN compares false both ways, so
