@@ -1219,6 +1219,8 @@ def _advance(ctx: KernelContext, handle: Any, alg: int | None, nblocks: int,
             if state.size < 1:
                 raise InvalidArgumentError("Size of tensor must be at least 1")
             alg, skip = int(state[0]), 1
+        elif alg == 3:   # RNG_ALG_AUTO_SELECT (Generator(alg="auto_select")): Philox on CPU
+            alg = 1
         if alg == 2 and threefry_unimplemented:
             raise UnimplementedError("Non-XLA devices don't support the ThreeFry algorithm.")
         if alg != 1:

@@ -337,6 +337,12 @@ def generator_graph():
     v, init = var("rs", np.array([2 ** 63 - 1, -1, 77], i64))   # counter wraps
     rs = raw.RngReadAndSkip(resource=v, alg=np.int32(1), delta=np.uint64(3))
     steps += [([], [init]), ([rs], []), ([rs], [])]
+    # algorithm 3, auto-select (Generator(alg="auto_select")): Philox on CPU
+    v, init = var("auto", state0)
+    auto = raw.RngReadAndSkip(resource=v, alg=np.int32(3), delta=np.uint64(2))
+    auto_u = raw.StatefulUniform(resource=v, algorithm=np.int64(3), shape=np.array([4], i64),
+                                 dtype=tf.float32)
+    steps += [([], [init]), ([auto], []), ([auto_u], []), ([auto], [])]
     v, init = var("tf", state0)
     bad = raw.StatefulUniform(resource=v, algorithm=np.int64(2), shape=np.array([2], i64),
                               dtype=tf.float32)
