@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from dfg.graphdef import dtypes as D
-from dfg.graphdef.attrs import to_python
 from dfg.graphdef.errors import (
     InvalidArgumentError,
     UnimplementedError,
@@ -31,8 +30,9 @@ from dfg.graphdef.frames import (
     FrameAnalysis,
 )
 from dfg.graphdef.graph import CONTROL_SLOT, Graph, parse_tensor_name
-from dfg.graphdef.op_sets import PLACEHOLDER_OPS
+from dfg.graphdef.op_sets import INPUT_OPS
 from dfg.graphdef.opdefs.registry import SignatureError, registry
+from dfg.graphdef.shapes import input_shape
 
 from .blas import BLAS_OPS, gated
 from .kernel_call import BoundKernel, bind, bind_attrs, context  # noqa: F401 (bind_attrs)
@@ -449,14 +449,15 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
 
     feed_dtypes: dict[tuple[str, int], int] = {}
     feed_shapes: dict[tuple[str, int], tuple | None] = {}
+    producer = graph.graph_def.versions.producer   # old graphs' placeholders: input_shape
     for key in feed_keys:
         node = graph.node(key[0])
         try:
             feed_dtypes[key] = D.base(reg.output_types(node.proto)[key[1]])
         except (SignatureError, KeyError, IndexError):
             feed_dtypes[key] = D.DT_INVALID
-        feed_shapes[key] = (to_python(node.attr["shape"]) if node.op in PLACEHOLDER_OPS
-                            | {"PlaceholderWithDefault"} and "shape" in node.attr else None)
+        feed_shapes[key] = (input_shape(node.proto, producer) if node.op in INPUT_OPS
+                            else None)
         for dst, _k in feed_edges[key]:
             if dst.frame != ROOT:
                 raise UnimplementedError(

@@ -7,6 +7,8 @@ the rank is unknown. The rules claim nothing they are unsure of.
 
 from __future__ import annotations
 
+from typing import Any
+
 Shape = tuple[int | None, ...]
 
 # One data input; output 0 has input 0's shape. (Assign and friends are left out: with
@@ -30,6 +32,25 @@ BROADCAST_OPS = frozenset({
     "LogicalAnd", "LogicalOr", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "LeftShift",
     "RightShift", "Xdivy", "Xlogy", "MulNoNan",
 })
+
+
+# At GraphDef producer versions up to this, a Placeholder's scalar (or empty) shape attr
+# means an unknown shape (TensorFlow's Placeholder shape function): old frozen graphs wrote
+# ``shape {}`` for placeholders fed with any shape.
+LEGACY_PLACEHOLDER_PRODUCER = 21
+
+
+def input_shape(node_def: Any, producer: int) -> Shape | None:
+    """The shape a graph input (Placeholder, PlaceholderWithDefault) declares, None when
+    unknown (no shape attr, unknown rank, or a legacy Placeholder's scalar shape)."""
+    from .attrs import to_python
+
+    if "shape" not in node_def.attr:
+        return None
+    shape = to_python(node_def.attr["shape"])
+    if shape == () and node_def.op == "Placeholder" and producer <= LEGACY_PLACEHOLDER_PRODUCER:
+        return None
+    return shape
 
 
 def broadcast_shapes(a: Shape | None, b: Shape | None) -> Shape | None:

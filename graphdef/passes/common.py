@@ -28,7 +28,7 @@ from .. import dtypes as D
 from ..frames import CONTROL_FLOW_OPS, ENTER_OPS, EXIT_OPS, SWITCH_OPS, FrameAnalysis
 from ..graph import CONTROL_SLOT, Graph, input_string, parse_input, parse_tensor_name
 from ..op_sets import INPUT_OPS
-from ..shapes import BROADCAST_OPS, SAME_SHAPE_OPS, broadcast_shapes
+from ..shapes import BROADCAST_OPS, SAME_SHAPE_OPS, broadcast_shapes, input_shape
 
 DEFAULT_MAX_CONST_BYTES = 1 << 20
 
@@ -665,7 +665,7 @@ class Shapes:
         if nd.op == "Const":
             return (const_shape(nd) if slot == 0 else None), None, []
         if nd.op in INPUT_OPS and slot == 0 and "shape" in nd.attr:
-            return to_python(nd.attr["shape"]), None, []
+            return input_shape(nd, self.ed._versions.producer), None, []
         if "_output_shapes" in nd.attr:
             shapes = to_python(nd.attr["_output_shapes"])
             if isinstance(shapes, list) and slot < len(shapes):

@@ -629,6 +629,32 @@ def while_gradients() -> dict[str, Any]:
 
 
 @case
+def legacy_placeholder_shape() -> dict[str, Any]:
+    def build() -> None:
+        x = ph(tf.float32, None, "x")
+        tf.identity(x * 2.0, name="y")
+        tf.identity(tf.shape(x), name="s")
+
+    gd = graph_of(build)
+    # a frozen graph as TensorFlow wrote them before GraphDef version 22: `shape {}` on a
+    # Placeholder meant "unknown", and such graphs are fed any shape
+    for n in gd.node:
+        if n.op == "Placeholder":
+            n.attr["shape"].shape.Clear()
+    gd.versions.producer = 21
+    rng = np.random.default_rng(23)
+    return dict(
+        description="An old graph (producer 21) whose Placeholder has the scalar shape attr "
+                    "that meant an unknown shape before version 22: fed a matrix, a vector "
+                    "and a scalar (nothing folds its Shape).",
+        features=["legacy", "multi-step"],
+        graph=gd,
+        steps=[step({"x:0": f32(rng.normal(size=(2, 3)))}, ["y:0", "s:0"]),
+               step({"x:0": f32([1.5, -2.0])}, ["y:0", "s:0"]),
+               step({"x:0": f32(4.0)}, ["y:0", "s:0"])])
+
+
+@case
 def while_cond_gradients() -> dict[str, Any]:
     def build() -> None:
         x = ph(tf.float32, [2], "x")
