@@ -76,7 +76,7 @@ def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets:
                  max_bytes=max_memory) as sess:
         restore_checkpoint(sess, graph, checkpoint)
         if inits:
-            sess.run([], targets=list(inits))
+            sess.run([], feed_dict, targets=list(inits))
         step = (list(fetches), feed_dict, list(targets))
         for _ in range(warmup):
             sess.run(*step)

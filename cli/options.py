@@ -74,7 +74,8 @@ def target_option(help: str = "Node to run for its effect in every step (repeata
     return names_option("--target", "targets", "N", help)
 
 
-def init_option(help: str = "Node to run once before the steps, e.g. 'init' (repeatable, or "
+def init_option(help: str = "Node to run once before the steps, with the --feed values, "
+                            "e.g. 'init' or 'save/restore_all' (repeatable, or "
                             "comma-separated).") -> Callable:
     return names_option("--init", "inits", "N", help)
 

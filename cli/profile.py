@@ -89,7 +89,7 @@ def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
                  max_bytes=max_memory) as sess:
         restore_checkpoint(sess, graph, checkpoint)
         if inits:
-            sess.run([], targets=list(inits))
+            sess.run([], feed_dict, targets=list(inits))
         for _ in range(warmup):
             sess.run(fetch_list, feed_dict, target_list)
         with progress("steps", iters, enabled=not as_json) as advance:

@@ -122,7 +122,7 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
         try:
             restore_checkpoint(sess, graph, checkpoint)
             if inits:
-                sess.run([], targets=list(inits), timeout=timeout)
+                sess.run([], feed_dict, targets=list(inits), timeout=timeout)
             values = None
             with progress("steps", steps, enabled=steps > 1 and fmt != "json") as advance:
                 for _ in range(steps):

@@ -264,3 +264,26 @@ def test_feed_a_file_as_its_bytes(tmp_path: Path) -> None:
     assert json.loads(r.output)["fetches"][0]["value"] == [6, 3]
     r = invoke("run", str(g), "--fetch", "n", "--feed", f"b=@{tmp_path / 'none.bin'}")
     assert r.exit_code == 2 and "cannot read" in r.output
+
+
+def test_init_runs_with_the_feeds(tmp_path: Path) -> None:
+    # TF1 initializers may read a placeholder (and save/restore_all reads save/Const, the
+    # checkpoint path): --init gets the --feed values as the steps do
+    g = tmp_path / "g.pbtxt"
+    g.write_text(
+        'node { name: "p" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }\n'
+        'node { name: "v" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }'
+        ' attr { key: "shape" value { shape { } } } }\n'
+        'node { name: "init" op: "Assign" input: "v" input: "p"'
+        ' attr { key: "T" value { type: DT_FLOAT } } }\n'
+        'node { name: "two" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }'
+        ' attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { }'
+        ' float_val: 2 } } } }\n'
+        'node { name: "y" op: "Mul" input: "v" input: "two"'
+        ' attr { key: "T" value { type: DT_FLOAT } } }\n')
+    for cmd in (["run", "--fetch", "y", "--json"], ["bench", "--fetch", "y", "--iters", "2"],
+                ["profile", "--fetch", "y", "--iters", "2"]):
+        r = invoke(cmd[0], str(g), *cmd[1:], "--init", "init", "--feed", "p=3")
+        assert r.exit_code == 0, r.output
+        if cmd[0] == "run":
+            assert json.loads(r.output)["fetches"][0]["value"] == 6.0
