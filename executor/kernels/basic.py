@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 
@@ -55,11 +56,21 @@ def no_op(ctx, *_):
 
 
 def _summarize(x, n: int) -> str:
-    arr = np.asarray(x)
-    flat = arr.reshape(-1)[:n]
-    vals = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in flat.tolist()]
-    body = " ".join(str(v) for v in vals) + ("..." if arr.size > n else "")
-    return body if arr.ndim == 0 else f"[{body}]"
+    """One data input of Assert or Print as TF writes it: ``[`` SummarizeValue ``]``."""
+    from .string import summarize_value_v1
+
+    text = summarize_value_v1(np.asarray(x), n).decode("utf-8", "replace")
+    return f"[{text}]"
+
+
+class _PrintCount:
+    """How many times a Print node with ``first_n`` has printed in this session."""
+
+    __dfg_resource__ = True
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = 0
 
 
 @kernel("Assert", cheap=True)
@@ -81,6 +92,14 @@ def check_numerics(ctx, x):
 
 @kernel("Print")
 def print_(ctx, x, *data):
+    first_n = int(ctx.attrs.get("first_n", -1))
+    if first_n >= 0 and ctx.resources is not None:
+        # TF's kernel counts its calls for as long as it lives: the session
+        seen = ctx.resources.lookup_or_create(("_print_first_n", ctx.node), _PrintCount)
+        with seen.lock:
+            if seen.count >= first_n:
+                return x
+            seen.count += 1
     msg = ctx.attrs.get("message", "")
     n = ctx.attrs.get("summarize", 3)
     print(msg + "".join(_summarize(d, n) for d in data), file=sys.stderr)

@@ -931,6 +931,53 @@ def summarize_value(x: np.ndarray, summarize: int) -> bytes:
     return b"".join(out)
 
 
+def summarize_value_v1(x: np.ndarray, summarize: int) -> bytes:
+    """TF's Tensor::SummarizeValue(summarize) as Print (v1) and Assert call it: the first
+    ``summarize`` elements in row-major order, each row bracketed, ``...`` where it stops;
+    strings escaped but unquoted."""
+    flat = x.reshape(-1)
+    n = flat.size
+    limit = n if summarize < 0 else min(summarize, n)
+    if x.dtype.kind in "OSU":
+        show = lambda v: _c_escape(_as_bytes(v))  # noqa: E731
+    else:
+        show = _element_printer(x.dtype)
+    if show is None:   # complex and the other irregular dtypes
+        return b" ".join([b"?"] * limit) + (b"..." if n > limit else b"")
+    if x.ndim == 0:
+        return b" ".join(show(flat[i]) for i in range(limit)) + (b"..." if n > limit else b"")
+    out: list[bytes] = []
+    index = 0
+
+    def one_dim(dim: int) -> None:   # TF's PrintOneDim
+        nonlocal index
+        if index >= limit:
+            return
+        if dim == x.ndim - 1:
+            for i in range(x.shape[dim]):
+                if index >= limit:
+                    if dim:
+                        out.append(b"...")
+                    return
+                if i:
+                    out.append(b" ")
+                out.append(show(flat[index]))
+                index += 1
+            return
+        for _ in range(x.shape[dim]):
+            opened = index < limit
+            if opened:
+                out.append(b"[")
+            one_dim(dim + 1)
+            if index < limit or opened:
+                out.append(b"]")
+
+    one_dim(0)
+    if n > limit:
+        out.append(b"...")
+    return b"".join(out)
+
+
 def _attr_bytes(v: Any) -> bytes:
     if v is None:
         return b""
