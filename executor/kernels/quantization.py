@@ -1,5 +1,7 @@
 """Quantization: QuantizeV2, Dequantize, QuantizeAndDequantize*, per-channel fake quant,
-requantization.
+requantization, and the eight-bit ops of TF1's quantized graphs (QuantizedMatMul,
+QuantizedConv2D, QuantizedRelu/Relu6, QuantizedBiasAdd, QuantizedMaxPool/AvgPool,
+QuantizedConcat, QuantizedReshape, QuantizedAdd, QuantizedMul).
 
 A quantized tensor (qint8, quint8, qint16, quint16, qint32) is held as a numpy array of its
 storage integer type (int8, uint8, int16, uint16, int32), which is what TensorFlow hands back
@@ -15,6 +17,13 @@ where the C++ promotes), since the rounding of each step decides the integer res
 * Dequantize MIN_FIRST rescales with the zero point rounded to the quantized grid.
 * Requantize/QuantizeDownAndShrinkRange from qint32 to quint8 use TensorFlow's 16-bit
   fixed-point path; other type pairs dequantize and requantize in float.
+* The eight-bit ops take their zero points from FloatToQuantizedUnclamped (in double, halves
+  away from zero) and accumulate exactly (int64, or float64 where that is exact), wrapping to
+  int32 as gemmlowp's int32 accumulators do. Their output ranges are TF's:
+  QuantizationRangeForMultiplication for matmul/conv/mul, a symmetric 2^17 (bias add) or
+  2^14 (add) multiple of the largest input bound. Only the type combinations TensorFlow
+  registers on CPU run (QuantizedReluX has no CPU kernel at all); others raise NotFoundError
+  as eager TensorFlow does.
 """
 
 from __future__ import annotations
@@ -26,9 +35,12 @@ import numpy as np
 
 from dfg.graphdef.errors import (
     InvalidArgumentError,
+    NotFoundError,
     UnimplementedError,
 )
 
+from . import _conv
+from .array import reshape as _reshape
 from .math import _fake_quant, _quant_range
 from .registry import KernelContext, kernel
 
@@ -606,3 +618,526 @@ def requantize_per_channel(ctx: KernelContext, q: Array, input_min: Array, input
     lo_q, hi_q = _limits(out_dt)
     out = np.clip(v, lo_q, hi_q).astype(out_dt)
     return out, np.asarray(rlo, _F32), np.asarray(rhi, _F32)
+
+
+# --- eight-bit ops of quantized graphs (quantize_graph's eightbit mode) -------------------------
+
+_U8, _I32 = np.dtype(np.uint8), np.dtype(np.int32)
+_NUM = {dt: num for num, dt in _QTYPES.items()}
+
+
+def _type_num(v: Any) -> int | None:
+    """A type attr as its DataType number: given as one, or as the storage dtype a graph's
+    quantized type binds as (None for other types)."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return int(v)
+    try:
+        return _NUM.get(np.dtype(v))
+    except TypeError:
+        return None
+
+
+def _registered(ctx: KernelContext, combos: tuple[tuple[int, ...], ...], *names: str
+                ) -> tuple[np.dtype, ...]:
+    """The storage dtypes of type attrs ``names``, which must be one of the combinations
+    TensorFlow registers a CPU kernel for (DataType numbers)."""
+    got = tuple(_type_num(ctx.attrs.get(n)) for n in names)
+    if got not in combos:
+        desc = ", ".join(f"{n}={_QNAMES.get(g, g) if g is not None else ctx.attrs.get(n)}"
+                         for n, g in zip(names, got))
+        raise NotFoundError(f"Could not find device for node: {ctx.op}[{desc}]: no CPU kernel "
+                            "is registered for these types")
+    return tuple(_QTYPES[g] for g in got)  # type: ignore[index]
+
+
+def _cround(v: float) -> float:
+    """std::round on a double: halves away from zero."""
+    t = math.trunc(v)
+    return float(t + (math.copysign(1.0, v) if abs(v - t) >= 0.5 else 0.0))
+
+
+def _f2q_unclamped(v: Any, lo: np.float32, hi: np.float32, dt: np.dtype) -> int:
+    """FloatToQuantizedUnclamped: where ``v`` falls on ``dt``'s grid over [lo, hi]."""
+    if lo == hi:
+        return 0
+    steps = float(1 << (dt.itemsize * 8))
+    scale = steps / (float(f32(hi - lo)) * (steps / (steps - 1.0)))
+    return int(_cround(float(f32(v)) * scale) - _cround(float(lo) * scale)) + _limits(dt)[0]
+
+
+def _f2q(v: Any, lo: np.float32, hi: np.float32, dt: np.dtype) -> int:
+    """FloatToQuantized: the same, clamped to ``dt``."""
+    qmin, qmax = _limits(dt)
+    return min(max(_f2q_unclamped(v, lo, hi, dt), qmin), qmax)
+
+
+def _one_level(lo: np.float32, hi: np.float32, dt: np.dtype) -> np.float32:
+    """FloatForOneQuantizedLevel, in float32."""
+    qmin, qmax = _limits(dt)
+    return f32(f32(hi - lo) / f32(qmax - qmin))
+
+
+def _range_for_mul(lo_a: np.float32, hi_a: np.float32, dta: np.dtype, lo_b: np.float32,
+                   hi_b: np.float32, dtb: np.dtype, dtc: np.dtype) -> tuple[Array, Array]:
+    """QuantizationRangeForMultiplication: one level of the product, times dtc's limits."""
+    c = f32(_one_level(lo_a, hi_a, dta) * _one_level(lo_b, hi_b, dtb))
+    qmin, qmax = _limits(dtc)
+    return np.asarray(f32(c * f32(qmin)), _F32), np.asarray(f32(c * f32(qmax)), _F32)
+
+
+def _rank0(v: Array, msg: str) -> np.float32:
+    if v.ndim != 0:
+        raise InvalidArgumentError(msg.format(rank=v.ndim, shape=_shape_str(v.shape)))
+    return f32(v.reshape(-1)[0])
+
+
+def _shape_str(shape: tuple[int, ...]) -> str:
+    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+
+
+def _exact_matmul(a: Array, b: Array) -> Array:
+    """The exact int64 product of int64 matrices, wrapped to int32 (gemmlowp's int32
+    accumulators wrap the same way, and so does the reference path)."""
+    k = a.shape[1]
+    bound = (int(np.abs(a).max(initial=0)) * int(np.abs(b).max(initial=0))) * max(k, 1)
+    if bound < 2 ** 53:  # float64 (BLAS) is exact here
+        out = (a.astype(_F64) @ b.astype(_F64)).astype(np.int64)
+    else:
+        out = a @ b
+    return out.astype(np.int32)
+
+
+@kernel("QuantizedMatMul")
+def quantized_mat_mul(ctx: KernelContext, a: Array, b: Array, min_a: Array, max_a: Array,
+                      min_b: Array, max_b: Array):
+    dta, dtb, dtc = _registered(ctx, ((12, 12, 13),), "T1", "T2", "Toutput")
+    if min_a.ndim != 0:
+        raise InvalidArgumentError(
+            f"min_a must be a scalar, but got shape{_shape_str(min_a.shape)}")
+    lo_a = f32(min_a.reshape(-1)[0])
+    vals = []
+    for name, v in (("max_a", max_a), ("min_b", min_b), ("max_b", max_b)):
+        if v.size != 1:
+            raise InvalidArgumentError(
+                f"{name} must be a scalar, but got shape{_shape_str(v.shape)}")
+        vals.append(f32(v.reshape(-1)[0]))
+    hi_a, lo_b, hi_b = vals
+    if not hi_a > lo_a:
+        raise InvalidArgumentError("max_a must be larger than min_a.")
+    if not hi_b > lo_b:
+        raise InvalidArgumentError("max_b must be larger than min_b.")
+    off_a = _f2q_unclamped(0.0, lo_a, hi_a, dta)
+    off_b = _f2q_unclamped(0.0, lo_b, hi_b, dtb)
+    if a.ndim != 2:
+        raise InvalidArgumentError("In[0] is not a matrix")
+    if b.ndim != 2:
+        raise InvalidArgumentError("In[1] is not a matrix")
+    am = a.T if ctx.attrs.get("transpose_a", False) else a
+    bm = b.T if ctx.attrs.get("transpose_b", False) else b
+    if am.shape[1] != bm.shape[0]:
+        raise InvalidArgumentError(
+            f"Matrix size-incompatible: In[0]: {_shape_str(a.shape)}, In[1]: "
+            f"{_shape_str(b.shape)}")
+    out = _exact_matmul(am.astype(np.int64) - off_a, bm.astype(np.int64) - off_b)
+    lo_c, hi_c = _range_for_mul(lo_a, hi_a, dta, lo_b, hi_b, dtb, dtc)
+    return out, lo_c, hi_c
+
+
+@kernel("QuantizedConv2D")
+def quantized_conv2d(ctx: KernelContext, x: Array, f: Array, min_input: Array,
+                     max_input: Array, min_filter: Array, max_filter: Array):
+    a = ctx.attrs
+    strides = [int(v) for v in a.get("strides") or []]
+    if len(strides) != 4:
+        raise InvalidArgumentError("Sliding window strides field must specify 4 dimensions")
+    if strides[1] != strides[2]:
+        raise InvalidArgumentError(
+            "Current implementation only supports equal length strides in the row and "
+            "column dimensions.")
+    if strides[0] != 1 or strides[3] != 1:
+        raise InvalidArgumentError(
+            "Current implementation does not yet support strides in the batch and depth "
+            "dimensions.")
+    dil = [int(v) for v in a.get("dilations") or [1, 1, 1, 1]]
+    if len(dil) != 4:
+        raise InvalidArgumentError("Dilations field must specify 4 dimensions")
+    if dil[1] != 1 or dil[2] != 1:
+        raise InvalidArgumentError(
+            "Current implementation only supports dilated rate as 1 in the row and column "
+            "dimensions.")
+    if dil[0] != 1 or dil[3] != 1:
+        raise InvalidArgumentError(
+            "Current implementation does not yet support dilations in the batch and depth "
+            "dimensions.")
+    padding = a.get("padding")
+    if padding not in ("SAME", "VALID"):
+        raise InvalidArgumentError(f"padding must be SAME or VALID, found {padding!r}")
+    combo = (_type_num(a.get("Tinput")), _type_num(a.get("Tfilter")),
+             _type_num(a.get("out_type")))
+    if combo == (12, 11, 13):
+        # registered by oneDNN builds only as a placeholder for its graph rewrite
+        raise UnimplementedError(
+            "QuantizedConv2D with a qint8 filter runs only as oneDNN's fused rewrite")
+    dtx, dtf, _ = _registered(ctx, ((12, 12, 13),), "Tinput", "Tfilter", "out_type")
+    if x.ndim != 4:
+        raise InvalidArgumentError(f"input must be 4-dimensional{_shape_str(x.shape)}")
+    if f.ndim != 4:
+        raise InvalidArgumentError(f"filter must be 4-dimensional: {_shape_str(f.shape)}")
+    lo_x, hi_x, lo_f, hi_f = (
+        _rank0(v, f"{n} must be rank 0 but is rank {{rank}}")
+        for v, n in ((min_input, "min_input"), (max_input, "max_input"),
+                     (min_filter, "min_filter"), (max_filter, "max_filter")))
+    off_x = _f2q_unclamped(0.0, lo_x, hi_x, dtx)
+    off_f = _f2q_unclamped(0.0, lo_f, hi_f, dtf)
+    n, h, w, c = x.shape
+    kh, kw, fc, oc = f.shape
+    if c != fc:
+        raise InvalidArgumentError(
+            f"input and filter must have the same depth: {c} vs {fc}")
+    s = strides[1]
+    oh, top = _conv.window(h, kh, 1, s, padding, None)
+    ow, left = _conv.window(w, kw, 1, s, padding, None)
+    if min(n, oh, ow, oc) <= 0:
+        # TensorFlow CHECK-fails (aborts the process) here
+        raise InvalidArgumentError(
+            f"QuantizedConv2D needs a non-empty output, got [{n},{oh},{ow},{oc}]")
+    g = _conv.Geom(n, h, w, c, kh, kw, s, s, 1, 1, oh, ow, top, left)
+    idx, fill_row = _conv._gather_index(g)
+    # Outside the input the im2col buffer holds the zero point stored as quint8 (so it is
+    # exact only when that lies in [0, 255]); a negative zero point takes TF's reference
+    # path, which reads zeros (after the offset) there.
+    fill = (off_x & 0xFF) - off_x if off_x >= 0 else 0
+    xs = x.astype(np.int64) - off_x
+    cols = _conv._gather(xs, idx, fill_row, fill).reshape(n * oh * ow, kh * kw * c)
+    out = _exact_matmul(cols, f.reshape(kh * kw * c, oc).astype(np.int64) - off_f)
+    lo_o, hi_o = _range_for_mul(lo_x, hi_x, dtx, lo_f, hi_f, dtf, _I32)
+    return out.reshape(n, oh, ow, oc), lo_o, hi_o
+
+
+def _relu(ctx: KernelContext, x: Array, min_features: Array, max_features: Array,
+          top: float | None):
+    dt, _ = _registered(ctx, ((12, 12), (13, 13)), "Tinput", "out_type")
+    lo = _rank0(min_features, "`min_input` must be rank 0 but is rank {rank}")
+    hi = _rank0(max_features, "`max_input` must be rank 0 but is rank {rank}")
+    x = x.astype(dt, copy=False)
+    out = np.maximum(x, dt.type(_f2q(0.0, lo, hi, dt)))
+    if top is not None:
+        out = np.minimum(out, dt.type(_f2q(top, lo, hi, dt)))
+    return out, np.asarray(lo, _F32), np.asarray(hi, _F32)
+
+
+@kernel("QuantizedRelu")
+def quantized_relu(ctx: KernelContext, x: Array, min_features: Array, max_features: Array):
+    return _relu(ctx, x, min_features, max_features, None)
+
+
+@kernel("QuantizedRelu6")
+def quantized_relu6(ctx: KernelContext, x: Array, min_features: Array, max_features: Array):
+    return _relu(ctx, x, min_features, max_features, 6.0)
+
+
+def _add_in_total_space(big: Array, lo_b: np.float32, hi_b: np.float32, small: Array,
+                        lo_s: np.float32, hi_s: np.float32, out_lo: np.float32,
+                        out_hi: np.float32) -> Array:
+    """QuantizedAddUsingEigen: both inputs dequantized and requantized into the int32 output
+    range (in float32), the smaller repeated along the larger, plus the output's zero."""
+    zero = _f2q(0.0, out_lo, out_hi, _I32)
+    big_t = _min_first(_dequantize_min_first(big, lo_b, hi_b, big.dtype), out_lo, out_hi, _I32)
+    small_t = _min_first(_dequantize_min_first(small, lo_s, hi_s, small.dtype), out_lo,
+                         out_hi, _I32)
+    reps = big.size // small.size if small.size else 0
+    total = big_t.reshape(-1).astype(np.int64) + (np.tile(small_t.reshape(-1), reps) + zero)
+    return total.astype(np.int32).reshape(big.shape)
+
+
+@kernel("QuantizedBiasAdd")
+def quantized_bias_add(ctx: KernelContext, x: Array, bias: Array, min_input: Array,
+                       max_input: Array, min_bias: Array, max_bias: Array):
+    dtx, _, _ = _registered(ctx, ((11, 11, 13), (12, 12, 13)), "T1", "T2", "out_type")
+    lo_x, hi_x, lo_b, hi_b = (
+        _rank0(v, f"`{n}` must be rank 0 but is rank {{rank}}")
+        for v, n in ((min_input, "min_input"), (max_input, "max_input"),
+                     (min_bias, "min_bias"), (max_bias, "max_bias")))
+    if x.ndim < 2:
+        raise InvalidArgumentError(f"Input tensor must be at least 2D: {_shape_str(x.shape)}")
+    if bias.ndim != 1:
+        raise InvalidArgumentError(f"Biases must be 1D: {_shape_str(bias.shape)}")
+    if x.shape[-1] != bias.shape[0]:
+        raise InvalidArgumentError(
+            "Must provide as many biases as the last dimension of the input tensor: "
+            f"{_shape_str(bias.shape)} vs. {_shape_str(x.shape)}")
+    top = f32(max(hi_x, max(-lo_x, max(hi_b, -lo_b))) * f32(1 << 17))
+    out_lo = f32(-top)
+    if x.size == 0:
+        out = np.zeros(x.shape, np.int32)
+    else:
+        out = _add_in_total_space(x.astype(dtx, copy=False), lo_x, hi_x,
+                                  bias.astype(dtx, copy=False), lo_b, hi_b, out_lo, top)
+    return out, np.asarray(out_lo, _F32), np.asarray(top, _F32)
+
+
+def _pool_ranges(ctx: KernelContext, min_input: Array, max_input: Array
+                 ) -> tuple[Array, Array]:
+    lo, hi = (_rank0(v, f"{n} shape must be rank 0 but is rank {{rank}}, received shape: "
+                        "{shape}")
+              for v, n in ((min_input, "min_input"), (max_input, "max_input")))
+    return np.asarray(lo, _F32), np.asarray(hi, _F32)
+
+
+def _pool_attrs(ctx: KernelContext) -> tuple[list[int], list[int]]:
+    a = ctx.attrs
+    ksize = [int(v) for v in a.get("ksize") or []]
+    strides = [int(v) for v in a.get("strides") or []]
+    if len(ksize) != 4:
+        raise InvalidArgumentError("Sliding window ksize field must specify 4 dimensions")
+    if len(strides) != 4:
+        raise InvalidArgumentError("Sliding window strides field must specify 4 dimensions")
+    if ksize[0] != 1 or strides[0] != 1:
+        raise UnimplementedError("Pooling is not yet supported on the batch dimension.")
+    return ksize, strides
+
+
+@kernel("QuantizedMaxPool")
+def quantized_max_pool(ctx: KernelContext, x: Array, min_input: Array, max_input: Array):
+    (dt,) = _registered(ctx, ((11,), (12,)), "T")
+    ksize, strides = _pool_attrs(ctx)
+    lo, hi = _pool_ranges(ctx, min_input, max_input)
+    if x.ndim != 4:
+        raise InvalidArgumentError(
+            f"tensor_in_shape must have 2 spatial dimensions. {x.ndim} {max(x.ndim - 3, 0)}")
+    out = _conv.max_pool(x.astype(dt, copy=False), ksize, strides, ctx.attrs.get("padding"))
+    return out, lo, hi
+
+
+@kernel("QuantizedAvgPool")
+def quantized_avg_pool(ctx: KernelContext, x: Array, min_input: Array, max_input: Array):
+    (dt,) = _registered(ctx, ((11,), (12,)), "T")
+    ksize, strides = _pool_attrs(ctx)
+    lo, hi = _pool_ranges(ctx, min_input, max_input)
+    if x.ndim != 4:
+        raise InvalidArgumentError(
+            f"tensor_in_shape must have 2 spatial dimensions. {x.ndim} {max(x.ndim - 3, 0)}")
+    if ksize[3] != 1 or strides[3] != 1:
+        if x.shape[3] % ksize[3] or ksize[3] != strides[3]:
+            raise UnimplementedError(
+                "Depthwise max pooling requires the depth window to evenly divide the input "
+                "depth")
+        raise UnimplementedError("Non-spatial pooling is not yet supported. Volunteers? :)")
+    # the sum over each window's real elements in int32, divided (truncating) by their count
+    mean = _conv.avg_pool(x.astype(np.int32), ksize, strides, ctx.attrs.get("padding"))
+    qmin, qmax = _limits(dt)
+    return np.clip(mean, qmin, qmax).astype(dt), lo, hi
+
+
+@kernel("QuantizedConcat")
+def quantized_concat(ctx: KernelContext, concat_dim: Array, *rest: Array):
+    (dt,) = _registered(ctx, ((12,), (13,)), "T")
+    n = len(rest) // 3
+    values, mins, maxes = rest[:n], rest[n:2 * n], rest[2 * n:]
+    if concat_dim.ndim != 0:
+        raise InvalidArgumentError(
+            "Concat dim tensor should be a scalar integer, but got shape "
+            f"{_shape_str(concat_dim.shape)}")
+    axis = int(concat_dim)
+    for name, vs in (("input_mins", mins), ("input_maxes", maxes)):
+        for i, v in enumerate(vs):
+            if v.size != 1:
+                raise InvalidArgumentError(
+                    f"{name} each tensor's num elements must be 1, given num elements "
+                    f"{v.size} in index {i}")
+    lows = [f32(v.reshape(-1)[0]) for v in mins]
+    highs = [f32(v.reshape(-1)[0]) for v in maxes]
+    lo = min(f32(0), min(lows))
+    hi = max(highs)
+    if dt.kind == "i":  # signed: symmetric around zero
+        hi = max(abs(lo), abs(hi))
+        lo = f32(-hi)
+    first = values[0]
+    if not 0 <= axis < first.ndim:
+        raise InvalidArgumentError(
+            f"ConcatOp : Expected concatenating dimensions in the range [0, {first.ndim}), "
+            f"but got {axis}")
+    for i, v in enumerate(values[1:], 1):
+        if v.ndim != first.ndim:
+            raise InvalidArgumentError(
+                "ConcatOp : Ranks of all input tensors should match: shape[0] = "
+                f"{_shape_str(first.shape)} vs. shape[{i}] = {_shape_str(v.shape)}")
+        if any(v.shape[j] != first.shape[j] for j in range(first.ndim) if j != axis):
+            raise InvalidArgumentError(
+                "ConcatOp : Dimensions of inputs should match: shape[0] = "
+                f"{_shape_str(first.shape)} vs. shape[{i}] = {_shape_str(v.shape)}")
+    parts = []
+    for v, vlo, vhi in zip(values, lows, highs):
+        v = v.astype(dt, copy=False)
+        if (vlo == lo and vhi == hi) or v.size == 0:
+            parts.append(v)
+        else:
+            parts.append(_min_first(_dequantize_min_first(v, vlo, vhi, dt), lo, hi, dt))
+    return np.concatenate(parts, axis=axis), np.asarray(lo, _F32), np.asarray(hi, _F32)
+
+
+@kernel("QuantizedReshape")
+def quantized_reshape(ctx: KernelContext, x: Array, shape: Array, input_min: Array,
+                      input_max: Array):
+    (dt,) = _registered(ctx, ((12,), (13,)), "T")
+    for name, v in (("input_min", input_min), ("input_max", input_max)):
+        if not (v.ndim == 0 or (v.ndim == 1 and v.shape[0] == 1)):
+            raise InvalidArgumentError(f"{name} must be a scalar or a vector of 1 element")
+    out = _reshape(ctx, x.astype(dt, copy=False), shape)
+    return (out, np.asarray(f32(input_min.reshape(-1)[0]), _F32),
+            np.asarray(f32(input_max.reshape(-1)[0]), _F32))
+
+
+def _bcast_dims(xs: tuple[int, ...], ys: tuple[int, ...]) -> int | None:
+    """How many dimensions TF's BCast reduces the pair of shapes to (None: incompatible):
+    dimensions of size 1 in both drop out, runs with the same broadcast pattern merge."""
+    r = max(len(xs), len(ys))
+    xs = (1,) * (r - len(xs)) + tuple(xs)
+    ys = (1,) * (r - len(ys)) + tuple(ys)
+    dims, prev = 0, None
+    for xi, yi in zip(reversed(xs), reversed(ys)):
+        if xi == yi:
+            if xi == 1:
+                continue
+            cur = "same"
+        elif xi == 1:
+            cur = "x"
+        elif yi == 1:
+            cur = "y"
+        else:
+            return None
+        if cur != prev:
+            dims += 1
+        prev = cur
+    return max(dims, 1)
+
+
+def _binary_setup(ctx: KernelContext, x: Array, y: Array) -> tuple[int, tuple[int, ...]]:
+    _registered(ctx, ((12, 12, 13),), "T1", "T2", "Toutput")
+    nd = _bcast_dims(x.shape, y.shape)
+    if nd is None:
+        raise InvalidArgumentError(
+            f"Incompatible shapes: {_shape_str(x.shape)} vs. {_shape_str(y.shape)}")
+    return nd, np.broadcast_shapes(x.shape, y.shape)
+
+
+def _vector_tensor(x: Array, y: Array, fx, fy, out_shape: tuple[int, ...], empty_msg: str
+                   ) -> Array:
+    """TF's ndims == 2 case: the input with fewer elements (y on a tie) is repeated along the
+    other's flat order; outputs past the larger input's size are left at 0 (TF leaves them
+    unset)."""
+    if x.size < y.size:
+        vec, ten, fv, ft = x, y, fx, fy
+    else:
+        vec, ten, fv, ft = y, x, fy, fx
+    if vec.size == 0:
+        raise InvalidArgumentError(empty_msg)
+    reps = -(-ten.size // vec.size)
+    v = np.tile(fv(vec.reshape(-1)), reps)[:ten.size]
+    total = (v + ft(ten.reshape(-1))).astype(np.int32)
+    out = np.zeros(math.prod(out_shape), np.int32)
+    out[:min(total.size, out.size)] = total[:out.size]
+    return out.reshape(out_shape)
+
+
+def _elementwise(nd: int, x: Array, y: Array, fx, fy, out_shape: tuple[int, ...],
+                 empty_msg: str) -> Array:
+    if nd <= 1:
+        if x.size == 1:
+            v = fx(x.reshape(-1))[0] + fy(y.reshape(-1))
+        elif y.size == 1:
+            v = fx(x.reshape(-1)) + fy(y.reshape(-1))[0]
+        else:
+            v = fx(x.reshape(-1)) + fy(y.reshape(-1))
+        return v.astype(np.int32).reshape(out_shape)
+    if nd == 2:
+        return _vector_tensor(x, y, fx, fy, out_shape, empty_msg)
+    raise UnimplementedError(
+        f"Broadcast between {_shape_str(x.shape)} and {_shape_str(y.shape)} is not supported "
+        "yet.")
+
+
+@kernel("QuantizedAdd")
+def quantized_add(ctx: KernelContext, x: Array, y: Array, min_x: Array, max_x: Array,
+                  min_y: Array, max_y: Array):
+    lo_x, hi_x, lo_y, hi_y = (
+        _rank0(v, f"`{n}` must be rank 0 but is rank {{rank}}")
+        for v, n in ((min_x, "min_x"), (max_x, "max_x"), (min_y, "min_y"), (max_y, "max_y")))
+    nd, out_shape = _binary_setup(ctx, x, y)
+    if not hi_x > lo_x:
+        raise InvalidArgumentError("max_x must be larger than min_x.")
+    if not hi_y > lo_y:
+        raise InvalidArgumentError("max_y must be larger than min_y.")
+    biggest = max(abs(min(lo_x, lo_y)), abs(max(hi_x, hi_y)))
+    top = f32(biggest * f32(1 << 14))
+    lo_z = f32(-top)
+
+    def into_z(lo: np.float32, hi: np.float32):
+        # each quint8 value mapped linearly (in int64, clamped to int32) from where its
+        # 0 and 1 land in the output range
+        zero = _f2q_unclamped(_quantized_to_float(0, lo, hi, _U8), lo_z, top, _I32)
+        one = _f2q_unclamped(_quantized_to_float(1, lo, hi, _U8), lo_z, top, _I32)
+        mult = int(np.int64(one - zero).astype(np.int32))
+        return lambda q: np.clip(zero + q.astype(np.int64) * mult, -(2 ** 31), 2 ** 31 - 1)
+
+    fx, fy = into_z(lo_x, hi_x), into_z(lo_y, hi_y)
+    if nd <= 1 and (x.size == 1 or y.size == 1):
+        # a scalar side goes through RequantizeInNewRange (QuantizedToFloat, then
+        # FloatToQuantized, clamped); x is the scalar when both are
+        sx, slo, shi = (x, lo_x, hi_x) if x.size == 1 else (y, lo_y, hi_y)
+        sval = _f2q(_quantized_to_float(int(sx.reshape(-1)[0]), slo, shi, _U8), lo_z, top,
+                    _I32)
+
+        def scalar(q: Array) -> Array:
+            return np.full(q.shape, sval, np.int64)
+
+        if x.size == 1:
+            fx = scalar
+        else:
+            fy = scalar
+    out = _elementwise(nd, x.astype(_U8, copy=False), y.astype(_U8, copy=False), fx, fy,
+                       out_shape, "Must have some elements to add")
+    return out, np.asarray(lo_z, _F32), np.asarray(top, _F32)
+
+
+@kernel("QuantizedMul")
+def quantized_mul(ctx: KernelContext, x: Array, y: Array, min_x: Array, max_x: Array,
+                  min_y: Array, max_y: Array):
+    lo_x, hi_x, lo_y, hi_y = (
+        _rank0(v, f"{n} must be a scalar")
+        for v, n in ((min_x, "min_x"), (max_x, "max_x"), (min_y, "min_y"), (max_y, "max_y")))
+    nd, out_shape = _binary_setup(ctx, x, y)
+    if not hi_x > lo_x:
+        raise InvalidArgumentError("max_x must be larger than min_a.")
+    if not hi_y > lo_y:
+        raise InvalidArgumentError("max_x must be larger than min_b.")
+    off_x = _f2q_unclamped(0.0, lo_x, hi_x, _U8)
+    off_y = _f2q_unclamped(0.0, lo_y, hi_y, _U8)
+    xs = x.astype(np.int64) - off_x
+    ys = y.astype(np.int64) - off_y
+    out = _mul_elementwise(nd, xs, ys, out_shape)
+    lo_z, hi_z = _range_for_mul(lo_x, hi_x, _U8, lo_y, hi_y, _U8, _I32)
+    return out, lo_z, hi_z
+
+
+def _mul_elementwise(nd: int, x: Array, y: Array, out_shape: tuple[int, ...]) -> Array:
+    if nd <= 1:
+        if x.size == 1:
+            v = x.reshape(-1)[0] * y.reshape(-1)
+        elif y.size == 1:
+            v = x.reshape(-1) * y.reshape(-1)[0]
+        else:
+            v = x.reshape(-1) * y.reshape(-1)
+        return v.astype(np.int32).reshape(out_shape)
+    if nd != 2:
+        raise UnimplementedError(
+            f"Broadcast between {_shape_str(x.shape)} and {_shape_str(y.shape)} is not "
+            "supported yet.")
+    vec, ten = (x, y) if x.size < y.size else (y, x)
+    if vec.size == 0:
+        raise InvalidArgumentError("vector must have at least 1 element")
+    reps = -(-ten.size // vec.size)
+    total = (np.tile(vec.reshape(-1), reps)[:ten.size] * ten.reshape(-1)).astype(np.int32)
+    out = np.zeros(math.prod(out_shape), np.int32)
+    out[:min(total.size, out.size)] = total[:out.size]
+    return out.reshape(out_shape)
