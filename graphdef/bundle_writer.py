@@ -169,11 +169,57 @@ def _atomic_write(path: str, data: bytes) -> None:
         raise
 
 
+# A slice of a partitioned variable: the whole tensor's shape and (start, length) per
+# dimension, length -1 for a whole dimension (TensorFlow's TensorSlice)
+Slice = tuple[tuple[int, ...], tuple[tuple[int, int], ...]]
+
+
+def _ordered_num(v: int) -> bytes:
+    """OrderedCode::WriteNumIncreasing: a length byte, then the big-endian bytes."""
+    body = v.to_bytes((v.bit_length() + 7) // 8, "big") if v else b""
+    return bytes([len(body)]) + body
+
+
+def _ordered_signed(v: int) -> bytes:
+    """OrderedCode::WriteSignedNumIncreasing: the length as leading 1 bits of the first
+    byte(s), then the two's-complement value (what bundle.decode_slice_key reads)."""
+    x = ~v if v < 0 else v
+    n = x.bit_length() // 7 + 1            # bytes, length header included
+    raw = bytearray((v & ((1 << (8 * n)) - 1)).to_bytes(n, "big"))
+    header = ((0xFF << (8 - n)) & 0xFF) if n < 8 else 0xFF
+    raw[0] ^= header
+    if n >= 9:   # longer than 8 bytes: the header spills into the second byte
+        raw[1] ^= (0xFF << (16 - n)) & 0xFF
+    return bytes(raw)
+
+
+def encode_slice_key(name: str, extents: Iterable[tuple[int, int]]) -> bytes:
+    """TensorFlow's EncodeTensorNameSlice: the bundle key a slice's data is stored under."""
+    out = bytearray(_ordered_num(0))
+    for b in name.encode("utf-8"):   # OrderedCode::WriteString
+        out += b"\x00\xff" if b == 0 else b"\xff\x00" if b == 0xFF else bytes([b])
+    out += b"\x00\x01"
+    ext = list(extents)
+    out += _ordered_num(len(ext))
+    for start, length in ext:
+        out += _ordered_signed(start) + _ordered_signed(length)
+    return bytes(out)
+
+
+def _is_full(full: tuple[int, ...], extents: tuple[tuple[int, int], ...]) -> bool:
+    return all(length == -1 or (start == 0 and length == size)
+               for (start, length), size in zip(extents, full))
+
+
 def write_bundle(prefix: str | os.PathLike[str], tensors: dict[str, Any] |
-                 Iterable[tuple[str, Any]]) -> list[str]:
+                 Iterable[tuple[str, Any] | tuple[str, Any, Slice | None]]) -> list[str]:
     """Write ``tensors`` (checkpoint key -> array) as the bundle ``prefix``; returns the files
     written. Data are stored in the order given; the index lists the keys sorted. Duplicate
-    keys are an InvalidArgumentError (TensorFlow's "Adding duplicate key")."""
+    keys are an InvalidArgumentError (TensorFlow's "Adding duplicate key").
+
+    An item ``(key, array, (full_shape, extents))`` is one slice of a partitioned variable
+    (BundleWriter::AddSlice): its data go under the slice's own key, and ``key``'s entry
+    holds the whole tensor's dtype and shape and the list of its slices."""
     from dfg.schemas import tensor_bundle_pb2
 
     from .tensors import shape_to_proto
@@ -183,15 +229,32 @@ def write_bundle(prefix: str | os.PathLike[str], tensors: dict[str, Any] |
     Path(prefix).parent.mkdir(parents=True, exist_ok=True)
     data = bytearray()
     entries: dict[bytes, bytes] = {}
-    for key, value in items:
-        k = key.encode("utf-8")
-        if not k:
-            raise InvalidArgumentError("a checkpoint key must not be empty")
-        if k in entries:
-            raise InvalidArgumentError(f"Adding duplicate key: {key}")
+    wholes: dict[bytes, Any] = {}   # sliced tensors' entries, filled slice by slice
+    for key, value, *more in items:
+        sl = more[0] if more else None
         arr = np.asarray(value)
         dt = D.DT_STRING if arr.dtype == object or arr.dtype.kind in "SU" else \
             D.from_numpy(arr.dtype)
+        k = key.encode("utf-8")
+        if not k:
+            raise InvalidArgumentError("a checkpoint key must not be empty")
+        if sl is not None and not _is_full(*sl):
+            full, extents = sl
+            whole = wholes.get(k)
+            if whole is None:
+                if k in entries:
+                    raise InvalidArgumentError(f"Adding duplicate key: {key}")
+                whole = wholes[k] = tensor_bundle_pb2.BundleEntryProto(dtype=dt)
+                whole.shape.SetInParent()
+                shape_to_proto(tuple(full), whole.shape)
+            proto = whole.slices.add()
+            for start, length in extents:
+                e = proto.extent.add()
+                if length != -1:   # a whole dimension is an empty extent
+                    e.start, e.length = start, length
+            k = encode_slice_key(key, extents)   # the slice's data go under their own key
+        if k in entries or k in wholes:
+            raise InvalidArgumentError(f"Adding duplicate key: {key}")
         raw, crc = tensor_bytes(arr)
         e = tensor_bundle_pb2.BundleEntryProto(dtype=dt, shard_id=0, offset=len(data),
                                                size=len(raw), crc32c=crc)
@@ -199,6 +262,7 @@ def write_bundle(prefix: str | os.PathLike[str], tensors: dict[str, Any] |
         shape_to_proto(arr.shape, e.shape)
         data += raw
         entries[k] = e.SerializeToString()
+    entries.update((k, e.SerializeToString()) for k, e in wholes.items())
     header = tensor_bundle_pb2.BundleHeaderProto(num_shards=1, endianness=0)
     header.version.producer = BUNDLE_VERSION
     table = [(b"", header.SerializeToString())] + sorted(entries.items())
@@ -214,7 +278,7 @@ def merge_bundles(prefixes: list[str], destination: str, delete_old_dirs: bool =
     ``prefixes`` (shards renumbered in order, data files moved, old indexes removed)."""
     from dfg.schemas import tensor_bundle_pb2
 
-    from .bundle import BundleReader
+    from .bundle import BundleReader, read_table
     from .errors import NotFoundError
 
     readers = []
@@ -232,14 +296,18 @@ def merge_bundles(prefixes: list[str], destination: str, delete_old_dirs: bool =
     moves = []
     base = 0
     for r in readers:
-        for key, e in r.entries.items():
-            k = key.encode("utf-8")
+        # every entry of the table, slices' own keys included (the reader's ``entries`` are
+        # the named tensors only)
+        for k, value in read_table(r.index_path):
+            if not k:
+                continue   # the header
             if k in entries:
+                key = k.decode("utf-8", "replace")
                 raise InvalidArgumentError(f"Duplicate tensor keyed by {key} encountered, when "
                                            "merging prefix: " + r.prefix)
-            ne = tensor_bundle_pb2.BundleEntryProto()
-            ne.CopyFrom(e)
-            ne.shard_id = e.shard_id + base
+            ne = tensor_bundle_pb2.BundleEntryProto.FromString(value)
+            if not len(ne.slices):   # a sliced tensor's entry holds no data of its own
+                ne.shard_id += base
             entries[k] = ne.SerializeToString()
         for s in range(max(1, r.header.num_shards)):
             moves.append((r.shard_path(s), f"{destination}.data-{base + s:05d}-of-{total:05d}"))

@@ -168,8 +168,35 @@ def test_savev2_errors_name_the_node(tmp_path: Path) -> None:
     with Session(gd, threads=1) as sess:
         with pytest.raises(errors.InvalidArgumentError, match="save_bad.*1 tensor names but 2"):
             sess.run([], {"prefix:0": prefix}, targets=["save_bad"])
-        with pytest.raises(errors.UnimplementedError, match="save_slice"):
+        # a slice spec whose extents do not give the saved tensor's shape
+        with pytest.raises(errors.InvalidArgumentError, match="save_slice.*shape"):
             sess.run([], {"prefix:0": prefix}, targets=["save_slice"])
+
+
+# --- partitioned variables: SaveV2 of slices, as TF1's Saver writes them ----------------------
+
+CKPT = Path(__file__).resolve().parent / "data" / "checkpoints"
+
+
+@pytest.mark.parametrize("case,prefix,save", [
+    # a sharded Saver: SaveV2 to a temporary shard, then MergeV2Checkpoints
+    ("partitioned", "part.ckpt", "save/Identity_10:0"),
+    # slots and moving averages of a partitioned variable (wp/Momentum ... as slices)
+    ("partitioned_slots", "model.ckpt", "save/control_dependency:0"),
+])
+def test_saving_partitioned_variables_writes_tensorflows_bytes(tmp_path: Path, case: str,
+                                                               prefix: str, save: str) -> None:
+    from dfg.executor.checkpoint import restore
+    from dfg.graphdef.io import load_graph
+
+    src = CKPT / case / prefix
+    with Session(load_graph(str(src) + ".meta")) as sess:
+        restore(sess, str(src))
+        sess.run(save, {"save/Const:0": np.array(str(tmp_path / prefix).encode(),
+                                                 dtype=object)})
+    for suffix in (".index", ".data-00000-of-00001"):
+        assert (tmp_path / f"{prefix}{suffix}").read_bytes() == \
+            Path(f"{src}{suffix}").read_bytes(), suffix
 
 
 # --- a SavedModel's own save function (SaveV2 to a temp dir + MergeV2Checkpoints) ---------

@@ -7,8 +7,9 @@ and the dtypes, it returns the stored tensors (read and checksum-verified by
 the bundle ``prefix.index`` + ``prefix.data-00000-of-00001`` (:mod:`dfg.graphdef.bundle_writer`)
 and MergeV2Checkpoints merges the shards a save function wrote into one bundle, so a
 SavedModel's own save function (``saver_def.save_tensor_name``) runs in dfg. Slices
-(``shape_and_slices`` other than ``""``, from partitioned variables) are refused by SaveV2;
-RestoreV2 reads them, assembling a partitioned variable from its stored slices.
+(``shape_and_slices`` other than ``""``, from partitioned variables) are written as TF's
+BundleWriter::AddSlice writes them, and RestoreV2 reads them, assembling a partitioned
+variable from its stored slices.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import threading
 import numpy as np
 
 from dfg.graphdef import dtypes as D
-from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
+from dfg.graphdef.errors import InvalidArgumentError
 
 from .registry import KernelContext, kernel
 
@@ -114,6 +115,29 @@ def _slice_of(value: np.ndarray, spec: str, name: str) -> np.ndarray:
     return np.ascontiguousarray(value[tuple(index)])
 
 
+def _parse_slice(spec: str, name: str, value: np.ndarray
+                 ) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
+    """(whole shape, (start, length) per dimension, -1 for "-") of a SaveV2 shape_and_slices
+    spec such as "10 4 0,5:-", checked against the slice ``value`` being saved."""
+    parts = spec.split()
+    try:
+        full = tuple(int(x) for x in parts[:-1])
+        dims = parts[-1].split(":")
+        extents = tuple((0, -1) if e == "-" else tuple(int(x) for x in e.split(","))
+                        for e in dims)
+    except ValueError:
+        raise InvalidArgumentError(f"bad shape_and_slices '{spec}' for {name}") from None
+    if len(dims) != len(full) or any(len(e) != 2 for e in extents):
+        raise InvalidArgumentError(f"bad shape_and_slices '{spec}' for {name}")
+    want = tuple(size if length == -1 else length
+                 for (start, length), size in zip(extents, full))
+    if any(start < 0 or length < -1 or length != -1 and start + length > size
+           for (start, length), size in zip(extents, full)) or want != value.shape:
+        raise InvalidArgumentError(
+            f"shape_and_slices '{spec}' for {name}: the slice has shape {list(value.shape)}")
+    return full, extents
+
+
 @kernel("ShardedFilename", cheap=True)
 def sharded_filename(ctx: KernelContext, basename: np.ndarray, shard: np.ndarray,
                      num_shards: np.ndarray):
@@ -144,11 +168,10 @@ def save_v2(ctx: KernelContext, prefix: np.ndarray, tensor_names: np.ndarray,
     if len(slices) != len(tensors):
         raise InvalidArgumentError(
             f"Expected {len(tensors)} elements in shapes_and_slices, but got {len(slices)}")
-    for name, sl in zip(names, slices):
-        if sl:
-            raise UnimplementedError(f"saving the slice '{sl}' of {name} (partitioned "
-                                     "variables) is not supported")
-    write_bundle(path, list(zip(names, tensors)))
+    items = []
+    for name, spec, value in zip(names, slices, tensors):
+        items.append((name, value, _parse_slice(spec, name, value) if spec.strip() else None))
+    write_bundle(path, items)
     with _READERS_LOCK:   # a cached reader of an overwritten bundle is stale
         for key in [k for k in _READERS if k[0] == path]:
             del _READERS[key]
