@@ -1274,75 +1274,27 @@ def unicode_encode(ctx: KernelContext, values: np.ndarray, splits: np.ndarray) -
 
 # --- UnicodeScript --------------------------------------------------------------------------
 
-# ICU's script codes (UScriptCode) for the blocks of the common scripts: Latin, Greek,
-# Cyrillic, Arabic, Hebrew, Devanagari, Thai, Hangul, Hiragana, Katakana and Han, with the
-# Common (0) and Inherited (1) characters among and around them (punctuation, symbols,
-# combining marks, emoji), Unknown (103) for their unassigned points. "start:code" runs,
-# hexadecimal starts; "-" marks a range this table leaves out (UnimplementedError).
-# Taken from TF 2.21's ICU (UnicodeScript over every code point).
-_SCRIPT_RUNS = """
-0:0 41:25 5B:0 61:25 7B:0 AA:25 AB:0 BA:25 BB:0 C0:25 D7:0 D8:25 F7:0 F8:25 2B9:0 2E0:25 2E5:0
-2EA:5 2EC:0 300:1 370:14 374:0 375:14 378:103 37A:14 37E:0 37F:14 380:103 384:14 385:0 386:14
-387:0 388:14 38B:103 38C:14 38D:103 38E:14 3A2:103 3A3:14 3E2:7 3F0:14 400:8 485:1 487:8 530:-
-590:103 591:19 5C8:103 5D0:19 5EB:103 5EF:19 5F5:103 600:2 605:0 606:2 60C:0 60D:2 61B:0 61C:2
-61D:103 61E:2 61F:0 620:2 640:0 641:2 64B:1 656:2 670:1 671:2 6DD:0 6DE:2 700:- 750:2 780:-
-870:103 8A0:2 8B5:103 8B6:2 8C8:103 8D3:2 8E2:0 8E3:2 900:10 951:1 955:10 964:0 966:10 980:-
-E00:103 E01:38 E3B:103 E3F:0 E40:38 E5C:103 E80:- 1100:18 1200:- 1AB0:1 1AC1:103 1B00:-
-1D00:25 1D26:14 1D2B:8 1D2C:25 1D5D:14 1D62:25 1D66:14 1D6B:25 1D78:8 1D79:25 1DBF:14 1DC0:1
-1DFA:103 1DFB:1 1E00:25 1F00:14 1F16:103 1F18:14 1F1E:103 1F20:14 1F46:103 1F48:14 1F4E:103
-1F50:14 1F58:103 1F59:14 1F5A:103 1F5B:14 1F5C:103 1F5D:14 1F5E:103 1F5F:14 1F7E:103 1F80:14
-1FB5:103 1FB6:14 1FC5:103 1FC6:14 1FD4:103 1FD6:14 1FDC:103 1FDD:14 1FF0:103 1FF2:14 1FF5:103
-1FF6:14 1FFF:103 2000:0 200C:1 200E:0 2065:103 2066:0 2071:25 2072:103 2074:0 207F:25 2080:0
-208F:103 2090:25 209D:103 20A0:0 20C0:103 20D0:1 20F1:103 2100:0 2126:14 2127:0 212A:25 212C:0
-2132:25 2133:0 214E:25 214F:0 2160:25 2189:0 218C:103 2190:0 2427:103 2440:0 244B:103 2460:0
-2800:46 2900:0 2B74:103 2B76:0 2B96:103 2B97:0 2C00:- 2DE0:8 2E00:0 2E53:103 2E80:17 2E9A:103
-2E9B:17 2EF4:103 2F00:17 2FD6:103 2FE0:- 2FF0:0 2FFC:103 3000:0 3005:17 3006:0 3007:17 3008:0
-3021:17 302A:1 302E:18 3030:0 3038:17 303C:0 3040:103 3041:20 3097:103 3099:1 309B:0 309D:20
-30A0:0 30A1:22 30FB:0 30FD:22 3100:103 3105:5 3130:103 3131:18 318F:103 3190:0 31A0:5 31C0:0
-31E4:103 31F0:22 3200:18 321F:103 3220:0 3260:18 327F:0 32D0:22 32FF:0 3300:22 3358:0 3400:17
-4DC0:0 4E00:17 9FFD:103 A000:- A640:8 A6A0:- A700:0 A722:25 A788:0 A78B:25 A7C0:103 A7C2:25
-A7CB:103 A7F5:25 A800:- AB30:25 AB5B:0 AB5C:25 AB65:14 AB66:25 AB6A:0 AB6C:103 AB70:- AC00:18
-D7A4:103 D7B0:18 D7C7:103 D7CB:18 D7FC:103 D800:- F900:17 FA6E:103 FA70:17 FADA:103 FB00:25
-FB07:103 FB13:3 FB18:103 FB1D:19 FB37:103 FB38:19 FB3D:103 FB3E:19 FB3F:103 FB40:19 FB42:103
-FB43:19 FB45:103 FB46:19 FB50:2 FBC2:103 FBD3:2 FD3E:0 FD40:103 FD50:2 FD90:103 FD92:2
-FDC8:103 FDF0:2 FDFE:103 FE00:1 FE10:0 FE1A:103 FE20:1 FE2E:8 FE30:0 FE53:103 FE54:0 FE67:103
-FE68:0 FE6C:103 FE70:2 FE75:103 FE76:2 FEFD:103 FEFF:0 FF00:103 FF01:0 FF21:25 FF3B:0 FF41:25
-FF5B:0 FF66:22 FF70:0 FF71:22 FF9E:0 FFA0:18 FFBF:103 FFC2:18 FFC8:103 FFCA:18 FFD0:103
-FFD2:18 FFD8:103 FFDA:18 FFDD:103 FFE0:0 FFE7:103 FFE8:0 FFEF:103 FFF9:0 FFFE:103 10000:-
-1F000:0 1F02C:103 1F030:0 1F094:103 1F0A0:0 1F0AF:103 1F0B1:0 1F0C0:103 1F0C1:0 1F0D0:103
-1F0D1:0 1F0F6:103 1F100:0 1F1AE:103 1F1E6:0 1F200:20 1F201:0 1F203:103 1F210:0 1F23C:103
-1F240:0 1F249:103 1F250:0 1F252:103 1F260:0 1F266:103 1F300:0 1F6D8:103 1F6E0:0 1F6ED:103
-1F6F0:0 1F6FD:103 1F700:0 1F774:103 1F780:0 1F7D9:103 1F7E0:0 1F7EC:103 1F800:0 1F80C:103
-1F810:0 1F848:103 1F850:0 1F85A:103 1F860:0 1F888:103 1F890:0 1F8AE:103 1F8B0:0 1F8B2:103
-1F900:0 1F979:103 1F97A:0 1F9CC:103 1F9CD:0 1FA54:103 1FA60:0 1FA6E:103 1FA70:0 1FA75:103
-1FA78:0 1FA7B:103 1FA80:0 1FA87:103 1FA90:0 1FAA9:103 1FAB0:0 1FAB7:103 1FAC0:0 1FAC3:103
-1FAD0:0 1FAD7:103 1FB00:- 20000:17 2A6DE:103 2A700:17 2B735:103 2B740:17 2B81E:103 2B820:17
-2CEA2:103 2CEB0:17 2EBE1:103 2F800:17 2FA1E:103 30000:17 3134B:103 323B0:- E0000:103 E0001:0
-E0002:103 E0020:0 E0080:103 E0100:1 E01F0:-"""
+_SCRIPTS: tuple[np.ndarray, np.ndarray] | None = None   # (run starts, UScriptCode)
 
 
 def _script_table() -> tuple[np.ndarray, np.ndarray]:
-    starts, codes = [], []
-    for tok in _SCRIPT_RUNS.split():
-        s, c = tok.split(":")
-        starts.append(int(s, 16))
-        codes.append(-2 if c == "-" else int(c))
-    return np.asarray(starts, np.int64), np.asarray(codes, np.int32)
+    """ICU's script runs over every code point, as TF 2.21's UnicodeScript gives them
+    (_unicode_scripts.py, written by tests/data/kernels/unicode_script/generate.py); parsed
+    on first use."""
+    global _SCRIPTS
+    if _SCRIPTS is None:
+        from ._unicode_scripts import RUNS
 
-
-_SCRIPT_STARTS, _SCRIPT_CODES = _script_table()
+        pairs = [tok.split(":") for tok in RUNS.split()]
+        _SCRIPTS = (np.asarray([int(a, 16) for a, _ in pairs], np.int64),
+                    np.asarray([int(b) for _, b in pairs], np.int32))
+    return _SCRIPTS
 
 
 @kernel("UnicodeScript")
 def unicode_script(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    starts, codes = _script_table()
     cp = x.astype(np.int64)
-    valid = (cp >= 0) & (cp <= 0x10FFFF)
-    code = _SCRIPT_CODES[np.searchsorted(_SCRIPT_STARTS, np.where(valid, cp, 0),
-                                         side="right") - 1]
-    missing = valid & (code == -2)
-    if missing.any():
-        raise UnimplementedError(
-            f"UnicodeScript: no script data for U+{int(cp[missing][0]):04X} (only the blocks "
-            f"of Latin, Greek, Cyrillic, Arabic, Hebrew, Devanagari, Thai, Hangul, Hiragana, "
-            f"Katakana, Han and the common punctuation, symbols and emoji are included)")
+    valid = (cp >= 0) & (cp <= 0x10FFFF)   # others: -1 (USCRIPT_INVALID_CODE)
+    code = codes[np.searchsorted(starts, np.where(valid, cp, 0), side="right") - 1]
     return np.where(valid, code, -1).astype(np.int32)
