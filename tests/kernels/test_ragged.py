@@ -66,14 +66,6 @@ def test_variant_round_trip_keeps_components() -> None:
     assert rows.shape == (3,) and [r.values.shape[0] for r in rows] == [2, 0, 1]
 
 
-def test_unicode_script_outside_the_table_is_unimplemented() -> None:
-    # Armenian (U+0531) is not in the compact script table: no silent wrong answer
-    with pytest.raises(errors.UnimplementedError):
-        invoke("UnicodeScript", np.array([0x41, 0x531], np.int32))
-    got = invoke("UnicodeScript", np.array([0x41, -5, 0x110000, 0x4E00], np.int32))
-    np.testing.assert_array_equal(got, [25, -1, -1, 17])   # Latin, invalid, invalid, Han
-
-
 def test_unsupported_input_encoding_is_unimplemented() -> None:
     # a codec ICU knows but this kernel does not: not mistaken for an unknown name
     with pytest.raises(errors.UnimplementedError):
