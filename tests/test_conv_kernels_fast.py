@@ -237,7 +237,10 @@ def test_max_pool_nan_and_integers(xs) -> None:
     x[0, 2, 3, 1] = np.nan
     a = {"ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": "SAME"}
     got = invoke("MaxPool", x, attrs=a)
-    assert np.isnan(got[0, 1, 1, 1]) and np.isnan(got).sum() == 1
+    # TensorFlow's kernel (Eigen's max with the accumulator first, as TF 2.21 gives it with
+    # and without oneDNN): a NaN never wins its window
+    assert not np.isnan(got).any()
+    assert got[0, 1, 1, 1] == np.nanmax(x[0, 2:4, 2:4, 1])
     xi = rng.integers(-100, 100, xs).astype(np.int32)
     a = {"ksize": [1, 3, 3, 1], "strides": [1, 2, 2, 1], "padding": "SAME"}
     got = invoke("MaxPool", xi, attrs=a)

@@ -680,13 +680,35 @@ def _depth_max_pool(x: np.ndarray, g: Geom, k: int, s: int, fmt: str) -> np.ndar
             f"({s}) and to divide the input depth ({g.c})")
     if fmt != "NHWC":
         raise InvalidArgumentError("depthwise max pooling is only supported for NHWC")
-    return x.reshape(g.n, g.h, g.w, g.c // k, k).max(axis=-1)
+    # TF's reduction over each depth window starts from its first element (an all-NaN
+    # window stays NaN), then folds the rest as MaxPool does
+    windows = x.reshape(g.n, g.h, g.w, g.c // k, k)
+    out = windows[..., 0].copy()
+    for j in range(1, k):
+        _max_into(out, windows[..., j])
+    return out
+
+
+def _pool_lowest(dt: np.dtype) -> Any:
+    """Where TensorFlow's MaxPool starts a window: NumTraits<T>::lowest(), the most negative
+    finite value, not -inf."""
+    return np.finfo(dt).min if dt.kind == "f" else np.iinfo(dt).min
+
+
+def _max_into(acc: np.ndarray, x: np.ndarray) -> None:
+    """``acc = acc < x ? x : acc``, Eigen's max with the accumulator first: a NaN never
+    replaces it, and of two equal values (0 and -0) the accumulator's stays."""
+    np.copyto(acc, x, where=acc < x)
 
 
 def max_pool(x: np.ndarray, ksize: Sequence[int], strides: Sequence[int], padding: str,
              data_format: str = "NHWC", explicit_paddings: Sequence[int] | None = ()
              ) -> np.ndarray:
-    """TensorFlow's MaxPool (also across depth); a window holding a NaN pools to NaN."""
+    """TensorFlow's MaxPool (also across depth). Its kernel folds each window into the most
+    negative finite value with ``acc < x ? x : acc`` (:func:`_max_into`): a NaN never
+    wins (an all-NaN window pools to that lowest value), and of two zeros the first stays.
+    (Across depth the fold starts from the window's first element; MaxPool3D's kernel lets
+    the new value win instead: nn.max_pool3d.)"""
     fmt = check_format(data_format)
     check_rank(x, 4, "input")
     p = _pool_plan("max", x.shape, x.dtype.itemsize, _key(ksize), _key(strides), padding,
@@ -695,15 +717,16 @@ def max_pool(x: np.ndarray, ksize: Sequence[int], strides: Sequence[int], paddin
     if p.mode == "depth":
         _, kc, sc = pool_geometry(x.shape, ksize, strides, padding, explicit_paddings, fmt)
         return _depth_max_pool(x, g, kc, sc, fmt)
-    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    # np.maximum (and max) propagate NaN: a window holding a NaN pools to NaN.
+    lowest = _pool_lowest(x.dtype)
     if p.mode == "gather":
         cols = _gather(x, p.idx, p.fill_row, lowest).reshape(g.kh * g.kw, -1, g.c)
-        return cols.max(axis=0).reshape(g.n, g.oh, g.ow, g.c)
+        out = np.full(cols.shape[1:], lowest, x.dtype)
+        for j in range(cols.shape[0]):
+            _max_into(out, cols[j])
+        return out.reshape(g.n, g.oh, g.ow, g.c)
     out = np.full(_out_shape(g, fmt), lowest, x.dtype)
     for oi, ii in p.slices:
-        o = out[oi]
-        np.maximum(o, x[ii], out=o)
+        _max_into(out[oi], x[ii])
     return out
 
 
