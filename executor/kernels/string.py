@@ -429,8 +429,10 @@ def _case(ctx: KernelContext, x: np.ndarray, upper: bool) -> np.ndarray:
         b = _as_bytes(v)
         if not enc:  # ASCII letters only, every other byte untouched
             return b.upper() if upper else b.lower()
-        s = b.decode("utf-8", "surrogateescape")
-        return (s.upper() if upper else s.lower()).encode("utf-8", "surrogateescape")
+        # ICU's UTF-8 reading, as TF's kernel: each ill-formed sequence becomes U+FFFD
+        # (maximal subparts, as Python's "replace" handler)
+        s = b.decode("utf-8", "replace")
+        return (s.upper() if upper else s.lower()).encode("utf-8")
 
     return _map(fn, x)
 
@@ -584,7 +586,12 @@ def unsorted_segment_join(ctx: KernelContext, x: np.ndarray, ids: np.ndarray,
     out = np.empty((n, rows.shape[1]), dtype=object)
     for s in range(n):
         for j in range(rows.shape[1]):
-            out[s, j] = sep.join(parts[s][j])
+            # TF appends the separator only once the joined string is non-empty: a
+            # segment's leading empty strings leave no separator ("", "a", "" -> "a|")
+            acc = b""
+            for part in parts[s][j]:
+                acc = acc + sep + part if acc else part
+            out[s, j] = acc
     return out.reshape((n,) + inner)
 
 

@@ -370,6 +370,19 @@ op("UnsortedSegmentJoin", dict(inputs=GRID, segment_ids=np.array([[0, 1, 0], [1,
                                num_segments=np.int64(2)), note="negative id")
 op("UnsortedSegmentJoin", dict(inputs=GRID, segment_ids=np.array([[0, 1, 0], [1, 1, 0]], i64),
                                num_segments=np.int64(2)))
+# the separator comes only once the joined string is non-empty (tf.strings.split then
+# reduce_join on a ragged row that starts with empty tokens)
+op("UnsortedSegmentJoin", dict(inputs=np.array([b"", b"a", b"", b"", b"", b"b", b"", b"c"],
+                                               dtype=object),
+                               segment_ids=np.array([0, 0, 0, 1, 1, 1, 2, 2], i32),
+                               num_segments=np.int32(4)), dict(separator="|"),
+   note="leading empty strings")
+op("StringLower", dict(input=np.array([b"AB\xffCD", b"X\xe2\x82", b"\xc0\xafQ", "ÄÖ".encode()],
+                                      dtype=object)), dict(encoding="utf-8"),
+   note="ill-formed UTF-8")
+op("StringUpper", dict(input=np.array([b"ab\xffcd", b"x\xe2\x82", "straße".encode()],
+                                      dtype=object)), dict(encoding="utf-8"),
+   note="ill-formed UTF-8, ß")
 
 # --- lookup tables ---------------------------------------------------------------------------
 (HERE / "vocab.txt").write_text("the\t7\nquick\t-3\nbrown\t12\nfox\t0\n")
