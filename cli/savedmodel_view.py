@@ -77,6 +77,11 @@ def run_signature(path: str, signature: str | None, fetches: tuple[str, ...],
                 shape = sig.inputs[k].shape
                 batch_of_one(feeds, k, None if shape is None else len(shape))
         keys = names(fetches) or list(sig.outputs)
+        unknown = [k for k in feeds if k not in sig.inputs]
+        if unknown:   # a misspelt key first: "needs x" would hide that "nope" was wrong
+            raise InvalidArgumentError(
+                f"signature '{sig.key}' has no input {', '.join(repr(k) for k in unknown)} "
+                f"(inputs: {', '.join(sig.inputs) or 'none'})")
         missing = [k for k in sig.inputs if k not in feeds]
         if missing:
             hints = " ".join(f"--feed {k}=... ({_spec(sig.inputs[k])})"

@@ -212,6 +212,8 @@ def test_cli_run_signature_errors_name_the_keys() -> None:
     assert r.exit_code == 1 and "available: count, greet, serving_default" in r.output
     r = invoke("run", str(DATA / "module"))
     assert r.exit_code == 1 and "--feed x=... (float32 [?,2])" in r.output
+    r = invoke("run", str(DATA / "module"), "--feed", "nope=1")
+    assert r.exit_code == 1 and "has no input 'nope' (inputs: x)" in r.output
 
 
 # --- freeze ---------------------------------------------------------------------------------
