@@ -980,14 +980,22 @@ def max_pool3d(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     geo, ks, st = _pool3d_params(ctx, x)
     shape = (x.shape[0],) + tuple(o for o, _ in geo) + (x.shape[4],)
     # TF's Eigen kernel (oneDNN off) lets each element replace the window's value unless it
-    # is smaller: a NaN does, and a number after it replaces the NaN again. np.maximum keeps
-    # the NaN (a masked copy that would not is 10x slower): a window whose NaN comes before
-    # its last element differs.
-    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    # is smaller: a NaN does, and a number after it replaces the NaN again. Without NaN that
+    # is np.maximum; with NaN, np.fmax then the NaNs put back (one max() finds them: ~2x
+    # slower only then). TF also folds SAME padding in, whose lowest value replaces a NaN
+    # too; that is not followed here.
+    lowest = np.finfo(x.dtype).min if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     out = np.full(shape, lowest, x.dtype)
     if out.size:
+        has_nan = x.dtype.kind == "f" and bool(np.isnan(x.max()))
         for o, i in _pool3d_taps(x, geo, ks, st):
-            np.maximum(out[o], x[i], out=out[o])
+            acc, v = out[o], x[i]
+            if has_nan:
+                np.fmax(acc, v, out=acc)
+                np.copyto(acc, v, where=np.isnan(v))
+            else:
+                np.maximum(acc, v, out=acc)
+            out[o] = acc
     return out
 
 
