@@ -287,6 +287,15 @@ class Plan:
     deferred: bool = False
     ran: bool = False
 
+    @property
+    def reads_ref_variables(self) -> bool:
+        """Whether the step runs a ref variable (VariableV2), whose buffer a fetch may be."""
+        v = self.__dict__.get("_reads_refs")
+        if v is None:
+            v = self.__dict__["_reads_refs"] = any(
+                it.op in ("VariableV2", "Variable") for it in self.items)
+        return v
+
 
 def needed_nodes(graph: Graph, fetches: list[tuple[str, int]], feeds: set[tuple[str, int]],
                  targets: list[str]) -> set[str]:

@@ -508,6 +508,8 @@ def compile_frame(lay: FrameLayout, enters: list[NodeItem], all_inputs: dict,
         prog.loop = _compile_loop(nest, lay, enters, slots)
     except _Reject:
         return None
+    if any(_writes_ref_variable(k) for k in nest.kernels):
+        return None
     prog.exits = list(lay.exits)
     prog.exit_slots = [dst for dst, _src in prog.loop.exit_copies]
     prog.kernels = nest.kernels
@@ -515,6 +517,19 @@ def compile_frame(lay: FrameLayout, enters: list[NodeItem], all_inputs: dict,
     prog.loops = nest.loops
     prog.item = _program_item(prog, lay, item_id)
     return prog
+
+
+# Ops that update a ref variable's buffer in place (resources.VariableRef.store). A loop
+# holding one stays node by node: its readers (``v/read`` entering the loop) must see the
+# buffer change, and a program's slots keep 0-d values as scalars, copies.
+_REF_WRITERS = ("Assign", "Scatter", "Apply", "SparseApply", "CountUpTo",
+                "StridedSliceAssign")
+
+
+def _writes_ref_variable(k: NodeItem) -> bool:
+    from dfg.graphdef import dtypes as D
+
+    return k.op.startswith(_REF_WRITERS) and any(D.is_ref(t) for t in k.input_dtypes)
 
 
 class _Unit:

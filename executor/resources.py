@@ -1,9 +1,13 @@
 """Session-lifetime state: variables (ref and resource) and the manager that owns them.
 
 A ref variable (VariableV2) flows through the graph as its ``VariableRef``; consumers whose
-OpDef input is not a ref receive the dereferenced value (the executor does that). Values are
-never mutated in place: an assignment rebinds ``value`` to a new array, so a tensor read
-earlier in a step keeps the value it had when it was read.
+OpDef input is not a ref receive the dereferenced value (the executor does that): the
+variable's buffer itself, as in TensorFlow. Its updates (Assign, AssignAdd, scatters, the
+Apply* optimizers, CountUpTo) write into that buffer (:meth:`VariableRef.store`), so a
+tensor read from it earlier, such as ``v/read`` entering a while loop, sees them, as TF1
+graphs expect. The buffer is the variable's own (copied on its first store, or when the
+shape changes); ``Session.run`` hands out copies of it. Resource variables keep values
+that are never mutated in place: TF2's reads are snapshots.
 """
 
 from __future__ import annotations
@@ -45,6 +49,18 @@ class VariableRef:
                 f"Attempting to use uninitialized value {self.name}")
         return v
 
+    def store(self, new: np.ndarray) -> None:
+        """Give the variable ``new``: copied into its buffer when the shape and dtype allow
+        (TF's AssignOp and DenseUpdate write in place), else into a buffer of its own."""
+        old = self.value
+        if old is new:
+            return
+        if old is not None and old.shape == np.shape(new) and old.dtype == np.asarray(
+                new).dtype and old.flags.writeable:
+            np.copyto(old, new)
+        else:
+            self.value = np.array(new, copy=True)
+
     def __repr__(self) -> str:
         return f"VariableRef({self.name!r})"
 
@@ -85,6 +101,12 @@ class ResourceManager:
 
     def lookup(self, key: tuple[str, str]) -> Any | None:
         return self._items.get(key)
+
+    def ref_buffers(self) -> set[int]:
+        """The ids of the ref variables' buffers (what a fetch must copy: they change in
+        place)."""
+        return {id(v.value) for v in list(self._items.values())
+                if type(v) is VariableRef and v.value is not None}
 
     def delete(self, key: tuple[str, str]) -> bool:
         with self._lock:

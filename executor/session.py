@@ -292,10 +292,12 @@ class Session:
         finally:
             with self._lock:
                 self._active.discard(step.control)
+        refs = self.resources.ref_buffers() if plan.reads_ref_variables else ()
         for i, v in enumerate(out):
-            # a Const's value is a read-only view of the graph's bytes (tensors.to_numpy);
-            # the caller gets an array of its own, as TensorFlow's fetches are
-            if type(v) is np.ndarray and not v.flags.writeable:
+            # the caller gets arrays of its own, as TensorFlow's fetches are: a Const's value
+            # is a read-only view of the graph's bytes (tensors.to_numpy), and a ref
+            # variable's buffer changes in place (resources.VariableRef.store)
+            if type(v) is np.ndarray and (not v.flags.writeable or id(v) in refs):
                 out[i] = v.copy()
         for i, key in plan.fetched_feeds.items():
             out[i] = values[key]

@@ -155,3 +155,33 @@ def test_fetched_const_is_the_callers_own_array() -> None:
         assert got.flags.writeable
         got += 100
         np.testing.assert_array_equal(sess.run(name), value)
+
+
+def test_fetched_ref_variable_is_a_snapshot() -> None:
+    """A ref variable's buffer is updated in place (resources.VariableRef.store), as
+    TensorFlow's is; what a fetch handed out earlier keeps the value it had."""
+    from dfg.executor import Session
+    from dfg.graphdef.graph import Graph
+    from dfg.schemas import graph_pb2
+
+    gd = graph_pb2.GraphDef()
+    v = gd.node.add(name="v", op="VariableV2")
+    v.attr["dtype"].type = D.DT_FLOAT
+    v.attr["shape"].shape.dim.add().size = 2
+    c = gd.node.add(name="c", op="Const")
+    c.attr["dtype"].type = D.DT_FLOAT
+    c.attr["value"].tensor.CopyFrom(from_numpy(np.array([1.0, 2.0], np.float32)))
+    for name, op in (("init", "Assign"), ("add", "AssignAdd")):
+        n = gd.node.add(name=name, op=op, input=["v", "c"])
+        n.attr["T"].type = D.DT_FLOAT
+    r = gd.node.add(name="read", op="Identity", input=["v"])
+    r.attr["T"].type = D.DT_FLOAT
+    sess = Session(Graph(gd), optimize="off")
+    sess.run([], targets=["init"])
+    a, b = sess.run(["v", "read"])
+    sess.run([], targets=["add"])
+    np.testing.assert_array_equal(a, [1, 2])
+    np.testing.assert_array_equal(b, [1, 2])
+    np.testing.assert_array_equal(sess.run("read"), [2, 4])
+    # the Const the variable was assigned from is untouched by the in-place update
+    np.testing.assert_array_equal(sess.run("c"), [1, 2])

@@ -35,9 +35,9 @@ def variable_v2(ctx):
 def _update(ctx, ref: VariableRef, fn) -> VariableRef:
     if ctx.attrs.get("use_locking", False):
         with ref.lock:
-            ref.value = fn(ref.value)
+            ref.store(fn(ref.value))
     else:
-        ref.value = fn(ref.value)
+        ref.store(fn(ref.value))
     return ref
 
 
@@ -285,10 +285,10 @@ def resource_gather_nd(ctx, handle: ResourceHandle, indices: np.ndarray):
 def count_up_to(ctx, ref: VariableRef):
     limit = ctx.attrs["limit"]
     with ref.lock:
-        old = _read_for_update(ref, ref.value)
+        old = np.array(_read_for_update(ref, ref.value))   # the store below is in place
         if old >= limit:
             raise OutOfRangeError(f"Reached limit of {limit}")
-        ref.value = np.asarray(old + 1, dtype=old.dtype)
+        ref.store(np.asarray(old + 1, dtype=old.dtype))
     return old
 
 

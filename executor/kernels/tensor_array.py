@@ -693,9 +693,16 @@ def stack_v2(ctx: KernelContext, max_size: np.ndarray) -> StackHandle:
 @kernel("StackPushV2", cheap=True)
 def stack_push_v2(ctx: KernelContext, handle: Any, elem: np.ndarray) -> np.ndarray:
     st = _stack(ctx, handle)
-    if not _same_dtype(elem.dtype, st.elem_type):
+    # a resource (a TensorArray handle the v1 gradient of a loop saves per iteration) has
+    # no numpy dtype: the stack's DT_RESOURCE elem_type takes it as it is
+    have = getattr(elem, "dtype", None)
+    if not (isinstance(elem, np.ndarray) or isinstance(have, np.dtype)):
+        if isinstance(st.elem_type, np.dtype):
+            raise InvalidArgumentError(
+                f"Must have type {_dtname(st.elem_type)} but got {type(elem).__name__}")
+    elif not _same_dtype(have, st.elem_type):
         raise InvalidArgumentError(
-            f"Must have type {_dtname(st.elem_type)} but got {_dtname(elem.dtype)}")
+            f"Must have type {_dtname(st.elem_type)} but got {_dtname(have)}")
     st.push(elem)
     return elem
 

@@ -274,7 +274,7 @@ def _ref_kernel(n_slots: int, names: Sequence[str], fn: Callable, sparse: bool) 
         values = [r.read() for r in refs]
         new = _apply(ctx, n_slots, names, fn, values, args[n_slots:], sparse)
         for r, v in zip(refs, new):
-            r.value = v
+            r.store(v)
         return refs[0]
 
     return run

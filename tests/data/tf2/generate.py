@@ -629,6 +629,46 @@ def while_gradients() -> dict[str, Any]:
 
 
 @case
+def v1_loop_state() -> dict[str, Any]:
+    def build() -> None:
+        # control flow v1 (Switch/Merge/Enter), as TF1 wrote graphs
+        tf.compat.v1.disable_control_flow_v2()
+        try:
+            v = tf.compat.v1.Variable(1.0, use_resource=False, name="v")
+
+            def body(i: Any, a: Any) -> Any:
+                with tf.control_dependencies([tf.compat.v1.assign_add(v, 1.0)]):
+                    return i + 1, a + tf.identity(v)   # v/read, entered into the loop
+
+            _, total = tf.compat.v1.while_loop(lambda i, a: i < 3, body, [0, 0.0],
+                                               parallel_iterations=1)
+            tf.identity(total, name="sum")
+            x = ph(tf.float32, [2], "x")
+
+            def body2(i: Any, a: Any) -> Any:
+                ta = tf.TensorArray(tf.float32, size=1).write(0, a * 2.0)
+                return i + 1, ta.read(0)
+
+            _, y = tf.compat.v1.while_loop(lambda i, a: i < 2, body2, [0, x])
+            tf.identity(tf.gradients(tf.reduce_sum(y * y), x)[0], name="dx")
+            tf.compat.v1.global_variables_initializer()
+        finally:
+            tf.compat.v1.enable_control_flow_v2()
+
+    return dict(
+        description="Control flow v1: a loop that updates a ref variable and reads it through "
+                    "v/read entered into the loop (the reads see the updates: the buffer is "
+                    "shared), run twice; the gradient of a loop whose body makes a "
+                    "TensorArray (its handles saved on a stack for the gradient).",
+        features=["while", "gradients", "variables", "multi-step"],
+        rtol=1e-6, atol=1e-6,
+        graph=graph_of(build),
+        steps=[step(target=["init"]),
+               step({"x:0": f32([0.5, -1.5])}, ["sum:0", "dx:0"]),
+               step({"x:0": f32([2.0, 1.0])}, ["sum:0", "dx:0"])])
+
+
+@case
 def legacy_placeholder_shape() -> dict[str, Any]:
     def build() -> None:
         x = ph(tf.float32, None, "x")
