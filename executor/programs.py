@@ -430,6 +430,8 @@ def compile_straight_line(plan: Any, prog_id: int) -> StraightLineProgram | None
     unvalidated graph)."""
     prog = StraightLineProgram(prog_id, plan)
     for it in plan.items:
+        if _writes_ref_variable(it):   # as loops (compile_frame): 0-d reads would be copies
+            return None
         if not it.transfer:
             prog.kernels.append(it)
         elif not (it.transfer == CONST or it.transfer == FORWARD and it.num_inputs == 1):
@@ -519,9 +521,9 @@ def compile_frame(lay: FrameLayout, enters: list[NodeItem], all_inputs: dict,
     return prog
 
 
-# Ops that update a ref variable's buffer in place (resources.VariableRef.store). A loop
-# holding one stays node by node: its readers (``v/read`` entering the loop) must see the
-# buffer change, and a program's slots keep 0-d values as scalars, copies.
+# Ops that update a ref variable's buffer in place (resources.VariableRef.store). A step or
+# loop holding one stays node by node: its readers (``v/read``, entered into a loop or not)
+# must see the buffer change, and a program's slots keep 0-d values as scalars, copies.
 _REF_WRITERS = ("Assign", "Scatter", "Apply", "SparseApply", "CountUpTo",
                 "StridedSliceAssign")
 

@@ -185,3 +185,30 @@ def test_fetched_ref_variable_is_a_snapshot() -> None:
     np.testing.assert_array_equal(sess.run("read"), [2, 4])
     # the Const the variable was assigned from is untouched by the in-place update
     np.testing.assert_array_equal(sess.run("c"), [1, 2])
+
+
+@pytest.mark.parametrize("programs", ["never", "always"])
+def test_a_read_of_a_ref_variable_sees_a_later_update(programs: str) -> None:
+    """v/read shares the variable's buffer (as in TensorFlow): a consumer that runs after an
+    AssignAdd (control dependency) sees the new value, programs or not."""
+    from dfg.executor import Session
+    from dfg.graphdef.graph import Graph
+    from dfg.schemas import graph_pb2
+
+    gd = graph_pb2.GraphDef()
+    v = gd.node.add(name="v", op="VariableV2")
+    v.attr["dtype"].type = D.DT_FLOAT
+    v.attr["shape"].shape.SetInParent()
+    c = gd.node.add(name="c", op="Const")
+    c.attr["dtype"].type = D.DT_FLOAT
+    c.attr["value"].tensor.CopyFrom(from_numpy(np.float32(1.0)))
+    for name, op in (("init", "Assign"), ("add", "AssignAdd")):
+        n = gd.node.add(name=name, op=op, input=["v", "c"])
+        n.attr["T"].type = D.DT_FLOAT
+    r = gd.node.add(name="read", op="Identity", input=["v"])
+    r.attr["T"].type = D.DT_FLOAT
+    y = gd.node.add(name="y", op="Identity", input=["read", "^add"])
+    y.attr["T"].type = D.DT_FLOAT
+    sess = Session(Graph(gd), programs=programs)
+    sess.run([], targets=["init"])
+    assert [sess.run("y").item() for _ in range(3)] == [2.0, 3.0, 4.0]
