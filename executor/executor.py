@@ -188,10 +188,18 @@ class Step:
         inline = deque(prop.start(feed_values))
         inflight = 0
         tracer = self.tracer
+        # In-place updates of ref variables wait while other work is ready, so reads of the
+        # buffer that are ready too (v/read's consumers) see the old value: the order TF's
+        # executor gives its TF1 graphs (an update needs the gradients, reads do not).
+        deferred: deque = deque()
+        defer = True
         while True:
             while inline:
                 tagged = inline.popleft()
                 item, _f, it, is_dead = tagged
+                if defer and item.writes_ref and inline:
+                    deferred.append(tagged)
+                    continue
                 n = item.num_inputs
                 if n:
                     inputs = it.inputs
@@ -231,6 +239,12 @@ class Step:
                 if item.fetch_slots and _output_in_root(tagged):
                     self._capture(tagged, outputs)
                 prop.propagate(tagged, outputs, inline)
+            defer = True
+            if deferred and not inflight:
+                inline.extend(deferred)   # nothing else is ready: the updates run now
+                deferred.clear()
+                defer = False
+                continue
             if not inflight:
                 return
             got = done.get()

@@ -69,6 +69,7 @@ class NodeItem(BoundKernel):
         "num_control_inputs", "is_merge", "is_switch", "is_enter", "is_exit",
         "is_next_iteration", "is_constant_enter", "is_control_trigger", "enter_frame",
         "parallel_iterations", "fetch_slots", "shared_ctx", "transfer", "const_out", "cf_kind",
+        "writes_ref",
     )
 
     def __init__(self, idx: int) -> None:
@@ -88,6 +89,7 @@ class NodeItem(BoundKernel):
         self.transfer = 0
         self.const_out: tuple | None = None
         self.cf_kind = CF_NONE
+        self.writes_ref = False   # updates a ref variable's buffer in place (executor order)
 
     @classmethod
     def pseudo(cls, idx: int, name: str, op: str, fn: Any, input_types: list[int],
@@ -258,6 +260,12 @@ class FrameLayout:
     parallel_iterations: int = 10
     exits: list[NodeItem] = field(default_factory=list)
     program: Any = None   # a LoopProgram when the frame is a loop nest programs.py compiles
+
+
+# Ops that update a ref variable's buffer in place (resources.VariableRef.store): readers of
+# the buffer see their writes, so where they run among the ready nodes matters (executor.py
+# runs them after the other ready work; programs.py keeps their steps node by node).
+REF_WRITERS = ("Assign", "Scatter", "Apply", "SparseApply", "CountUpTo", "StridedSliceAssign")
 
 
 @dataclass
@@ -545,6 +553,7 @@ def _make_item(node: Any, idx: int, device: str = kernels.CPU,
     if op == "Const" and type(value) is np.ndarray and value.dtype == item.out_dtypes[0]:
         item.transfer = CONST
         item.const_out = (value,)
+    item.writes_ref = op.startswith(REF_WRITERS) and any(D.is_ref(t) for t in item.input_dtypes)
     # stateless kernels see only their attrs: one context serves every run; stateful ones
     # (variables, TensorArrays, stacks) get a per-run context carrying the step's state
     if not item.stateful:

@@ -521,17 +521,11 @@ def compile_frame(lay: FrameLayout, enters: list[NodeItem], all_inputs: dict,
     return prog
 
 
-# Ops that update a ref variable's buffer in place (resources.VariableRef.store). A step or
-# loop holding one stays node by node: its readers (``v/read``, entered into a loop or not)
-# must see the buffer change, and a program's slots keep 0-d values as scalars, copies.
-_REF_WRITERS = ("Assign", "Scatter", "Apply", "SparseApply", "CountUpTo",
-                "StridedSliceAssign")
-
-
 def _writes_ref_variable(k: NodeItem) -> bool:
-    from dfg.graphdef import dtypes as D
-
-    return k.op.startswith(_REF_WRITERS) and any(D.is_ref(t) for t in k.input_dtypes)
+    """A step or loop holding a ref variable's in-place update (plan.REF_WRITERS) stays node
+    by node: its readers (``v/read``, entered into a loop or not) must see the buffer
+    change, and a program's slots keep 0-d values as scalars, copies."""
+    return getattr(k, "writes_ref", False)
 
 
 class _Unit:

@@ -212,3 +212,32 @@ def test_a_read_of_a_ref_variable_sees_a_later_update(programs: str) -> None:
     sess = Session(Graph(gd), programs=programs)
     sess.run([], targets=["init"])
     assert [sess.run("y").item() for _ in range(3)] == [2.0, 3.0, 4.0]
+
+
+def test_reads_ready_beside_an_update_run_first() -> None:
+    """y = v/read * 3 and AssignAdd(v) in one step, unordered: the update waits while other
+    work is ready (TF's executor gives TF1 graphs that order: sess.run([loss, train_op])
+    reads the weights before updating them), so y uses the old value."""
+    from dfg.executor import Session
+    from dfg.graphdef.graph import Graph
+    from dfg.schemas import graph_pb2
+
+    gd = graph_pb2.GraphDef()
+    v = gd.node.add(name="v", op="VariableV2")
+    v.attr["dtype"].type = D.DT_FLOAT
+    v.attr["shape"].shape.dim.add().size = 2
+    c = gd.node.add(name="c", op="Const")
+    c.attr["dtype"].type = D.DT_FLOAT
+    c.attr["value"].tensor.CopyFrom(from_numpy(np.array([1.0, 2.0], np.float32)))
+    for name, op in (("init", "Assign"), ("upd", "AssignAdd")):
+        n = gd.node.add(name=name, op=op, input=["v", "c"])
+        n.attr["T"].type = D.DT_FLOAT
+    r = gd.node.add(name="read", op="Identity", input=["v"])
+    r.attr["T"].type = D.DT_FLOAT
+    y = gd.node.add(name="y", op="Mul", input=["read", "c"])
+    y.attr["T"].type = D.DT_FLOAT
+    for threads in (1, 2):
+        sess = Session(Graph(gd), threads=threads)
+        sess.run([], targets=["init"])
+        np.testing.assert_array_equal(sess.run("y", targets=["upd"]), [1, 4])
+        np.testing.assert_array_equal(sess.run("y"), [2, 8])
