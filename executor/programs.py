@@ -430,7 +430,7 @@ def compile_straight_line(plan: Any, prog_id: int) -> StraightLineProgram | None
     unvalidated graph)."""
     prog = StraightLineProgram(prog_id, plan)
     for it in plan.items:
-        if _writes_ref_variable(it):   # as loops (compile_frame): 0-d reads would be copies
+        if it.writes_ref:   # as loops (compile_frame): 0-d reads would be copies
             return None
         if not it.transfer:
             prog.kernels.append(it)
@@ -510,7 +510,10 @@ def compile_frame(lay: FrameLayout, enters: list[NodeItem], all_inputs: dict,
         prog.loop = _compile_loop(nest, lay, enters, slots)
     except _Reject:
         return None
-    if any(_writes_ref_variable(k) for k in nest.kernels):
+    # a ref variable's in-place update (plan.REF_WRITERS) keeps the loop node by node: its
+    # readers (v/read entered into the loop) must see the buffer change, and a program's
+    # slots hold 0-d values as scalars, copies
+    if any(k.writes_ref for k in nest.kernels):
         return None
     prog.exits = list(lay.exits)
     prog.exit_slots = [dst for dst, _src in prog.loop.exit_copies]
@@ -519,13 +522,6 @@ def compile_frame(lay: FrameLayout, enters: list[NodeItem], all_inputs: dict,
     prog.loops = nest.loops
     prog.item = _program_item(prog, lay, item_id)
     return prog
-
-
-def _writes_ref_variable(k: NodeItem) -> bool:
-    """A step or loop holding a ref variable's in-place update (plan.REF_WRITERS) stays node
-    by node: its readers (``v/read``, entered into a loop or not) must see the buffer
-    change, and a program's slots keep 0-d values as scalars, copies."""
-    return getattr(k, "writes_ref", False)
 
 
 class _Unit:

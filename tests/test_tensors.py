@@ -157,9 +157,10 @@ def test_fetched_const_is_the_callers_own_array() -> None:
         np.testing.assert_array_equal(sess.run(name), value)
 
 
-def test_fetched_ref_variable_is_a_snapshot() -> None:
-    """A ref variable's buffer is updated in place (resources.VariableRef.store), as
-    TensorFlow's is; what a fetch handed out earlier keeps the value it had."""
+def _ref_variable_session(value: np.ndarray, extra: tuple = (), **session_kw):
+    """A Session over: ref variable ``v`` (VariableV2) of ``value``'s shape, Const ``c`` =
+    ``value``, ``init`` = Assign(v, c), ``add`` = AssignAdd(v, c), ``read`` = Identity(v)
+    (v/read), plus ``extra`` nodes (name, op, inputs) of T=float; ``init`` has run."""
     from dfg.executor import Session
     from dfg.graphdef.graph import Graph
     from dfg.schemas import graph_pb2
@@ -167,17 +168,24 @@ def test_fetched_ref_variable_is_a_snapshot() -> None:
     gd = graph_pb2.GraphDef()
     v = gd.node.add(name="v", op="VariableV2")
     v.attr["dtype"].type = D.DT_FLOAT
-    v.attr["shape"].shape.dim.add().size = 2
+    v.attr["shape"].shape.SetInParent()
+    for d in value.shape:
+        v.attr["shape"].shape.dim.add().size = d
     c = gd.node.add(name="c", op="Const")
     c.attr["dtype"].type = D.DT_FLOAT
-    c.attr["value"].tensor.CopyFrom(from_numpy(np.array([1.0, 2.0], np.float32)))
-    for name, op in (("init", "Assign"), ("add", "AssignAdd")):
-        n = gd.node.add(name=name, op=op, input=["v", "c"])
-        n.attr["T"].type = D.DT_FLOAT
-    r = gd.node.add(name="read", op="Identity", input=["v"])
-    r.attr["T"].type = D.DT_FLOAT
-    sess = Session(Graph(gd), optimize="off")
+    c.attr["value"].tensor.CopyFrom(from_numpy(value))
+    for name, op, inputs in (("init", "Assign", ["v", "c"]), ("add", "AssignAdd", ["v", "c"]),
+                             ("read", "Identity", ["v"]), *extra):
+        gd.node.add(name=name, op=op, input=inputs).attr["T"].type = D.DT_FLOAT
+    sess = Session(Graph(gd), **session_kw)
     sess.run([], targets=["init"])
+    return sess
+
+
+def test_fetched_ref_variable_is_a_snapshot() -> None:
+    """A ref variable's buffer is updated in place (resources.VariableRef.store), as
+    TensorFlow's is; what a fetch handed out earlier keeps the value it had."""
+    sess = _ref_variable_session(np.array([1.0, 2.0], np.float32), optimize="off")
     a, b = sess.run(["v", "read"])
     sess.run([], targets=["add"])
     np.testing.assert_array_equal(a, [1, 2])
@@ -191,53 +199,17 @@ def test_fetched_ref_variable_is_a_snapshot() -> None:
 def test_a_read_of_a_ref_variable_sees_a_later_update(programs: str) -> None:
     """v/read shares the variable's buffer (as in TensorFlow): a consumer that runs after an
     AssignAdd (control dependency) sees the new value, programs or not."""
-    from dfg.executor import Session
-    from dfg.graphdef.graph import Graph
-    from dfg.schemas import graph_pb2
-
-    gd = graph_pb2.GraphDef()
-    v = gd.node.add(name="v", op="VariableV2")
-    v.attr["dtype"].type = D.DT_FLOAT
-    v.attr["shape"].shape.SetInParent()
-    c = gd.node.add(name="c", op="Const")
-    c.attr["dtype"].type = D.DT_FLOAT
-    c.attr["value"].tensor.CopyFrom(from_numpy(np.float32(1.0)))
-    for name, op in (("init", "Assign"), ("add", "AssignAdd")):
-        n = gd.node.add(name=name, op=op, input=["v", "c"])
-        n.attr["T"].type = D.DT_FLOAT
-    r = gd.node.add(name="read", op="Identity", input=["v"])
-    r.attr["T"].type = D.DT_FLOAT
-    y = gd.node.add(name="y", op="Identity", input=["read", "^add"])
-    y.attr["T"].type = D.DT_FLOAT
-    sess = Session(Graph(gd), programs=programs)
-    sess.run([], targets=["init"])
+    sess = _ref_variable_session(np.float32(1.0), [("y", "Identity", ["read", "^add"])],
+                                 programs=programs)
     assert [sess.run("y").item() for _ in range(3)] == [2.0, 3.0, 4.0]
 
 
 def test_reads_ready_beside_an_update_run_first() -> None:
-    """y = v/read * 3 and AssignAdd(v) in one step, unordered: the update waits while other
+    """y = v/read * c and AssignAdd(v) in one step, unordered: the update waits while other
     work is ready (TF's executor gives TF1 graphs that order: sess.run([loss, train_op])
     reads the weights before updating them), so y uses the old value."""
-    from dfg.executor import Session
-    from dfg.graphdef.graph import Graph
-    from dfg.schemas import graph_pb2
-
-    gd = graph_pb2.GraphDef()
-    v = gd.node.add(name="v", op="VariableV2")
-    v.attr["dtype"].type = D.DT_FLOAT
-    v.attr["shape"].shape.dim.add().size = 2
-    c = gd.node.add(name="c", op="Const")
-    c.attr["dtype"].type = D.DT_FLOAT
-    c.attr["value"].tensor.CopyFrom(from_numpy(np.array([1.0, 2.0], np.float32)))
-    for name, op in (("init", "Assign"), ("upd", "AssignAdd")):
-        n = gd.node.add(name=name, op=op, input=["v", "c"])
-        n.attr["T"].type = D.DT_FLOAT
-    r = gd.node.add(name="read", op="Identity", input=["v"])
-    r.attr["T"].type = D.DT_FLOAT
-    y = gd.node.add(name="y", op="Mul", input=["read", "c"])
-    y.attr["T"].type = D.DT_FLOAT
     for threads in (1, 2):
-        sess = Session(Graph(gd), threads=threads)
-        sess.run([], targets=["init"])
-        np.testing.assert_array_equal(sess.run("y", targets=["upd"]), [1, 4])
+        sess = _ref_variable_session(np.array([1.0, 2.0], np.float32),
+                                     [("y", "Mul", ["read", "c"])], threads=threads)
+        np.testing.assert_array_equal(sess.run("y", targets=["add"]), [1, 4])
         np.testing.assert_array_equal(sess.run("y"), [2, 8])

@@ -689,9 +689,9 @@ def _depth_max_pool(x: np.ndarray, g: Geom, k: int, s: int, fmt: str) -> np.ndar
     return out
 
 
-def _pool_lowest(dt: np.dtype) -> Any:
-    """Where TensorFlow's MaxPool starts a window: NumTraits<T>::lowest(), the most negative
-    finite value, not -inf."""
+def pool_lowest(dt: np.dtype) -> Any:
+    """Where TensorFlow's MaxPool and MaxPool3D start a window: NumTraits<T>::lowest(), the
+    most negative finite value, not -inf."""
     return np.finfo(dt).min if dt.kind == "f" else np.iinfo(dt).min
 
 
@@ -718,7 +718,7 @@ def max_pool(x: np.ndarray, ksize: Sequence[int], strides: Sequence[int], paddin
     if p.mode == "depth":
         _, kc, sc = pool_geometry(x.shape, ksize, strides, padding, explicit_paddings, fmt)
         return _depth_max_pool(x, g, kc, sc, fmt)
-    lowest = _pool_lowest(x.dtype)
+    lowest = pool_lowest(x.dtype)
     if p.mode == "gather":
         cols = _gather(x, p.idx, p.fill_row, lowest).reshape(g.kh * g.kw, -1, g.c)
         return np.fmax.reduce(cols, axis=0, initial=lowest).reshape(g.n, g.oh, g.ow, g.c)

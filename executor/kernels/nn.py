@@ -984,8 +984,7 @@ def max_pool3d(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     # is np.maximum; with NaN, np.fmax then the NaNs put back (one max() finds them: ~2x
     # slower only then). TF also folds SAME padding in, whose lowest value replaces a NaN
     # too; that is not followed here.
-    lowest = np.finfo(x.dtype).min if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    out = np.full(shape, lowest, x.dtype)
+    out = np.full(shape, _conv.pool_lowest(x.dtype), x.dtype)
     if out.size:
         has_nan = x.dtype.kind == "f" and bool(np.isnan(x.max()))
         for o, i in _pool3d_taps(x, geo, ks, st):
