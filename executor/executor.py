@@ -26,8 +26,9 @@ import numpy as np
 from dfg.graphdef.errors import InternalError, InvalidArgumentError, OpError
 
 from . import blas, kernel_call
+from .asyncop import PENDING, where
 from .cancel import WATCHDOG, StepControl, deadline_error
-from .kernel_call import call_timed, quiet
+from .kernel_call import call_timed, checked_outputs, quiet
 from .kernels.registry import KernelContext
 from .plan import CONST, FORWARD, HEAVY_OPS, MERGE_INDEX, SWITCH, NodeItem, Plan
 from .programs import CONTROL_KEY
@@ -183,10 +184,11 @@ class Step:
         ctl = self.control
         stats = self.plan.stats
         done: queue.SimpleQueue = queue.SimpleQueue()
-        if pool is not None:
+        if pool is not None or self.plan.has_async:
             ctl.on_cancel(lambda: done.put(_WAKE))
         inline = deque(prop.start(feed_values))
         inflight = 0
+        waiting = 0    # of inflight: async kernels (asyncop.py) waiting on something outside
         tracer = self.tracer
         # In-place updates of ref variables wait while other work is ready, so reads of the
         # buffer that are ready too (v/read's consumers) see the old value: the order TF's
@@ -211,7 +213,7 @@ class Step:
                     args = []
                 if ctl.error is not None:
                     return  # cancelled: drop the rest of the step
-                if is_dead:
+                if is_dead and not item.runs_dead:
                     outputs = None
                 elif item.transfer:
                     kind = item.transfer
@@ -224,23 +226,34 @@ class Step:
                     else:
                         outputs = _merge(args)
                 else:
-                    if pool is not None and (inline or inflight) and _expensive(
+                    if item.async_start is not None:
+                        try:
+                            outputs = _start_async(tagged, args, self.ctx(item), done)
+                        except BaseException as e:  # noqa: BLE001
+                            ctl.cancel(e)
+                            return
+                        if outputs is PENDING:
+                            inflight += 1
+                            waiting += 1
+                            continue
+                    elif pool is not None and (inline or inflight) and _expensive(
                             item, args, stats):
                         pool.submit(done, tagged, args, self.ctx(item), tracer)
                         inflight += 1
                         continue
-                    try:
-                        outputs, secs = _run_kernel(tagged, args, self.ctx(item), tracer)
-                    except BaseException as e:  # noqa: BLE001
-                        ctl.cancel(e)
-                        return
-                    if secs >= 0:
-                        stats.record(item, secs)
+                    else:
+                        try:
+                            outputs, secs = _run_kernel(tagged, args, self.ctx(item), tracer)
+                        except BaseException as e:  # noqa: BLE001
+                            ctl.cancel(e)
+                            return
+                        if secs >= 0:
+                            stats.record(item, secs)
                 if item.fetch_slots and _output_in_root(tagged):
                     self._capture(tagged, outputs)
                 prop.propagate(tagged, outputs, inline)
             defer = True
-            if deferred and not inflight:
+            if deferred and inflight == waiting:   # a Recv may wait on this very update
                 inline.extend(deferred)   # nothing else is ready: the updates run now
                 deferred.clear()
                 defer = False
@@ -252,6 +265,8 @@ class Step:
                 return   # cancelled; kernels still running finish and are discarded
             tagged, outputs, err, secs = got
             inflight -= 1
+            if tagged[0].async_start is not None:
+                waiting -= 1
             if err is not None:
                 ctl.cancel(err)
                 return
@@ -296,6 +311,30 @@ class Step:
             f"the step cannot make progress before computing {names}: "
             f"{len(waiting)} node(s) are stuck: " + "; ".join(parts) + more
             + " (a cycle without NextIteration, or a missing loop input)")
+
+
+def _start_async(tagged: tuple, args: list, ctx: KernelContext, done: queue.SimpleQueue
+                 ) -> Any:
+    """Start an async kernel (asyncop.py): its checked outputs now, or PENDING; its later
+    completion is posted on the step's completion queue like a pool kernel's."""
+    item = tagged[0]
+
+    def finished(outputs: Any, error: BaseException | None) -> None:
+        try:
+            if error is not None:
+                raise error
+            outputs = checked_outputs(item, outputs)
+        except Exception as e:  # noqa: BLE001 - handed to the scheduling thread
+            error = kernel_call.kernel_error(item, e)
+        done.put((tagged, outputs, error, -1.0))
+
+    try:
+        if item.deref:
+            kernel_call._deref(item, args)
+        out = item.async_start(ctx, args, where(tagged), finished)
+        return out if out is PENDING else checked_outputs(item, out)
+    except Exception as e:
+        raise kernel_call.kernel_error(item, e, args) from None
 
 
 def _merge(args: list) -> tuple:

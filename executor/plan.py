@@ -34,6 +34,7 @@ from dfg.graphdef.op_sets import INPUT_OPS
 from dfg.graphdef.opdefs.registry import SignatureError, registry
 from dfg.graphdef.shapes import input_shape
 
+from .asyncop import ASYNC_KERNELS, RUNS_DEAD
 from .blas import BLAS_OPS, gated
 from .kernel_call import BoundKernel, bind, bind_attrs, context  # noqa: F401 (bind_attrs)
 from .kernels import registry as kernels
@@ -69,7 +70,7 @@ class NodeItem(BoundKernel):
         "num_control_inputs", "is_merge", "is_switch", "is_enter", "is_exit",
         "is_next_iteration", "is_constant_enter", "is_control_trigger", "enter_frame",
         "parallel_iterations", "fetch_slots", "shared_ctx", "transfer", "const_out", "cf_kind",
-        "writes_ref",
+        "writes_ref", "async_start", "runs_dead",
     )
 
     def __init__(self, idx: int) -> None:
@@ -90,6 +91,10 @@ class NodeItem(BoundKernel):
         self.const_out: tuple | None = None
         self.cf_kind = CF_NONE
         self.writes_ref = False   # updates a ref variable's buffer in place (executor order)
+        # asyncop.py: the kernel's start function if it may finish later (a _Recv), and
+        # whether it runs on dead inputs (Send/Recv: a dead value crosses as dead)
+        self.async_start: Any = None
+        self.runs_dead = False
 
     @classmethod
     def pseudo(cls, idx: int, name: str, op: str, fn: Any, input_types: list[int],
@@ -296,6 +301,15 @@ class Plan:
     ran: bool = False
 
     @property
+    def has_async(self) -> bool:
+        """Whether a kernel of the step may finish later (asyncop.py): it runs node by node."""
+        v = self.__dict__.get("_has_async")
+        if v is None:
+            v = self.__dict__["_has_async"] = any(it.async_start is not None
+                                                  for it in self.items)
+        return v
+
+    @property
     def reads_ref_variables(self) -> bool:
         """Whether the step runs a ref variable (VariableV2), whose buffer a fetch may be."""
         v = self.__dict__.get("_reads_refs")
@@ -446,7 +460,7 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
             item.transfer = 0  # reading a ref variable is work for the kernel
 
     has_cf = any(it.is_merge or it.is_switch or it.is_enter or it.is_exit
-                 or it.is_next_iteration for it in items)
+                 or it.is_next_iteration or it.runs_dead for it in items)  # Recv: deadness
     initial: list[NodeItem] = []
     for lay in layouts.values():
         lay.pending_template = [0] * len(lay.items)
@@ -554,6 +568,8 @@ def _make_item(node: Any, idx: int, device: str = kernels.CPU,
         item.transfer = CONST
         item.const_out = (value,)
     item.writes_ref = op.startswith(REF_WRITERS) and any(D.is_ref(t) for t in item.input_dtypes)
+    item.async_start = ASYNC_KERNELS.get(op)
+    item.runs_dead = op in RUNS_DEAD
     # stateless kernels see only their attrs: one context serves every run; stateful ones
     # (variables, TensorArrays, stacks) get a per-run context carrying the step's state
     if not item.stateful:

@@ -405,6 +405,8 @@ def add_programs(plan: Plan) -> Plan:
     id after the plan's items; the plan's stats are sized for them."""
     from dfg.graphdef.frames import ROOT
 
+    if plan.has_async:
+        return plan   # programs call kernels synchronously; an async one runs node by node
     for lay in plan.frames.values():
         if lay.name == ROOT:
             continue

@@ -129,9 +129,19 @@ class Session:
     ``None`` reads ``DFG_OPTIMIZE`` (0/off, 1/auto, eager or lazy; unset: auto), which is
     how CI runs the whole suite once per mode."""
 
+    def __new__(cls, *args: Any, cluster: str | None = None, **kw: Any) -> Any:
+        # ``cluster="ray"`` (and ``address``, ``default_task``): the graph partitioned by
+        # task, one Ray actor per task, the same API (executor/distributed/cluster.py)
+        if cluster is not None and cls is Session:
+            from .distributed.cluster import ClusterSession
+
+            return ClusterSession(*args, cluster=cluster, **kw)
+        return super().__new__(cls)
+
     def __init__(self, graph: Any, threads: int | None = None, device: str = "CPU",
                  validate: bool = True, programs: str = "auto",
-                 max_bytes: int | None = None, optimize: bool | str | None = None) -> None:
+                 max_bytes: int | None = None, optimize: bool | str | None = None,
+                 cluster: None = None) -> None:
         from dfg.graphdef.io import load_graph
 
         self.graph: Graph = load_graph(graph)
@@ -259,11 +269,13 @@ class Session:
 
     # --- running --------------------------------------------------------------------------
     def run(self, fetches: Any, feed_dict: dict | None = None, targets: Any = None,
-            timeout: float | None = None, trace: Any = None) -> Any:
+            timeout: float | None = None, trace: Any = None, rendezvous: Any = None) -> Any:
         """Run one step. ``fetches``: a tensor name or a list of them (``"y"`` means
         ``y:0``); returns one array or a list in fetch order. ``feed_dict`` maps tensor names to
         values (any tensor may be fed); ``targets`` are node names run for their effects.
-        ``trace``: a ``dfg.executor.trace.Tracer`` that records this step's kernel runs."""
+        ``trace``: a ``dfg.executor.trace.Tracer`` that records this step's kernel runs.
+        ``rendezvous``: where this step's ``_Send``/``_Recv`` meet their other ends (a
+        partitioned run: executor/distributed/cluster.py; kernels/sendrecv.py)."""
         single = isinstance(fetches, str)
         fetch_list = [fetches] if single else list(fetches or [])
         if isinstance(targets, str):
@@ -279,6 +291,10 @@ class Session:
         values = {key: self._convert_feed(plan, key, v) for key, v in feed_items}
         step = Step(plan, self.resources, self._pool, timeout, self.programs, trace,
                     self.max_bytes)
+        if rendezvous is not None:
+            from .kernels.sendrecv import RENDEZVOUS_KEY
+
+            step.step_state[RENDEZVOUS_KEY] = rendezvous
         plan.ran = True
         with self._lock:
             if self._closed:

@@ -130,9 +130,16 @@ class DataLossError(OpError):
     tf_name = "DataLossError"
 
 
+class UnavailableError(OpError):
+    """A task of a partitioned run went away (its process died)."""
+
+    tf_name = "UnavailableError"
+
+
 __all__ = [
     "AbortedError",
     "DataLossError",
+    "UnavailableError",
     "DfgError", "UsageError", "GraphLoadError", "UnsupportedDTypeError", "InvalidGraphError",
     "OpError", "CancelledError", "InvalidArgumentError", "MissingFeedError",
     "DeadlineExceededError",
