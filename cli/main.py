@@ -23,6 +23,7 @@ COMMANDS = {
     "convert": "convert:convert",
     "validate": "validate:validate",
     "prune": "prune:prune",
+    "partition": "partition:partition",
     "run": "run:run",
     "bench": "bench:bench",
     "ops": "ops:ops",

@@ -65,11 +65,18 @@ OLD_OUTPUT_WORDS = ("table", "json", "npz")
 @trace_option
 @optimize_option
 @max_memory_option
+@click.option("--cluster", type=click.Choice(["ray"]), default=None,
+              help="Run GRAPH partitioned by task (its devices), one Ray actor per task "
+                   "(see `dfg partition`).")
+@click.option("--address", default=None, metavar="ADDR",
+              help="With --cluster: the Ray cluster to join (default: a local Ray that "
+                   "starts and stops with the command).")
 def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: tuple[str, ...],
         inits: tuple[str, ...], steps: int, threads: int | None, outputs: tuple[str, ...],
         fmt: str | None, as_json: bool, timeout: float | None, trace_path: str | None,
         signature: str | None = None, no_optimize: bool = False,
-        max_memory: int | None = None, checkpoint: str | None = None) -> None:
+        max_memory: int | None = None, checkpoint: str | None = None,
+        cluster: str | None = None, address: str | None = None) -> None:
     """Run GRAPH and print the fetched tensors.
 
     \b
@@ -92,6 +99,15 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
       dfg run saved_model_dir --signature serving_default --feed x=@x.npy
       dfg run examples/while_nested.pbtxt --fetch outer/Exit --feed n=4,scale=0.5 \\
           --trace trace.json     # open in https://ui.perfetto.dev
+      dfg run ps_mlp.pbtxt --cluster ray --init init --target train --steps 6 \\
+          --fetch loss --feed x=@x.npy,y=@y.npy   # one Ray actor per task
+
+    \b
+    --cluster ray: each task's partition (`dfg partition`) runs in its own Ray actor,
+    values crossing tasks carried by Ray; the same values as without it. Variables live on
+    their task across --steps. A task that dies fails the run (exit 1) naming the task.
+    Without --address a local Ray starts and stops with the command. Not with --signature,
+    --checkpoint or --trace.
     """
     from dfg.executor import Session
     from dfg.graphdef.errors import MissingFeedError
@@ -105,6 +121,16 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
     feed_dict = parse_feeds(feeds)
     from dfg.graphdef.savedmodel import is_saved_model
 
+    if cluster is not None:
+        from dfg.executor.checkpoint import default_prefix
+
+        bad = [f for f, v in (("--signature", signature), ("--trace", trace_path),
+                              ("a checkpoint", checkpoint or default_prefix(graph)))
+               if v is not None]
+        if bad or is_saved_model(graph):
+            raise UsageError(f"--cluster does not go with {', '.join(bad) or 'a SavedModel'}")
+    elif address is not None:
+        raise UsageError("--address needs --cluster ray")
     if signature is not None or is_saved_model(graph):
         from .savedmodel_view import run_signature
 
@@ -117,8 +143,9 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
     g = load(graph)
     check_feeds(g, feed_dict)
     tracer = new_tracer(trace_path)
+    more = {} if cluster is None else {"cluster": cluster, "address": address}
     with Session(g, threads=threads, optimize=session_optimize(no_optimize),
-                 max_bytes=max_memory) as sess:
+                 max_bytes=max_memory, **more) as sess:
         try:
             restore_checkpoint(sess, graph, checkpoint)
             if inits:
@@ -127,7 +154,8 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
             with progress("steps", steps, enabled=steps > 1 and fmt != "json") as advance:
                 for _ in range(steps):
                     values = sess.run(list(fetches), feed_dict=feed_dict,
-                                      targets=list(targets), timeout=timeout, trace=tracer)
+                                      targets=list(targets), timeout=timeout,
+                                      **({} if tracer is None else {"trace": tracer}))
                     advance()
         except MissingFeedError as e:
             e.args = (f"{e}: --feed {e.placeholder}=...",)
