@@ -145,11 +145,18 @@ class _TaskActor:
         self.mailbox = Mailbox()
         self.peers: dict[str, Any] = {}
         self.device = task + "/device:CPU:0"
+        self._count_lock = threading.Lock()
+        self._steps: set[int] = set()   # steps in run_step now (guarded by _count_lock)
 
     def ready(self) -> int:
         import os
 
         return os.getpid()
+
+    def running(self) -> int:
+        """How many steps this task is running now (tools and tests look)."""
+        with self._count_lock:
+            return len(self._steps)
 
     def set_peers(self, peers: dict[str, Any]) -> None:
         self.peers = dict(peers)
@@ -169,16 +176,25 @@ class _TaskActor:
 
     def run_step(self, step: int, fetches: list[str], feeds: dict[str, Any],
                  targets: list[str], timeout: float | None) -> list[Any]:
+        with self._count_lock:
+            self._steps.add(step)
         try:
             return self.session.run(fetches, feeds, targets, timeout=timeout,
                                     rendezvous=_StepRendezvous(self, step))
         finally:
             self.mailbox.close(step)
+            with self._count_lock:
+                self._steps.discard(step)
 
     def abort(self, step: int, message: str) -> None:
         err = CancelledError(message)
         self.mailbox.close(step, err)
-        self.session.cancel(err)
+        # only that step: an abort arriving late must not cancel the next one (the lock
+        # keeps the step from ending in between; the driver starts no other step on this
+        # task while it runs)
+        with self._count_lock:
+            if step in self._steps:
+                self.session.cancel(err)
 
 
 def _ray() -> Any:

@@ -1,0 +1,349 @@
+"""Graphs partitioned by task (graphdef/partition.py) and run one Ray actor per task
+(executor/distributed/cluster.py, `dfg partition`, `dfg run --cluster ray`).
+
+Expected values are TensorFlow's: tests/data/partition/generate.py ran each graph on a real
+TF cluster (one in-process server per task) and saved what it computed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from dfg.cli.main import cli
+from dfg.executor import Session
+from dfg.graphdef import dtypes as D
+from dfg.graphdef.errors import (
+    CancelledError,
+    DeadlineExceededError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    UnavailableError,
+)
+from dfg.graphdef.graph import Graph
+from dfg.graphdef.io import load_graph
+from dfg.graphdef.partition import RECV_OPS, SEND_OPS, Task, parse_task, partition
+from dfg.graphdef.validate import validate
+
+HERE = os.path.join(os.path.dirname(__file__), "data", "partition")
+PS = Task("ps")
+W0, W1 = Task("worker", 0, 0), Task("worker", 0, 1)
+
+
+def data(name: str) -> tuple[str, dict]:
+    path = os.path.join(HERE, f"{name}.pbtxt")
+    with np.load(os.path.join(HERE, f"{name}.npz")) as d:
+        return path, {k: d[k] for k in d.files}
+
+
+def node(gd, name):
+    return next(n for n in gd.node if n.name == name)
+
+
+# --- the partitioner ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["ps_mlp", "loop", "cond"])
+def test_every_cross_task_edge_becomes_one_send_recv_pair(name):
+    path, _ = data(name)
+    g = load_graph(path)
+    p = partition(g)
+    assert set(p.graphs) == {PS, W0, W1}
+    assert p.default_task == W0           # a graph with a worker job: worker 0
+    # every original node is in exactly one partition: its task's
+    for n in g.nodes:
+        where = [t for t, gd in p.graphs.items() if any(x.name == n.name for x in gd.node)]
+        assert where == [p.placement[n.name]]
+    pairs = {(tr.src, tr.recv_task): tr for tr in p.transfers}
+    assert len(pairs) == len(p.transfers)   # one pair per tensor and receiving task
+    for n in g.nodes:
+        dst = p.placement[n.name]
+        for src, slot in n.inputs:
+            if p.placement[src] != dst:
+                assert (f"{src}:{slot}", dst) in pairs, (src, n.name)
+        for src in n.control_inputs:
+            if p.placement[src] != dst:
+                assert (f"^{src}", dst) in pairs
+    for tr in p.transfers:
+        send = node(p.graphs[tr.send_task], tr.send)
+        recv = node(p.graphs[tr.recv_task], tr.recv)
+        assert send.op in SEND_OPS and recv.op in RECV_OPS
+        for nd in (send, recv):
+            assert nd.attr["tensor_name"].s.decode() == tr.tensor_name
+            assert nd.attr["send_device"].s.decode() == tr.send_task.device
+            assert nd.attr["recv_device"].s.decode() == tr.recv_task.device
+            assert nd.attr["send_device_incarnation"].i == 1
+            assert nd.attr["client_terminated"].b is False
+        assert send.attr["T"].type == recv.attr["tensor_type"].type
+        if not tr.src.startswith("^"):
+            src, slot = tr.src.rsplit(":", 1)
+            from dfg.graphdef.opdefs.registry import registry
+
+            want = registry().output_types(g.node(src).proto)[int(slot)]
+            assert recv.attr["tensor_type"].type == D.base(want)
+    for t, gd in p.graphs.items():
+        errors = [str(d) for d in validate(Graph(gd)) if d.is_error]
+        assert errors == [], (t, errors)
+
+
+def test_ps_placement_follows_devices_and_colocation():
+    path, _ = data("ps_mlp")
+    p = partition(path)
+    assert p.placement["w1"] == PS and p.placement["h"] == W0
+    assert p.placement["logits"] == W1
+    # the optimizer's update is colocated with its variable (loc:@w1)
+    assert p.placement["train/update_w1/ApplyGradientDescent"] == PS
+
+
+GRAPH_TEXT = """
+node { name: "w" op: "VariableV2" device: "/job:ps/task:0"
+  attr { key: "dtype" value { type: DT_FLOAT } } attr { key: "shape" value { shape {} } } }
+node { name: "w_init" op: "Const" device: "/job:ps/task:0"
+  attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 3 } } } }
+node { name: "w/Assign" op: "Assign" input: "w" input: "w_init"
+  attr { key: "T" value { type: DT_FLOAT } }
+  attr { key: "_class" value { list { s: "loc:@w" } } } }
+node { name: "w/read" op: "Identity" input: "w" device: "/job:ps/task:0"
+  attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "init" op: "NoOp" input: "^w/Assign" }
+node { name: "q" op: "FIFOQueueV2" device: "/job:ps/task:0"
+  attr { key: "component_types" value { list { type: DT_FLOAT } } } }
+node { name: "deq" op: "QueueDequeueV2" input: "q" device: "/job:ps/task:0"
+  attr { key: "component_types" value { list { type: DT_FLOAT } } } }
+node { name: "two" op: "Const" device: "/job:worker/task:0"
+  attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 2 } } } }
+node { name: "y" op: "Mul" input: "w/read" input: "two" input: "^w/Assign"
+  device: "/job:worker/task:0" attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "blocked" op: "AddV2" input: "deq" input: "w/read" device: "/job:worker/task:0"
+  attr { key: "T" value { type: DT_FLOAT } } }
+"""
+
+
+def small_graph():
+    from google.protobuf import text_format
+
+    from dfg.schemas import graph_pb2
+
+    return text_format.Parse(GRAPH_TEXT, graph_pb2.GraphDef())
+
+
+def test_colocation_and_a_control_edge_across_tasks():
+    p = partition(small_graph())
+    assert p.placement["w/Assign"] == PS          # no device, loc:@w
+    assert p.placement["init"] == W0
+    # y's control input ^w/Assign crosses ps -> worker 0: an empty float sent after it
+    tr = next(t for t in p.transfers if t.src == "^w/Assign")
+    send = node(p.graphs[PS], tr.send)
+    dummy = node(p.graphs[PS], send.input[0])
+    assert dummy.op == "Const" and list(dummy.input) == ["^w/Assign"]
+    assert [d.size for d in dummy.attr["value"].tensor.tensor_shape.dim] == [0]
+    y = node(p.graphs[W0], "y")
+    ident = y.input[2][1:]
+    assert node(p.graphs[W0], ident).op == "Identity"
+    assert list(node(p.graphs[W0], ident).input) == [tr.recv]
+
+
+def test_a_loop_spanning_tasks_gets_a_control_loop_on_each():
+    path, _ = data("loop")
+    p = partition(path)
+    frame = "while/while_context"
+    assert set(p.control_loops) == {(frame, W0), (frame, W1)}
+    w1 = p.graphs[W1]
+    merge = p.control_loops[(frame, W1)]
+    sw = next(n for n in w1.node if n.op == "Switch" and n.input[0] == merge)
+    # its predicate is the loop's LoopCond, received from worker 0
+    pred = node(w1, sw.input[1])
+    assert pred.op == "_Recv" and pred.attr["_src"].s == b"while/LoopCond"
+    # every Recv inside the frame runs once per iteration: it hangs off the Merge
+    in_frame = [tr for tr in p.transfers if tr.frame == frame and tr.recv_task == W1]
+    assert in_frame
+    for tr in in_frame:
+        assert f"^{merge}" in node(w1, tr.recv).input
+
+
+def test_parse_task():
+    assert parse_task("/job:ps/task:1/device:CPU:0") == Task("ps", 0, 1)
+    assert parse_task("/job:worker/replica:2/task:3") == Task("worker", 2, 3)
+    assert parse_task("/device:CPU:0") is None and parse_task("") is None
+
+
+def test_a_partition_alone_runs_with_its_recvs_fed():
+    path, d = data("cond")
+    p = partition(path)
+    w1 = p.graphs[W1]
+    feeds = {tr.recv: d["x"] if tr.src == "cond/Square/Switch:1" else np.zeros(0, np.float32)
+             for tr in p.transfers if tr.recv_task == W1}
+    assert len(feeds) == 2        # x's untaken-or-not value, and switch_t's control edge
+    out = next(n.name for n in w1.node if n.op == "_Send")
+    with Session(w1) as s:
+        # the true branch (x^2 + 1) on worker 1 with what it receives fed
+        (y,) = s.run([node(w1, out).input[0]], feeds)
+        np.testing.assert_allclose(y, d["x"] ** 2 + 1)
+        with pytest.raises(FailedPreconditionError, match="partitioned step"):
+            s.run([node(w1, out).input[0]])
+
+
+def test_cli_partition_writes_valid_files(tmp_path):
+    path, _ = data("loop")
+    r = CliRunner().invoke(cli, ["partition", path, "-o", str(tmp_path / "p"), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["default_task"] == "/job:worker/replica:0/task:0"
+    files = sorted(os.listdir(tmp_path / "p"))
+    assert files == ["ps_0.pbtxt", "worker_0.pbtxt", "worker_1.pbtxt"]
+    assert sum(x["sends"] for x in doc["partitions"]) == len(doc["transfers"])
+    assert {c["task"] for c in doc["control_loops"]} == {W0.name, W1.name}
+    r = CliRunner().invoke(cli, ["validate", *(str(tmp_path / "p" / f) for f in files)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, ["viz", str(tmp_path / "p" / "worker_1.pbtxt"), "-o",
+                                 str(tmp_path / "w1.dot")])
+    assert r.exit_code == 0, r.output
+
+
+# --- runs on Ray ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["1thread", "2threads"])
+def threads(request):
+    return request.param
+
+
+def single(path):
+    return Session(path)
+
+
+def test_cond_with_branches_on_other_tasks(ray_local, threads):
+    path, d = data("cond")
+    with Session(path, cluster="ray", threads=threads) as s, single(path) as one:
+        for p in (True, False):
+            feeds = {"x": d["x"], "p": p}
+            got = s.run("out", feeds)
+            np.testing.assert_allclose(got, d[f"out_{p}"], rtol=1e-6)
+            np.testing.assert_array_equal(got, one.run("out", feeds))
+        # the untaken branch's value crosses dead: fetched on its task, it is dead there
+        part = s.partitioning
+        branch = next(n for n in part.graphs[W1].node if n.op == "AddV2").name
+        with pytest.raises(InvalidArgumentError, match="dead"):
+            s.run(branch, {"x": d["x"], "p": False})
+        np.testing.assert_allclose(s.run(branch, {"x": d["x"], "p": True}),
+                                   d["x"] ** 2 + 1)
+
+
+def test_while_loop_with_a_body_on_two_tasks(ray_local, threads):
+    path, d = data("loop")
+    with Session(path, cluster="ray", threads=threads) as s, single(path) as one:
+        s.run([], targets=["init"])
+        one.run([], targets=["init"])
+        for n in (0, 1, 5):
+            feeds = {"x0": d["x0"], "n": n}
+            got = s.run("out", feeds)
+            np.testing.assert_allclose(got, d[f"out_{n}"], rtol=1e-6)
+            np.testing.assert_array_equal(got, one.run("out", feeds))
+
+
+def test_parameter_server_mlp_trains_over_steps(ray_local, threads):
+    path, d = data("ps_mlp")
+    feeds = {"x": d["x"], "y": d["y"]}
+    with Session(path, cluster="ray", threads=threads) as s, single(path) as one:
+        s.run([], targets=["init"])
+        one.run([], targets=["init"])
+        losses = [s.run("loss", feeds, targets=["train"]) for _ in range(6)]
+        local = [one.run("loss", feeds, targets=["train"]) for _ in range(6)]
+        np.testing.assert_allclose(losses, d["loss"], rtol=2e-6)
+        np.testing.assert_allclose(losses, local, rtol=1e-6)
+        # the variables live on the ps task across steps and runs
+        for k in ("w1", "b1", "w2", "b2"):
+            np.testing.assert_allclose(s.run(k), d[f"{k}_final"], rtol=1e-5, atol=1e-7)
+
+
+def _wait_running(sess, task):
+    """Until ``task``'s actor is inside a step (a condition, not a sleep)."""
+    import time
+
+    import ray
+
+    end = time.monotonic() + 120
+    while ray.get(sess.actor(task).running.remote()) == 0:
+        assert time.monotonic() < end, "the step never started on " + task
+        time.sleep(0.05)
+
+
+def _in_thread(fn):
+    box = {}
+
+    def go():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001
+            box["error"] = e
+
+    t = threading.Thread(target=go)
+    t.start()
+    return t, box
+
+
+def test_a_task_killed_during_a_step_fails_it_and_restarts(ray_local):
+    import ray
+
+    with Session(small_graph(), cluster="ray", threads=1) as s:
+        s.run([], targets=["init"])
+        assert s.run("y") == 6.0
+        # "blocked" waits on the ps's dequeue of an empty queue; worker 0 waits on its Recv
+        t, box = _in_thread(lambda: s.run("blocked"))
+        _wait_running(s, PS.name)
+        ray.kill(s.actor(PS.name))
+        t.join(120)
+        err = box.get("error")
+        assert isinstance(err, UnavailableError), box
+        assert "/job:ps/replica:0/task:0" in str(err) and "initialis" in str(err)
+        # the next run starts the task afresh: its variable needs its initializer again
+        with pytest.raises(FailedPreconditionError):
+            s.run("y")
+        s.run([], targets=["init"])
+        assert s.run("y") == 6.0
+
+
+def test_deadline_and_cancel_reach_every_task(ray_local):
+    with Session(small_graph(), cluster="ray", threads=1) as s:
+        s.run([], targets=["init"])
+        with pytest.raises(DeadlineExceededError):
+            s.run("blocked", timeout=1.0)
+        assert s.run("y") == 6.0          # every task is free again
+        t, box = _in_thread(lambda: s.run("blocked"))
+        _wait_running(s, PS.name)
+        s.cancel()
+        t.join(120)
+        assert isinstance(box.get("error"), CancelledError), box
+        assert s.run("y") == 6.0
+
+
+def test_cli_run_cluster(ray_local, tmp_path):
+    import ray
+
+    path, d = data("ps_mlp")
+    np.save(tmp_path / "x.npy", d["x"])
+    np.save(tmp_path / "y.npy", d["y"])
+    args = ["run", path, "--cluster", "ray", "--init", "init", "--target", "train",
+            "--steps", "6", "--fetch", "loss", "--feed",
+            f"x=@{tmp_path / 'x.npy'},y=@{tmp_path / 'y.npy'}", "--json", "--threads", "1"]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    # --steps 6 prints the loss computed in the 6th step (before its update)
+    np.testing.assert_allclose(json.loads(r.output)["fetches"][0]["value"], d["loss"][-1],
+                               rtol=2e-6)
+    addr = ray.get_runtime_context().gcs_address
+    env = dict(os.environ, RAY_ENABLE_UV_RUN_RUNTIME_ENV="0")
+    p = subprocess.run([sys.executable, "-m", "dfg.cli.main", *args, "--address", addr],
+                       capture_output=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    np.testing.assert_allclose(json.loads(p.stdout)["fetches"][0]["value"], d["loss"][-1],
+                               rtol=2e-6)
+    p = subprocess.run([sys.executable, "-m", "dfg.cli.main", "run", path, "--fetch", "loss",
+                        "--address", addr], capture_output=True, env=env, timeout=600)
+    assert p.returncode == 2 and b"--address needs --cluster" in p.stderr
