@@ -174,7 +174,8 @@ def test_parse_task():
     assert parse_task("/device:CPU:0") is None and parse_task("") is None
 
 
-def test_a_partition_alone_runs_with_its_recvs_fed():
+@pytest.mark.parametrize("optimize", ["off", "eager"])
+def test_a_partition_alone_runs_with_its_recvs_fed(optimize):
     path, d = data("cond")
     p = partition(path)
     w1 = p.graphs[W1]
@@ -182,7 +183,8 @@ def test_a_partition_alone_runs_with_its_recvs_fed():
              for tr in p.transfers if tr.recv_task == W1}
     assert len(feeds) == 2        # x's untaken-or-not value, and switch_t's control edge
     out = next(n.name for n in w1.node if n.op == "_Send")
-    with Session(w1) as s:
+    # eager: the optimizer must not make the fed control _Recv run (identity_removal)
+    with Session(w1, optimize=optimize) as s:
         # the true branch (x^2 + 1) on worker 1 with what it receives fed
         (y,) = s.run([node(w1, out).input[0]], feeds)
         np.testing.assert_allclose(y, d["x"] ** 2 + 1)

@@ -6,8 +6,10 @@
   fetched, a target or fed; when it reads a variable's ref (``w/read`` on a VariableV2 is *the*
   read of the variable) or reads any other ref and has more than one reader (each reader would
   then read the variable at its own time: values the graph could not produce before); when
-  it crosses a frame or a device; and when it reads a Switch output and has control readers
-  (the pivot of a cond: ``^switch`` would be live on the untaken side, ``^pivot`` is not).
+  it crosses a frame or a device; when it reads a Switch output and has control readers
+  (the pivot of a cond: ``^switch`` would be live on the untaken side, ``^pivot`` is not);
+  and when it reads a fed tensor and has control readers (they would make the producer the
+  feed cut off run).
 - A fetched Identity whose input has no other reader takes over its producer: the producer's
   computation moves under the fetched name (one node instead of two).
 - NoOp (not a target): its control readers wait for its control inputs instead, when that
@@ -54,7 +56,10 @@ def run(graph: Graph, options: PassOptions) -> Any:
                     _absorb_producer(ed, prot, fa, nd)
             else:
                 data = ed.data_inputs(name)
-                if len(data) == 1 and _removable(ed, fa, nd, data):
+                # its control readers would wait for the producer of a fed tensor, which
+                # the feed cut off: it would have to run after all (a fed _Recv would wait)
+                if len(data) == 1 and _removable(ed, fa, nd, data) and not (
+                        prot.is_fed(*data[0]) and ed.control_readers(name)):
                     ed.bypass(name, data[0])
         elif nd.op == "IdentityN" and not prot.keeps_name(name):
             _remove_identity_n(ed, fa, nd)
