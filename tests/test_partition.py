@@ -349,3 +349,18 @@ def test_cli_run_cluster(ray_local, tmp_path):
     p = subprocess.run([sys.executable, "-m", "dfg.cli.main", "run", path, "--fetch", "loss",
                         "--address", addr], capture_output=True, env=env, timeout=600)
     assert p.returncode == 2 and b"--address needs --cluster" in p.stderr
+
+
+def test_nested_loops_with_the_inner_body_on_another_task(ray_local, threads):
+    path, d = data("nested")
+    p = partition(path)
+    # worker 1 has only inner-loop nodes: it gets the outer frame's control loop too, and
+    # enters its inner one from it
+    outer, inner = "while/while_context", "while/while/while_context"
+    assert {(outer, W1), (inner, W1)} <= set(p.control_loops)
+    with Session(path, cluster="ray", threads=threads) as s, single(path) as one:
+        for n, m in ((2, 3), (3, 0), (0, 2)):
+            feeds = {"x0": d["x0"], "n": n, "m": m}
+            got = s.run("out", feeds)
+            np.testing.assert_allclose(got, d[f"out_{n}_{m}"], rtol=1e-6)
+            np.testing.assert_array_equal(got, one.run("out", feeds))

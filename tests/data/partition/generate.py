@@ -16,6 +16,8 @@ nodes without a device run on /job:worker/task:0, as TF's master places them).
   worker 0; a ps variable scales it); ``loop.npz``: the results for n = 0, 1 and 5.
 - ``cond.pbtxt``: a cond whose true branch is on worker 1 and false branch on the ps;
   ``cond.npz``: the results for p = True and False.
+- ``nested.pbtxt``: a while loop in a while loop (worker 0), the inner body on worker 1;
+  ``nested.npz``: the results for (n, m) = (2, 3), (3, 0) and (0, 2).
 """
 
 from __future__ import annotations
@@ -148,12 +150,41 @@ def cond(target: str) -> None:
     np.savez(os.path.join(HERE, "cond.npz"), **res)
 
 
+def nested(target: str) -> None:
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device(W0):
+            n = tf1.placeholder(tf.int32, [], name="n")
+            m = tf1.placeholder(tf.int32, [], name="m")
+            x0 = tf1.placeholder(tf.float32, [2], name="x0")
+
+            def outer(i, x):
+                def inner(j, y):
+                    with tf.device(W1):
+                        y2 = tf.cos(y) + 0.25
+                    return j + 1, y2
+
+                _j, y = tf1.while_loop(lambda j, y: j < m, inner, [tf.constant(0), x])
+                return i + 1, y * 0.5 + 1.0
+
+            _i, out = tf1.while_loop(lambda i, x: i < n, outer, [tf.constant(0), x0])
+            tf.identity(out, name="out")
+    write(g, "nested")
+    x0v = np.asarray([0.7, -2.5], np.float32)
+    res = {"x0": x0v}
+    with tf1.Session(target, graph=g) as sess:
+        for nv, mv in ((2, 3), (3, 0), (0, 2)):
+            res[f"out_{nv}_{mv}"] = sess.run("out:0", {"n:0": nv, "m:0": mv, "x0:0": x0v})
+    np.savez(os.path.join(HERE, "nested.npz"), **res)
+
+
 def main() -> None:
     _spec, servers = cluster()
     target = servers[1].target     # worker 0 is the master, as a between-graph client's
     ps_mlp(target)
     loop(target)
     cond(target)
+    nested(target)
     print("wrote", sorted(f for f in os.listdir(HERE) if not f.endswith(".py")))
 
 
