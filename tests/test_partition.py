@@ -364,3 +364,57 @@ def test_nested_loops_with_the_inner_body_on_another_task(ray_local, threads):
             got = s.run("out", feeds)
             np.testing.assert_allclose(got, d[f"out_{n}_{m}"], rtol=1e-6)
             np.testing.assert_array_equal(got, one.run("out", feeds))
+
+
+def test_a_plan_with_a_recv_runs_node_by_node():
+    # a _Recv completes later (executor/asyncop.py): no compiled program may call it
+    path, _ = data("loop")
+    p = partition(path)
+    w1 = p.graphs[W1]
+    send = next(n.name for n in w1.node if n.op == "_Send")
+    with Session(w1, programs="always") as s:
+        plan = s.plan([], [], [send])
+        assert plan.has_async and plan.has_control_flow
+        assert plan.program is None
+        assert all(lay.program is None for lay in plan.frames.values())
+
+
+@pytest.mark.parametrize("host", [False, True], ids=["Send", "HostSend"])
+def test_partitions_in_threads_meet_through_one_mailbox(host):
+    """The kernels and the async hook without Ray: each partition of the cond in its own
+    Session and thread, one in-process mailbox (cluster.Mailbox) as their rendezvous."""
+    from dfg.executor.distributed.cluster import Mailbox
+
+    path, d = data("cond")
+    p = partition(path)
+    box = Mailbox()
+
+    class Rendezvous:
+        def send(self, key, dst_device, value, is_dead):
+            box.put(7, key, value, is_dead)
+
+        def recv(self, key, cb):
+            box.get(7, key, cb)
+
+    for gd in p.graphs.values():
+        for n in gd.node:
+            if host and n.op in ("_Send", "_Recv"):
+                n.op = "_HostSend" if n.op == "_Send" else "_HostRecv"
+    for pv in (True, False):
+        runs = []
+        for t, gd in p.graphs.items():
+            sends = [n.name for n in gd.node if n.op in SEND_OPS]
+            fetch = ["out"] if t == W0 else []
+            feeds = {"x": d["x"], "p": pv} if t == W0 else {}
+
+            def go(gd=gd, fetch=fetch, feeds=feeds, sends=sends):
+                with Session(gd, threads=1) as s:
+                    return s.run(fetch, feeds, targets=sends, timeout=60,
+                                 rendezvous=Rendezvous())
+
+            runs.append((t, *_in_thread(go)))
+        for t, th, box_ in runs:
+            th.join(120)
+            assert "error" not in box_, (t, box_)
+        out = next(b["value"] for t, _th, b in runs if t == W0)
+        np.testing.assert_allclose(out[0], d[f"out_{pv}"], rtol=1e-6)
