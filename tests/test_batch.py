@@ -185,6 +185,15 @@ def test_local_tfrecord_and_image_folder(tmp_path):
     _check_images(tmp_path)
 
 
+def test_empty_tfrecord_gives_empty_outputs(tmp_path):
+    (tmp_path / "empty.tfrecord").write_bytes(b"")
+    report = run_batch(str(DATA / "examples_model.pb"), [str(tmp_path / "empty.tfrecord")],
+                       str(tmp_path / "out"), fetches=["scores", "label"], workers=1)
+    assert report["files"][0]["status"] == "done" and report["rows"] == 0
+    with np.load(tmp_path / "out" / "empty.npz") as z:
+        assert z["scores"].shape == (0, 3) and z["label"].shape == (0,)
+
+
 def test_resume_skips_finished_outputs(zoo, tmp_path):
     out = tmp_path / "out"
     _done(_zoo_batch(zoo, out, workers=1), 7)

@@ -113,15 +113,20 @@ class Model:
 
     def __init__(self, model: str, signature: str | None = None,
                  fetches: Sequence[str] | None = None, threads: int | None = None) -> None:
+        from dfg.executor.session import optimize_mode
         from dfg.graphdef.savedmodel import is_saved_model
 
         self.path = str(model)
         fetches = list(fetches or [])
         self._loaded: Any = None
+        # one signature runs batch after batch: optimize it before the first (as `dfg bench`
+        # does), unless DFG_OPTIMIZE says otherwise
+        mode = optimize_mode(None)
+        optimize = {"off": False, "auto": "eager"}.get(mode, mode)
         if signature is not None or is_saved_model(self.path):
             from dfg.executor.savedmodel import load
 
-            self._loaded = load(self.path, threads=threads)
+            self._loaded = load(self.path, threads=threads, optimize=optimize)
             sig = self._loaded.signature(signature)
             self.signature: str | None = sig.key
             self.outputs = fetches or list(sig.outputs)
@@ -134,7 +139,7 @@ class Model:
 
             self.signature = None
             self.outputs = fetches
-            self.session = Session(load_graph(self.path), threads=threads)
+            self.session = Session(load_graph(self.path), threads=threads, optimize=optimize)
 
     def run(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run one batch: ``{column: array}`` in, ``{output: array}`` out (rows kept)."""
@@ -244,8 +249,8 @@ class Shard:
     status: str = "pending"         # pending | running | done | skipped | failed
     rows: int = 0
     error: str | None = None
-    batches: int = 0                # how many batches it was cut into
     parts: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)  # start -> outputs
+    got: np.ndarray | None = None   # which rows are in parts (bool per row)
 
     def report(self) -> dict[str, Any]:
         return {"input": self.input.path, "output": self.output, "rows": self.rows,
@@ -340,7 +345,6 @@ class BatchRun:
     def tasks(self, shard: int, columns: dict[str, np.ndarray]) -> list[Task]:
         s = self.shards[shard]
         starts = list(range(0, s.rows, self.batch_size)) or [0]   # 0 rows: one empty batch
-        s.batches = len(starts)
         out = []
         for start in starts:
             stop = min(start + self.batch_size, s.rows)
@@ -354,19 +358,25 @@ class BatchRun:
         if s.status in ("failed", "done"):
             return
         path = s.input.path
-        s.status, s.error, s.parts = "failed", message if path in message else \
-            f"{path}: {message}", {}
+        s.status, s.error, s.parts, s.got = "failed", message if path in message else \
+            f"{path}: {message}", {}, None
 
     def add(self, shard: int, start: int, outputs: dict[str, np.ndarray], worker: str) -> bool:
-        """Keep one batch's outputs (a second copy of the same rows is ignored); write the
-        file when all its batches are in. Returns whether the rows were new."""
+        """Keep the outputs of rows [start, start + n) of a shard; rows already kept are not
+        kept again (a batch run twice, after its worker died, comes back twice). Writes the
+        file when every row is in. Returns whether the rows were new."""
         s = self.shards[shard]
-        if s.status != "running" or start in s.parts:
+        if s.status != "running":
+            return False
+        n = len(next(iter(outputs.values()))) if outputs else 0
+        if s.got is None:
+            s.got = np.zeros(s.rows, dtype=bool)
+        if start in s.parts or s.got[start:start + n].any():
             return False
         s.parts[start] = outputs
-        rows = len(next(iter(outputs.values()))) if outputs else 0
-        self.workers[worker] = self.workers.get(worker, 0) + rows
-        if len(s.parts) == s.batches:
+        s.got[start:start + n] = True
+        self.workers[worker] = self.workers.get(worker, 0) + n
+        if s.got.all() and (s.rows or s.parts):   # 0 rows: done once its empty batch is back
             self._write(shard)
         return True
 
@@ -388,7 +398,7 @@ class BatchRun:
         except (DfgError, ValueError, OSError) as e:
             self.fail(shard, f"cannot write {s.output}: {e}")
             return
-        s.status, s.parts = "done", {}
+        s.status, s.parts, s.got = "done", {}, None
 
     def report(self, seconds: float) -> dict[str, Any]:
         rows = sum(s.rows for s in self.shards if s.status == "done")
@@ -440,6 +450,11 @@ def _threads_per_worker(n: int) -> int:
 
 def _worker_main(conn: Any, model_kwargs: dict[str, Any], marker: str | None) -> None:
     """A local worker: load the model once, then run batches until told to stop (None)."""
+    import signal
+
+    # Ctrl-C reaches the whole process group: the driver stops the workers, which would
+    # otherwise each print a KeyboardInterrupt traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         model = Model(**model_kwargs)
     except BaseException as e:   # the driver reports it; a traceback here would be noise

@@ -6,6 +6,7 @@ Ray dataset, with two extra columns, the file's index and the row's index in it,
 Predictor passes through. ``map_batches`` runs with ``batch_size=None`` so that a block is one
 call: a batch never mixes two files, and a model error fails only the file it came from (the
 Predictor returns the error as a column instead of raising, which would stop the dataset).
+Ray may still cut a large output block in pieces: the driver keeps rows, not batches.
 
 Faults: ``max_restarts``/``max_task_retries`` make Ray restart an actor that died and run its
 batch again on a live one; the driver keeps rows by (file, row index), so a batch that comes
@@ -139,7 +140,8 @@ def _collect(run: BatchRun, batch: dict[str, np.ndarray],
     outputs = {k: batch[k] for k in run.spec.outputs}
     expected = np.arange(start, start + len(rows))
     if (shards != shard).any() or not np.array_equal(rows, expected):
-        # a batch is one block of one file, in order: anything else would misplace rows
+        # a block holds consecutive rows of one file (a batch or a piece of one): anything
+        # else would misplace rows
         run.fail(shard, "a batch came back with its rows out of order")
         return
     if run.add(shard, start, outputs, worker) and progress is not None:
