@@ -1,12 +1,13 @@
 """The Ray engine of ``dfg batch``: Ray Data ``map_batches`` over an actor pool, one
 :class:`~.batch.Predictor` (one dfg Session, built once) per actor.
 
-The driver reads the input files and cuts them into batches; each batch becomes one block of a
-Ray dataset, with two extra columns, the file's index and the row's index in it, which the
-Predictor passes through. ``map_batches`` runs with ``batch_size=None`` so that a block is one
-call: a batch never mixes two files, and a model error fails only the file it came from (the
-Predictor returns the error as a column instead of raising, which would stop the dataset).
-Ray may still cut a large output block in pieces: the driver keeps rows, not batches.
+The driver reads the input files one at a time and cuts them into batches; each batch becomes
+one Arrow block in the object store (a block of the Ray dataset) with two extra columns, the
+file's index and the row's index in it, which the Predictor passes through. ``map_batches``
+runs with ``batch_size=None`` so that a block is one call: a batch never mixes two files, and
+a model error fails only the file it came from (the Predictor returns the error as a column
+instead of raising, which would stop the whole dataset). Ray may still cut a large output
+block in pieces: the driver keeps rows, not batches.
 
 Faults: ``max_restarts``/``max_task_retries`` make Ray restart an actor that died and run its
 batch again on a live one; the driver keeps rows by (file, row index), so a batch that comes
@@ -46,23 +47,8 @@ def run_ray(run: BatchRun, n: int, address: str | None, marker: str | None,
             progress: Callable[[int], None] | None,
             on_total: Callable[[int], None] | None) -> None:
     ray = _import_ray()
-    blocks, total = [], 0
-    for i, s in enumerate(run.shards):
-        if s.status != "pending":
-            continue
-        columns = run.load(i)
-        if columns is None:
-            continue
-        total += s.rows
-        for t in run.tasks(i, columns):
-            feeds = dict(t.feeds)
-            feeds[SHARD] = np.full(t.stop - t.start, i, dtype=np.int64)
-            feeds[ROW] = np.arange(t.start, t.stop, dtype=np.int64)
-            blocks.append(feeds)
-    if on_total is not None:
-        on_total(total)
-    if not blocks:
-        return
+    if all(s.status != "pending" for s in run.shards):
+        return                   # every output already there: no Ray to start
     started = not ray.is_initialized()
     if started:
         os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
@@ -82,7 +68,9 @@ def run_ray(run: BatchRun, n: int, address: str | None, marker: str | None,
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            _run(ray, run, blocks, n, marker, progress)
+            refs = _put_blocks(ray, run, on_total)
+            if refs:
+                _run(ray, run, refs, n, marker, progress)
     finally:
         for q, level in zip(quiet, levels):
             q.setLevel(level)
@@ -90,15 +78,37 @@ def run_ray(run: BatchRun, n: int, address: str | None, marker: str | None,
             ray.shutdown()
 
 
-def _run(ray: Any, run: BatchRun, blocks: list[dict[str, np.ndarray]], n: int,
-         marker: str | None, progress: Callable[[int], None] | None) -> None:
+def _put_blocks(ray: Any, run: BatchRun, on_total: Callable[[int], None] | None) -> list:
+    """Read the inputs one at a time into the object store, one Arrow block per batch (the
+    driver holds about one file at a time)."""
     from ray.data.block import BlockAccessor
 
+    refs, total = [], 0
+    for i, s in enumerate(run.shards):
+        if s.status != "pending":
+            continue
+        columns = run.load(i)
+        if columns is None:
+            continue
+        total += s.rows
+        for t in run.tasks(i, columns):
+            feeds = dict(t.feeds)
+            feeds[SHARD] = np.full(t.stop - t.start, i, dtype=np.int64)
+            feeds[ROW] = np.arange(t.start, t.stop, dtype=np.int64)
+            refs.append(ray.put(BlockAccessor.batch_to_block(feeds)))
+        del columns
+    if on_total is not None:
+        on_total(total)
+    return refs
+
+
+def _run(ray: Any, run: BatchRun, refs: list, n: int, marker: str | None,
+         progress: Callable[[int], None] | None) -> None:
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False       # dfg draws its own bar, on a terminal only
     ctx.print_on_execution_start = False
     cpus = float(ray.cluster_resources().get("CPU", 1))
-    ds = ray.data.from_blocks([BlockAccessor.batch_to_block(b) for b in blocks])
+    ds = ray.data.from_arrow_refs(refs)    # block for block: one batch each
     threads = _threads_per_worker(n) if cpus >= n else 1
     out = ds.map_batches(
         Predictor, batch_size=None, batch_format="numpy",
