@@ -10,7 +10,9 @@ and fetch), cut into --shards npz files. Every dfg run is the whole of `run_batc
 batch` does): worker start-up and model loading included, as the rows/s a user sees. The
 Ray instance (local, started once here) is not counted; its actors are. TensorFlow runs in a
 subprocess of a separate environment (--tf-python, $DFG_TF_PYTHON): its rows/s is given for
-the inference loop alone and with the import of TensorFlow and the graph load counted.
+the inference loop alone and with the import of TensorFlow and the graph load counted; "dfg
+in process" is dfg's loop timed the same way (the model loaded and optimized once, as in
+each worker; its first batch is in the loop, as TensorFlow's is).
 """
 
 from __future__ import annotations
@@ -61,6 +63,30 @@ def run_dfg(model: str, fetch: str, paths: list[str], out: Path, engine: str, wo
             "seconds": report["seconds"], "rows_per_s": report["rows_per_s"]}
 
 
+def run_in_process(model: str, feed: str, fetch: str, paths: list[str], batch_size: int,
+                   threads: int) -> dict:
+    """dfg's inference loop in this process (a Model, as each worker holds), timed as
+    TensorFlow's: the loop apart from loading."""
+    from dfg.executor.distributed.batch import Model
+
+    t0 = time.perf_counter()
+    m = Model(str(ZOO / model / "graph.pb"), fetches=[fetch], threads=threads)
+    startup = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    rows = 0
+    for p in paths:
+        with np.load(p) as z:
+            x = z[feed]
+        for i in range(0, len(x), batch_size):
+            rows += len(m.run({feed: x[i:i + batch_size]})[fetch])
+    seconds = time.perf_counter() - t1
+    m.close()
+    return {"engine": f"dfg in process ({threads} thr)", "workers": 1, "rows": rows,
+            "seconds": round(seconds, 3), "rows_per_s": round(rows / seconds, 3),
+            "startup_s": round(startup, 3),
+            "rows_per_s_with_startup": round(rows / (seconds + startup), 3)}
+
+
 def run_tf(py: str, model: str, feed: str, fetch: str, paths: list[str], batch_size: int,
            threads: int) -> dict:
     t0 = time.perf_counter()
@@ -71,7 +97,7 @@ def run_tf(py: str, model: str, feed: str, fetch: str, paths: list[str], batch_s
     if p.returncode != 0:
         raise SystemExit(f"TensorFlow failed: {p.stderr.strip().splitlines()[-1:]}")
     r = json.loads(p.stdout.strip().splitlines()[-1])
-    return {"engine": f"tensorflow ({threads} threads)", "workers": 1, "rows": r["rows"],
+    return {"engine": f"tensorflow ({threads} thr)", "workers": 1, "rows": r["rows"],
             "seconds": round(r["seconds"], 3), "rows_per_s": round(r["rows"] / r["seconds"], 3),
             "startup_s": round(r["startup_s"], 3), "process_s": round(wall, 3),
             "rows_per_s_with_startup": round(r["rows"] / (r["seconds"] + r["startup_s"]), 3)}
@@ -111,6 +137,9 @@ def main() -> None:
                     results.append(r)
             finally:
                 ray.shutdown()
+        for threads in (1, os.cpu_count() or 1):
+            results.append(run_in_process(args.model, feed, fetch, paths, args.batch_size,
+                                          threads))
         py = find_tf_python(args.tf_python)
         if py is not None:
             for threads in (1, os.cpu_count() or 1):
@@ -126,7 +155,7 @@ def main() -> None:
     for r in results:
         notes = ""
         if "startup_s" in r:
-            notes = (f"+{r['startup_s']:.2f} s import+load: "
+            notes = (f"+{r['startup_s']:.2f} s load (import for TF): "
                      f"{r['rows_per_s_with_startup']:.1f} rows/s overall")
         elif "ray_init_s" in r:
             notes = f"Ray started once before, in {r['ray_init_s']:.1f} s (not counted)"
