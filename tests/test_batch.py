@@ -303,6 +303,22 @@ def test_subprocess_local_table_and_json(tmp_path):
     assert doc["workers"] == {}                      # nothing to run: no worker started
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_progress_bar_on_a_terminal_only(tmp_path):
+    from terminal import run_on_pty
+
+    args = ["batch", DATA / "examples_model.pb", "--fetch", "scores,label", "--input",
+            DATA / "examples_0.tfrecord", "--input", DATA / "examples_1.tfrecord",
+            "--workers", "1", "--batch-size", "2"]
+    rc, out, err = run_on_pty([*args, "-o", tmp_path / "a"], "stderr", columns=100)
+    assert rc == 0 and b"12 rows in" in out
+    assert b"rows" in err and b"12/12" in err           # the bar, its total learnt
+    rc, out, err = run_on_pty([*args, "-o", tmp_path / "b", "--json"], "stderr", columns=100)
+    assert rc == 0 and json.loads(out)["rows"] == 12 and b"/12" not in err
+    p = _subprocess(*map(str, args[1:]), "-o", str(tmp_path / "c"))   # a pipe: no bar
+    assert p.returncode == 0 and "/12" not in p.stderr
+
+
 # --- the Ray engine (one local Ray for the whole session) ----------------------------------
 
 def test_ray_frozen_cnn(ray_local, zoo, tmp_path):
