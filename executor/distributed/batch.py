@@ -39,15 +39,16 @@ from . import batch_inputs
 from .batch_inputs import Input
 
 # Test scaffolding for the fault tests: when this names a path that does not exist yet, the
-# first worker to start a batch creates it and exits at once (os._exit), as a killed worker
-# would. Only one worker ever does (the file is created exclusively).
+# first worker to start a batch creates it (writing its process id) and kills itself with
+# SIGKILL, as the OOM killer or `kill -9` would, mid-batch. Only one worker ever does (the file
+# is created exclusively).
 EXIT_ONCE_ENV = "DFG_BATCH_EXIT_ONCE"
 # how often one batch may lose its worker before its file fails
 MAX_ATTEMPTS = 3
 
 
 def exit_once(marker: str | None) -> None:
-    """Exit this process abruptly if ``marker`` can be created (see EXIT_ONCE_ENV)."""
+    """Kill this process if ``marker`` can be created (see EXIT_ONCE_ENV)."""
     if not marker:
         return
     try:
@@ -56,7 +57,11 @@ def exit_once(marker: str | None) -> None:
         return
     os.write(fd, str(os.getpid()).encode())
     os.close(fd)
-    os._exit(3)
+    import signal
+
+    if hasattr(signal, "SIGKILL"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    os._exit(137)
 
 
 # --- the model ------------------------------------------------------------------------------
