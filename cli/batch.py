@@ -26,7 +26,9 @@ from .options import fetch_option, json_option
               help="local: worker processes on this machine; ray: a Ray Data actor pool.")
 @click.option("--address", default=None, metavar="ADDR",
               help="With --engine ray: join this Ray cluster (e.g. 10.0.0.1:6379 or 'auto'); "
-                   "default: start a local Ray instance for this command.")
+                   "default: start a local Ray instance for this command. The inputs are "
+                   "read here and shipped through Ray; MODEL must be at the same path on "
+                   "every node (shared storage).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Worker processes or Ray actors (default: one per core, at most 4).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
