@@ -460,6 +460,9 @@ def _worker_main(conn: Any, model_kwargs: dict[str, Any], marker: str | None) ->
     # Ctrl-C reaches the whole process group: the driver stops the workers, which would
     # otherwise each print a KeyboardInterrupt traceback
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # workers side by side: BLAS gets this worker's share of the cores, not every core
+    # (as Ray sets OMP_NUM_THREADS for its workers); the user's DFG_BLAS_THREADS wins
+    os.environ.setdefault("DFG_BLAS_THREADS", str(model_kwargs.get("threads") or 0))
     try:
         model = Model(**model_kwargs)
     except BaseException as e:   # the driver reports it; a traceback here would be noise
