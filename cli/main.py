@@ -33,6 +33,7 @@ COMMANDS = {
     "freeze": "freeze:freeze",
     "profile": "profile:profile",
     "compare": "compare:compare",
+    "batch": "batch:batch",
 }
 
 

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import click
 
 
-def _noop(n: float = 1) -> None:
+def _noop(n: float = 1, total: float | None = None) -> None:
     pass
 
 
@@ -34,7 +34,8 @@ def wanted(enabled: bool = True) -> bool:
 @contextmanager
 def progress(description: str, total: float | None, enabled: bool = True
              ) -> Iterator[Callable[..., None]]:
-    """Yield ``advance(n=1)``; draw a bar of ``total`` units (None: unknown) while inside."""
+    """Yield ``advance(n=1, total=None)``; draw a bar of ``total`` units (None: unknown) while
+    inside. ``advance(0, total=T)`` sets the total when it is learnt along the way."""
     if not wanted(enabled):
         yield _noop
         return
@@ -53,7 +54,9 @@ def progress(description: str, total: float | None, enabled: bool = True
     with Progress(*columns, console=console(stderr=True), transient=True) as bar:
         task = bar.add_task(description, total=total)
 
-        def advance(n: float = 1) -> None:
+        def advance(n: float = 1, total: float | None = None) -> None:
+            if total is not None:
+                bar.update(task, total=total)
             bar.advance(task, n)
 
         yield advance

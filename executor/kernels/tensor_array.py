@@ -333,7 +333,9 @@ class TensorArray:
                 raise InvalidArgumentError(
                     f"Max scatter index must be < array size ({max_index} vs. {size})")
             for i, ix in enumerate(indices):
-                self._locked_write(ix, values[i])
+                # values[i, ...] is a 0-d array view even for strings (values[i] of an
+                # object vector is the bare bytes)
+                self._locked_write(ix, values[i, ...])
 
     def split(self, pieces: list[np.ndarray]) -> None:
         with self.lock:
