@@ -352,6 +352,9 @@ def freeze(model: LoadedModel, signature: str | None = None) -> tuple[Any, dict[
                                           "checkpoint", node=nd.name, op=nd.op)
         values[nd.name] = var.value
     frozen = inline_variables(pruned, values, droppable=init_only)
+    from dfg.graphdef.functions import detach_bodies
+
+    detach_bodies(frozen)      # the Session's copies of reducers' bodies: not for the file
     # prune kept only the functions nodes still name (none once calls are inlined, unless
     # an op such as a tf.data map takes a function)
     taken = {nd.name for nd in frozen.node}

@@ -143,6 +143,12 @@ class Session:
 
         if needs_lowering(self.graph.graph_def):
             self.graph = Graph(lower_functional(self.graph.graph_def))
+        # XLA reducers and the like apply a library function inside their kernel: hand it
+        # to them (graphdef/functions.py, attach_bodies)
+        from dfg.graphdef.functions import attach_bodies, needs_bodies
+
+        if needs_bodies(self.graph.graph_def):
+            self.graph = Graph(attach_bodies(self.graph.graph_def))
         self.threads = max(1, threads if threads is not None else (os.cpu_count() or 1))
         self.device = device
         if programs not in ("auto", "always", "never"):
