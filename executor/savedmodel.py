@@ -323,7 +323,6 @@ def freeze(model: LoadedModel, signature: str | None = None) -> tuple[Any, dict[
     ``<key>_<k>`` if that name is taken). Returns the GraphDef and
     ``{"signature", "inputs": {key: {name, dtype, shape}}, "outputs": {key: {name, ...}}}``
     with the tensor names to feed and fetch in the frozen graph."""
-    from dfg.graphdef.errors import FailedPreconditionError
     from dfg.graphdef.prune import prune
 
     sig = model.signature(signature)
@@ -341,20 +340,12 @@ def freeze(model: LoadedModel, signature: str | None = None) -> tuple[Any, dict[
     init_only = {nd.name for nd in pruned.node} - {nd.name for nd in needed.node}
     if init_targets:
         _assets_as_consts(pruned, model.saved_model.asset_feeds())
-    values: dict[str, np.ndarray] = {}
-    for nd in pruned.node:
-        if nd.op != "VarHandleOp":
-            continue
-        key = node_resource_key(nd)
-        var = model.session.resources.lookup(key)
-        if var is None or getattr(var, "value", None) is None:
-            raise FailedPreconditionError("variable has no value after restoring the "
-                                          "checkpoint", node=nd.name, op=nd.op)
-        values[nd.name] = var.value
+    values = restored_values(model.session, pruned)
     frozen = inline_variables(pruned, values, droppable=init_only)
     from dfg.graphdef.functions import detach_bodies
 
     detach_bodies(frozen)      # the Session's copies of reducers' bodies: not for the file
+    check_frozen(frozen)
     # prune kept only the functions nodes still name (none once calls are inlined, unless
     # an op such as a tf.data map takes a function)
     taken = {nd.name for nd in frozen.node}
@@ -387,6 +378,47 @@ def freeze(model: LoadedModel, signature: str | None = None) -> tuple[Any, dict[
     if init is not None:
         info["init"] = init
     return frozen, info
+
+
+# Ops that hold or hand out a variable's state: none may be left in a frozen graph.
+VARIABLE_OPS = frozenset({"VarHandleOp", "_VarHandlesOp", "VariableV2", "Variable",
+                          "TemporaryVariable", "ReadVariableOp", "ResourceGather",
+                          "ResourceGatherNd", "VarIsInitializedOp", "IsVariableInitialized"})
+
+
+def restored_values(session: Any, graph_def: Any) -> dict[str, np.ndarray]:
+    """Variable node -> its value in ``session``, for every variable of ``graph_def`` of any
+    kind: resource (VarHandleOp) and ref (VariableV2, Variable: TF1 and Estimator models,
+    whose partitioned parts restore as NAME/part_K). A variable without a value is a
+    FailedPreconditionError naming it."""
+    from dfg.graphdef.errors import FailedPreconditionError
+
+    from .resources import node_resource_key
+
+    values: dict[str, np.ndarray] = {}
+    for nd in graph_def.node:
+        if nd.op != "VarHandleOp" and nd.op not in _REF_VARIABLES:
+            continue
+        var = session.resources.lookup(node_resource_key(nd))
+        if var is None or getattr(var, "value", None) is None:
+            raise FailedPreconditionError("variable has no value after restoring the "
+                                          "checkpoint", node=nd.name, op=nd.op)
+        values[nd.name] = var.value
+    return values
+
+
+def check_frozen(graph_def: Any) -> None:
+    """A FailedPreconditionError naming every node of ``graph_def`` that still holds or reads
+    a variable (a frozen graph must have none: it would fail, uninitialized, when run)."""
+    from dfg.graphdef.errors import FailedPreconditionError
+
+    left = [nd for nd in graph_def.node if nd.op in VARIABLE_OPS]
+    if left:
+        shown = ", ".join(f"{nd.name} ({nd.op})" for nd in left[:20])
+        more = f" and {len(left) - 20} more" if len(left) > 20 else ""
+        raise FailedPreconditionError(
+            f"the frozen graph would still hold {len(left)} variable op(s): {shown}{more}; "
+            "they were not turned into constants")
 
 
 _TABLE_OPS = {"HashTableV2", "HashTable", "MutableHashTableV2", "MutableHashTable",

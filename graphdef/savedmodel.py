@@ -331,7 +331,7 @@ class SavedModelDir:
         import numpy as np
 
         if not self.meta_graph.HasField("object_graph_def"):
-            return []
+            return self._graph_variables()
         bundle = self.bundle()
         ckpt_graph = bundle.object_graph() if bundle is not None else None
         out = []
@@ -350,6 +350,50 @@ class SavedModelDir:
                     var.dtype) and D.base(var.dtype) != D.DT_STRING:
                 var.nbytes = int(np.prod(var.shape, dtype=np.int64)) * D.to_numpy(
                     var.dtype).itemsize
+            out.append(var)
+        return out
+
+
+    def _graph_variables(self) -> list[SavedVariable]:
+        """A TF1 SavedModel's variables (it has no object graph): the graph's variable nodes
+        of every kind (VariableV2 and Variable, as TF1 and Estimators make them, and
+        VarHandleOp), each part of a partitioned variable on its own, with the checkpoint key
+        holding its value (a part's: the whole variable's name, from its save_slice_info in
+        the MetaGraphDef's variable collections) and its size."""
+        import numpy as np
+
+        from dfg.schemas import variable_pb2
+
+        full_names: dict[str, str] = {}
+        trainable: set[str] = set()
+        for key, col in self.meta_graph.collection_def.items():
+            if col.WhichOneof("kind") != "bytes_list":
+                continue
+            for raw in col.bytes_list.value:
+                vd = variable_pb2.VariableDef()
+                try:
+                    vd.ParseFromString(raw)
+                except Exception:   # noqa: BLE001 - a collection of something else
+                    break
+                name = vd.variable_name.split(":")[0]
+                if vd.save_slice_info_def.full_name:
+                    full_names[name] = vd.save_slice_info_def.full_name
+                if key == "trainable_variables" or vd.trainable:
+                    trainable.add(name)
+        bundle = self.bundle()
+        out = []
+        for i, nd in enumerate(self.graph_def.node):
+            if nd.op not in ("VariableV2", "Variable", "VarHandleOp"):
+                continue
+            dt = nd.attr["dtype"].type if "dtype" in nd.attr else 0
+            shape = shape_from_proto(nd.attr["shape"].shape) if "shape" in nd.attr else None
+            var = SavedVariable(i, nd.name, int(dt), shape, nd.name in trainable)
+            key = full_names.get(nd.name, nd.name)
+            if bundle is not None and key in bundle:
+                var.checkpoint_key = key
+            if shape is not None and None not in shape and D.is_numpy_compatible(dt) \
+                    and D.base(dt) != D.DT_STRING:
+                var.nbytes = int(np.prod(shape, dtype=np.int64)) * D.to_numpy(dt).itemsize
             out.append(var)
         return out
 
