@@ -39,8 +39,17 @@ def info(graph: str, as_json: bool, node_outputs: bool) -> None:
       dfg info model.pb -o summary.json      # the same JSON, written atomically
       dfg info saved_model_dir     # a SavedModel: tags, signatures, variables
 
-    A SavedModel directory (or its saved_model.pb) is described by
-    dfg.graphdef.savedmodel.describe (its docstring lists the JSON keys).
+    \b
+    A SavedModel directory (or its saved_model.pb): JSON keys (stable): path, kind
+    ("saved_model"), tag_sets, tags, tensorflow_version, signatures{key: {key, method_name,
+    inputs{key: {name,dtype,shape}}, outputs{...}}}, variables{count, bytes,
+    items[{name,dtype,shape,trainable,checkpoint_key,bytes}]} (a TF1 model's variable nodes
+    of every kind, each part of a partitioned variable with its whole variable's key),
+    checkpoint{prefix,keys,shards,bytes} (null without variables), graph{nodes, functions,
+    function_nodes, op_types{op:count}}, saver{filename_tensor,restore_op,save_tensor},
+    init_op, assets[filename], functions[{path, concrete_function, inputs[{name,dtype,shape}],
+    outputs[{key,dtype,shape}], captures}] (the object graph's concrete functions: run one
+    with dfg run DIR --function PATH). Shapes are lists, null where unknown.
     """
     from dfg.graphdef.savedmodel import is_saved_model
     from dfg.graphdef.summary import summarize

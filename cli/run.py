@@ -47,6 +47,15 @@ OLD_OUTPUT_WORDS = ("table", "json", "npz")
 @click.option("--signature", default=None, metavar="KEY",
               help="GRAPH is a SavedModel dir: run this signature (default serving_default); "
                    "--feed/--fetch name its input/output keys.")
+@click.option("--function", "function", default=None, metavar="PATH",
+              help="GRAPH is a SavedModel dir: call this concrete function of its object "
+                   "graph (__call__, sub.shift; PATH#K: its K-th trace), for models saved "
+                   "without signatures; --feed/--fetch name its inputs and output keys "
+                   "(dfg info DIR lists them).")
+@click.option("--graph", "below", is_flag=True,
+              help="GRAPH is a SavedModel dir: run its graph below the signatures, variables "
+                   "restored and its init op run; --feed/--fetch/--target name any tensor or "
+                   "node.")
 @target_option("Node to run for its effect (repeatable, or comma-separated).")
 @init_option()
 @checkpoint_option()
@@ -69,7 +78,8 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
         inits: tuple[str, ...], steps: int, threads: int | None, outputs: tuple[str, ...],
         fmt: str | None, as_json: bool, timeout: float | None, trace_path: str | None,
         signature: str | None = None, no_optimize: bool = False,
-        max_memory: int | None = None, checkpoint: str | None = None) -> None:
+        max_memory: int | None = None, checkpoint: str | None = None,
+        function: str | None = None, below: bool = False) -> None:
     """Run GRAPH and print the fetched tensors.
 
     \b
@@ -90,6 +100,8 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
       dfg run train.pbtxt --init init --target train_op --steps 100 --fetch loss
       dfg run model.ckpt.meta --fetch probs --feed x=@x.npy   # variables from model.ckpt
       dfg run saved_model_dir --signature serving_default --feed x=@x.npy
+      dfg run module_dir --function model.__call__ --feed x=@x.npy   # no signatures
+      dfg run tf1_dir --graph --feed IteratorGetNext=@x.npy --fetch y  # below signatures
       dfg run examples/while_nested.pbtxt --fetch outer/Exit --feed n=4,scale=0.5 \\
           --trace trace.json     # open in https://ui.perfetto.dev
     """
@@ -105,11 +117,26 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
     feed_dict = parse_feeds(feeds)
     from dfg.graphdef.savedmodel import is_saved_model
 
-    if signature is not None or is_saved_model(graph):
+    saved = is_saved_model(graph)
+    if (below or function is not None) and not saved:
+        raise UsageError(f"--{'graph' if below else 'function'} runs a SavedModel directory; "
+                         f"{graph} is not one")
+    if below and (function is not None or signature is not None):
+        raise UsageError("--graph runs below the signatures: not with --signature or "
+                         "--function")
+    if below:
+        from .savedmodel_view import run_graph
+
+        keys, values = run_graph(graph, fetches, feed_dict, targets, threads, timeout, steps)
+        _emit(fmt, keys, values, steps, out)
+        return
+    if signature is not None or function is not None or saved:
+        if signature is not None and function is not None:
+            raise UsageError("--signature and --function both name what to run: give one")
         from .savedmodel_view import run_signature
 
         keys, values = run_signature(graph, signature, fetches, feed_dict, threads, timeout,
-                                     steps)
+                                     steps, function=function)
         _emit(fmt, keys, values, steps, out)
         return
     if not fetches:

@@ -151,6 +151,130 @@ def load(path: str | os.PathLike[str], tags: Any = None, threads: int | None = N
     return LoadedModel(sm, session)
 
 
+# --- object-graph functions ----------------------------------------------------------------
+
+class LoadedFunction(LoadedModel):
+    """A concrete function of a SavedModel's object graph, loaded as a one-signature model:
+    the session's graph calls it (``StatefulPartitionedCall``) with a Placeholder per input
+    and its captures (variables restored from the checkpoint by their object-graph keys,
+    constants, asset paths); the signature's key is the function's path."""
+
+    def __init__(self, saved_model: SavedModelDir, session: Session, sig: Signature) -> None:
+        super().__init__(saved_model, session)
+        self.signatures = {sig.key: sig}
+
+    def signature(self, key: str | None = None) -> Signature:
+        if key is None or key in self.signatures:
+            return next(iter(self.signatures.values()))
+        raise NotFoundError(f"function '{next(iter(self.signatures))}' is loaded, not "
+                            f"'{key}'")
+
+
+def load_function(path: str | os.PathLike[str], function: str, tags: Any = None,
+                  threads: int | None = None, **session_kw: Any) -> LoadedFunction:
+    """Load the object graph's concrete function at ``function`` (``model.__call__``,
+    ``sub.shift``; ``PATH#K`` for its K-th concrete function) of the SavedModel at ``path``,
+    for a model saved without signatures (a ``tf.Module`` with ``signatures={}``)."""
+    from dfg.graphdef.errors import UnimplementedError
+    from dfg.graphdef.savedmodel import TensorSpec
+    from dfg.schemas import graph_pb2
+
+    from .kernels.state import ResourceVariable
+
+    sm = SavedModelDir(str(path), tags)
+    fn = sm.function(function)
+    og = sm.meta_graph.object_graph_def
+    g = graph_pb2.GraphDef()
+    g.versions.CopyFrom(sm.graph_def.versions)
+    g.library.CopyFrom(sm.graph_def.library)
+    taken: set[str] = set()
+
+    def unique(name: str) -> str:
+        cand, k = name, 1
+        while cand in taken:
+            cand, k = f"{name}_{k}", k + 1
+        taken.add(cand)
+        return cand
+
+    call_inputs: list[str] = []
+    types: list[int] = []
+    inputs: dict[str, TensorSpec] = {}
+    for name, dt, shape in fn.inputs:
+        nd = g.node.add(name=unique(name.replace(":", "_") or "input"), op="Placeholder")
+        nd.attr["dtype"].type = dt
+        if shape is not None:
+            for d in shape:
+                nd.attr["shape"].shape.dim.add(size=-1 if d is None else d)
+        else:
+            nd.attr["shape"].shape.unknown_rank = True
+        inputs[name] = TensorSpec(f"{nd.name}:0", dt, shape)
+        call_inputs.append(nd.name)
+        types.append(dt)
+    keys = {v.node_id: v for v in sm.variables()}
+    graph_nodes = {nd.name: nd for nd in sm.graph_def.node}
+    variables: list[tuple[str, str]] = []   # (shared_name, checkpoint key)
+    for node_id in fn.captures:
+        obj = og.nodes[node_id]
+        kind = obj.WhichOneof("kind")
+        if kind == "variable" and node_id in keys and keys[node_id].checkpoint_key:
+            var = keys[node_id]
+            nd = g.node.add(name=unique(f"captured/{obj.variable.name or node_id}"),
+                            op="VarHandleOp")
+            nd.attr["dtype"].type = var.dtype
+            nd.attr["shape"].shape.CopyFrom(obj.variable.shape)
+            nd.attr["shared_name"].s = f"captured_{node_id}".encode()
+            variables.append((f"captured_{node_id}", var.checkpoint_key))
+            types.append(D_RESOURCE)
+        elif kind == "constant" and obj.constant.operation in graph_nodes:
+            src = graph_nodes[obj.constant.operation]
+            nd = g.node.add()
+            nd.CopyFrom(src)
+            nd.name = unique(src.name)
+            del nd.input[:]
+            types.append(src.attr["dtype"].type)
+        elif kind == "asset":
+            asset = sm.meta_graph.asset_file_def[obj.asset.asset_file_def_index]
+            nd = g.node.add(name=unique(f"captured/asset_{node_id}"), op="Const")
+            nd.attr["dtype"].type = 7   # DT_STRING
+            from dfg.graphdef.tensors import from_numpy
+
+            nd.attr["value"].tensor.CopyFrom(from_numpy(np.array(
+                str(sm.directory / "assets" / asset.filename).encode(), dtype=object)))
+            types.append(7)
+        else:
+            raise UnimplementedError(
+                f"function '{fn.path}' captures object {node_id} ({kind}), which dfg cannot "
+                "pass to it (variables, constants and assets can be)")
+        call_inputs.append(nd.name)
+    call = g.node.add(name=unique("call"), op="StatefulPartitionedCall", input=call_inputs)
+    call.attr["f"].func.name = fn.concrete
+    call.attr["Tin"].list.type.extend(types)
+    call.attr["Tout"].list.type.extend(dt for _k, dt, _s in fn.outputs)
+    for a in ("config", "config_proto", "executor_type"):
+        call.attr[a].s = b""
+    outputs: dict[str, TensorSpec] = {}
+    for j, (key, dt, shape) in enumerate(fn.outputs):
+        nd = g.node.add(name=unique(key), op="Identity", input=[f"{call.name}:{j}"])
+        nd.attr["T"].type = dt
+        outputs[key] = TensorSpec(f"{nd.name}:0", dt, shape)
+    session = Session(g, threads=threads, **session_kw)
+    try:
+        bundle = sm.bundle()
+        for shared, ckpt_key in variables:
+            value = bundle.read(ckpt_key)
+            var = session.resources.lookup_or_create(
+                ("", shared), lambda v=value, n=shared: ResourceVariable(n, v.dtype, v.shape))
+            with var.lock:
+                var.value = value
+    except BaseException:
+        session.close()
+        raise
+    return LoadedFunction(sm, session, Signature(fn.path, inputs, outputs, "function"))
+
+
+D_RESOURCE = 20   # DT_RESOURCE
+
+
 # --- freezing -------------------------------------------------------------------------------
 
 # Ops that pass a resource handle through unchanged: input slot -> output slots. After a
