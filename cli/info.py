@@ -22,7 +22,8 @@ def info(graph: str, as_json: bool, node_outputs: bool) -> None:
     in JSON) where they cannot be told without running the graph.
 
     \b
-    JSON keys (stable): file, nodes, inputs[{name,op,dtype,shape}],
+    JSON keys (stable; shapes are lists, null for an unknown dimension or rank): file,
+    nodes, inputs[{name,op,dtype,shape}],
     outputs[{name,op,dtype,shape}], op_types{op:count},
     constants{count,parameters,bytes}, variables[{name,op,dtype,shape}], control_edges,
     frames[{name,parent,depth,parallel_iterations,nodes}], devices,
@@ -82,16 +83,16 @@ def _print_table(s: dict) -> None:
     for col in ("kind", "name", "op", "dtype", "shape"):
         io.add_column(col)
     for i in s["inputs"]:
-        io.add_row("input", i["name"], i["op"], i["dtype"] or "?", i["shape"] or "?")
+        io.add_row("input", i["name"], i["op"], i["dtype"] or "?", _shape(i["shape"]))
     for o in s["outputs"]:
-        io.add_row("output", o["name"], o["op"], o["dtype"] or "?", o["shape"] or "?")
+        io.add_row("output", o["name"], o["op"], o["dtype"] or "?", _shape(o["shape"]))
     con.print(io)
     c = s["constants"]
     con.print(f"Constants: {c['count']} nodes, {c['parameters']:,} parameters, "
               f"{c['bytes']:,} bytes")
     if s["variables"]:
         con.print("Variables: " + ", ".join(
-            f"{v['name']} ({v['dtype'] or 'resource'} {v['shape'] or ''})".rstrip()
+            f"{v['name']} ({v['dtype'] or 'resource'} {_shape(v['shape'], '')})".rstrip()
             for v in s["variables"]))
     if s["frames"]:
         fr = Table(title="While-loop frames", title_justify="left")
@@ -132,7 +133,7 @@ def _print_table(s: dict) -> None:
         for col in ("tensor", "op", "dtype", "shape"):
             ts.add_column(col)
         for t in s["tensors"]:
-            ts.add_row(t["name"], t["op"], t["dtype"] or "?", t["shape"] or "?")
+            ts.add_row(t["name"], t["op"], t["dtype"] or "?", _shape(t["shape"]))
         con.print(ts)
     ops = Table(title="Op types", title_justify="left")
     ops.add_column("op")
@@ -140,3 +141,11 @@ def _print_table(s: dict) -> None:
     for op, n in s["op_types"].items():
         ops.add_row(op, str(n))
     con.print(ops)
+
+
+def _shape(shape: list | None, unknown: str = "?") -> str:
+    """A JSON shape (list, None for an unknown dim; None for an unknown rank) as info shows
+    it: [4,?,3]."""
+    if shape is None:
+        return unknown
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"

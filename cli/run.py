@@ -106,7 +106,7 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
           --trace trace.json     # open in https://ui.perfetto.dev
     """
     from dfg.executor import Session
-    from dfg.graphdef.errors import MissingFeedError
+    from dfg.graphdef.errors import FailedPreconditionError, MissingFeedError
 
     from .progress import progress
 
@@ -159,9 +159,38 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
         except MissingFeedError as e:
             e.args = (f"{e}: --feed {e.placeholder}=...",)
             raise
+        except FailedPreconditionError as e:
+            found = table_initializers(g) if "Table not initialized" in str(e) else []
+            if found and not inits:
+                e.args = (f"{e}; the graph's table initializer runs first with --init "
+                          f"{found[0]}",)
+            raise
     if tracer is not None:
         tracer.write(trace_path)
     _emit(fmt, list(fetches), values, steps, out)
+
+
+# Ops that fill a lookup table: a node running only these (by control edges) initializes the
+# graph's tables, whatever exporters named it.
+_TABLE_INIT_OPS = {"InitializeTable", "InitializeTableV2", "InitializeTableFromTextFile",
+                   "InitializeTableFromTextFileV2", "LookupTableImportV2",
+                   "InitializeTableFromDataset"}
+
+
+def table_initializers(g) -> list[str]:
+    """Nodes that initialize a frozen graph's tables, best first: ``init_all_tables`` as TF1's
+    exporters name it (with the trailing underscores some add to keep it unique, e.g.
+    ``init_all_tables_``), ``legacy_init_op``/``*tables_initializer``, then any NoOp whose
+    control inputs are all table initializers."""
+    import re
+
+    named = re.compile(r"^(init_all_tables|legacy_init_op|(.*/)?(init_)?tables_initializer)_*$")
+    by_name = [n.name for n in g.nodes if n.op == "NoOp" and named.match(n.name)]
+    grouped = [n.name for n in g.nodes if n.op == "NoOp" and n.control_inputs
+               and n.name not in by_name
+               and all(g.node(c).op in _TABLE_INIT_OPS for c in n.control_inputs
+                       if c in g)]
+    return sorted(by_name, key=lambda n: (not n.startswith("init_all_tables"), n)) + grouped
 
 
 def _output(outputs: tuple[str, ...], fmt: str | None, as_json: bool) -> tuple[str, str]:

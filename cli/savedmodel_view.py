@@ -111,11 +111,15 @@ def run_signature(path: str, signature: str | None, fetches: tuple[str, ...],
     with (load_function(path, function, threads=threads) if function is not None
           else load(path, threads=threads)) as model:
         sig = model.signature(signature)
-        from .feeds import batch_of_one, check_literal
+        from dfg.graphdef import dtypes as D
 
-        for k, v in list(feeds.items()):
+        from .feeds import batch_of_one, check_literal, string_literal
+
+        for k in list(feeds):
             if k in sig.inputs:
-                check_literal(k, v, sig.inputs[k].dtype)
+                if D.base(sig.inputs[k].dtype) == D.DT_STRING:
+                    string_literal(feeds, k)
+                check_literal(k, feeds[k], sig.inputs[k].dtype)
                 shape = sig.inputs[k].shape
                 batch_of_one(feeds, k, None if shape is None else len(shape))
         keys = names(fetches) or list(sig.outputs)

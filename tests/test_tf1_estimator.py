@@ -201,6 +201,13 @@ def _tf_io(sm: Path) -> dict[str, tuple[dict[str, np.ndarray], dict[str, np.ndar
         for sig in sorted(p for p in d.iterdir() if p.is_dir()) if d.is_dir() else []:
             out[sig.name] = ({p.stem[3:]: np.load(p) for p in sig.glob("in_*.npy")},
                              {p.stem[4:]: np.load(p) for p in sig.glob("out_*.npy")})
+    elif rel.parts[0] == "tf1_estimator" and rel.name == "saved_model_examples":
+        from dfg.cli.feeds import examples_from_json
+
+        d = sm.parent
+        out["serving_default"] = (
+            {"examples": examples_from_json(str(d / "examples.json"))},
+            {"probabilities": np.load(d / "examples_io.npz")["probabilities"]})
     elif rel.parts[0] == "tf1_estimator":
         feeds, want, _ = io(rel.parts[1])
         out["serving_default"] = (feeds, want)

@@ -12,6 +12,8 @@ DNNClassifier's ``input_layer_partitioner`` does; ``fixed_size_partitioner`` for
 embeddings), trained a few steps with Adagrad (its slots are partitioned too), then exported:
 
 * ``dnn/``: a DNN classifier (3 dense features, hidden layers 8 and 4, 3 classes).
+* ``dnn/saved_model_examples/``: the same DNN behind the tf.Example serving input Estimators
+  export by default (``examples.json`` rows, ``examples_io.npz`` TF's probabilities).
 * ``wide_deep/``: wide and deep: a linear part over a categorical id column (weights split in
   3 by rows) and the dense features, a deep part over an embedding of the ids (split in 2,
   mean-combined) and the dense features, logits summed, a sigmoid.
@@ -147,11 +149,45 @@ def dnn() -> None:
             labels=labels, logits=logits))
         train_x = rng.normal(size=(16, 3)).astype(np.float32)
         train_y = rng.integers(0, 3, size=16)
+        # the serving input Estimators export by default: serialized tf.train.Example protos
+        serialized = v1.placeholder(tf.string, [None], name="input_example_tensor")
+        parsed = v1.io.parse_example(serialized,
+                                     {"x": v1.io.FixedLenFeature([3], tf.float32)})
+        with v1.variable_scope("dnn", reuse=True):
+            h = dense(parsed["x"], 8, "hiddenlayer_0", tf.nn.relu, part)
+            h = dense(h, 4, "hiddenlayer_1", tf.nn.relu, part)
+            ex_probs = tf.nn.softmax(dense(h, 3, "logits", None, part), name="ex_probabilities")
         with v1.Session(graph=g) as sess:
             write(HERE / "dnn", g, sess, {"x": x},
                   {"probabilities": probs, "class_ids": classes, "logits": logits}, loss,
                   {x: train_x, labels: train_y},
                   {"x": rng.normal(size=(5, 3)).astype(np.float32)})
+            export_examples(sess, HERE / "dnn", serialized, ex_probs, rng)
+
+
+def export_examples(sess: Any, d: Path, serialized: Any, probs: Any,
+                    rng: np.random.Generator) -> None:
+    """``saved_model_examples/``: the same trained DNN behind a tf.Example serving signature
+    (input ``examples``: serialized protos, parsed in the graph); ``examples.json`` holds rows
+    of features as saved_model_cli --input_examples takes them, ``examples_io.npz`` TF's
+    probabilities for them."""
+    rows = [{"x": [round(float(v), 3) for v in rng.normal(size=3)]} for _ in range(3)]
+    protos = []
+    for row in rows:
+        ex = tf.train.Example(features=tf.train.Features(feature={
+            "x": tf.train.Feature(float_list=tf.train.FloatList(value=row["x"]))}))
+        protos.append(ex.SerializeToString())
+    want = sess.run(probs, {serialized: protos})
+    builder = v1.saved_model.Builder(str(d / "saved_model_examples"))
+    sig = v1.saved_model.predict_signature_def({"examples": serialized},
+                                               {"probabilities": probs})
+    builder.add_meta_graph_and_variables(sess, ["serve"],
+                                         signature_def_map={"serving_default": sig},
+                                         strip_default_attrs=True)
+    builder.save()
+    (d / "examples.json").write_text(json.dumps(rows) + "\n")
+    np.savez(d / "examples_io.npz", probabilities=want)
+    print("dnn examples", want.shape)
 
 
 def wide_deep() -> None:
