@@ -457,7 +457,10 @@ def freeze(model: LoadedModel, signature: str | None = None) -> tuple[Any, dict[
     # keeps the initializers, gathered under one NoOp the frozen graph's user runs first
     # (as a TF1 user runs tables_initializer), with asset paths as Consts.
     init_targets: list[str] = []
-    needed = prune(lowered, fetches, feeds)
+    # a signature without outputs runs nothing (TensorFlow's session too): its frozen graph
+    # is its inputs, as `dfg run` of it succeeds with nothing fetched
+    needed = prune(lowered, fetches, feeds) if fetches else prune(
+        lowered, [], feeds, targets=[f.split(":")[0] for f in feeds])
     if _reads_tables(needed):
         init_targets = model.saved_model.init_targets()
     pruned = prune(lowered, fetches, feeds, targets=init_targets) if init_targets else needed

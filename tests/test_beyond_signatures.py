@@ -116,3 +116,22 @@ def test_graph_and_function_need_a_saved_model(tmp_path: Path) -> None:
     assert res.exit_code == 2
     res = invoke("run", TF1, "--graph")
     assert res.exit_code == 2 and "--fetch" in res.output
+
+
+def test_signature_without_outputs_runs_and_freezes_alike(tmp_path: Path) -> None:
+    """TF1 allows a signature with no outputs; TensorFlow's session runs it (nothing to
+    fetch). dfg run does too, and dfg freeze writes its graph (its input) rather than
+    refusing: the same answer both ways."""
+    res = invoke("run", TF1, "--signature", "nothing", "--feed", "x=[[1,2]]", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["fetches"] == []
+    out = tmp_path / "nothing.pbtxt"
+    res = invoke("freeze", TF1, "--signature", "nothing", "-o", out, "--json")
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.output)
+    assert info["outputs"] == {} and info["inputs"]["x"]["name"] == "IteratorGetNext:0"
+    from dfg.executor.savedmodel import VARIABLE_OPS
+    from dfg.graphdef.io import load_graph
+
+    ops = {nd.op for nd in load_graph(out).graph_def.node}
+    assert "IteratorGetNext" in ops and not ops & VARIABLE_OPS

@@ -9,7 +9,8 @@ tests/data/beyond_signatures/. Run with TensorFlow's own virtualenv, never in CI
 * ``tf1_dataset/``: a TF1 SavedModel whose signature's output reads a ``tf.data`` iterator
   (``IteratorGetNext``) and a variable: it has no input to feed. Run below the signature,
   feeding the iterator's output tensor. ``tf1_dataset_io.npz`` holds a value fed to
-  ``IteratorGetNext:0`` and TensorFlow's ``y`` for it (a session on the loaded graph).
+  ``IteratorGetNext:0`` and TensorFlow's ``y`` for it (a session on the loaded graph). Its
+  second signature, ``nothing``, has an input and no outputs.
 """
 
 from __future__ import annotations
@@ -88,8 +89,12 @@ def tf1_dataset() -> None:
         with v1.Session(graph=g) as sess:
             sess.run(v1.global_variables_initializer())
             builder = v1.saved_model.Builder(str(d))
-            builder.add_meta_graph_and_variables(sess, ["serve"],
-                                                 signature_def_map={"serving_default": sig})
+            # a signature without outputs (TF1 allows it; its session refuses to run it)
+            empty = v1.saved_model.build_signature_def(
+                inputs={"x": v1.saved_model.build_tensor_info(x)}, outputs={},
+                method_name=v1.saved_model.PREDICT_METHOD_NAME)
+            builder.add_meta_graph_and_variables(
+                sess, ["serve"], signature_def_map={"serving_default": sig, "nothing": empty})
             builder.save()
     fed = np.array([[1.0, 2.0], [-3.0, 0.5]], np.float32)
     g = tf.Graph()
@@ -97,6 +102,10 @@ def tf1_dataset() -> None:
         v1.saved_model.loader.load(sess, ["serve"], str(d))
         got = sess.run("y:0", {"IteratorGetNext:0": fed})
         first = sess.run("y:0")     # the dataset's first batch, through the signature
+        try:
+            sess.run([], {"IteratorGetNext:0": fed})
+        except (RuntimeError, ValueError, TypeError) as e:   # what TF says to no fetches
+            print("TensorFlow refuses a run without fetches:", type(e).__name__, e)
     np.savez(HERE / "tf1_dataset_io.npz", x=fed, y=got, first=first)
     print("tf1_dataset", got.shape, first.shape)
 
