@@ -19,7 +19,8 @@ no other way to run Xla* ops), on CPU.
 Besides the cases:
 
 * ``savedmodel_cnn/``: a small JAX CNN (conv, max pool, dense) with its parameters as
-  tf.Variables, saved with a serving signature; ``savedmodel_cnn/io.npz`` holds an input and
+  tf.Variables, converted with a polymorphic batch dimension and saved with a serving
+  signature; ``savedmodel_cnn/io.npz`` holds an input and
   TensorFlow's output.
 * ``native/graph.pbtxt``: a function converted WITH native serialization (one XlaCallModule
   holding StableHLO), which dfg refuses by name.
@@ -435,10 +436,12 @@ def write_savedmodel() -> None:
         shutil.rmtree(d)
     module = tf.Module()
     module.params = [tf.Variable(p, name=f"p{i}") for i, p in enumerate(params)]
-    conv = jax2tf.convert(_cnn, native_serialization=False, with_gradient=False)
+    # the batch is polymorphic, as exported models' usually is
+    conv = jax2tf.convert(_cnn, native_serialization=False, with_gradient=False,
+                          polymorphic_shapes=[None, "(b, 6, 6, 1)"])
 
     @tf.function(autograph=False, jit_compile=True,
-                 input_signature=[tf.TensorSpec([3, 6, 6, 1], tf.float32, name="images")])
+                 input_signature=[tf.TensorSpec([None, 6, 6, 1], tf.float32, name="images")])
     def serve(images: Any) -> Any:
         return {"probs": conv(module.params, images)}
 
