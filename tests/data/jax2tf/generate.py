@@ -248,21 +248,26 @@ def conv() -> dict[str, Any]:
 
 @case
 def sort() -> dict[str, Any]:
-    def f(x, k):
+    def f(x, k, z):
         s = jnp.sort(x, axis=1)
         a = jnp.argsort(x, axis=0)
         kk, kv = lax.sort((k, x[:, 0]), num_keys=1)
         d = jnp.sort(x.ravel())[::-1]
-        return s, a, kk, kv, d
+        # rows longer than dfg's all-pairs limit: its merge sort
+        return s, a, kk, kv, d, jnp.sort(z), jnp.argsort(z)
 
+    z = f32(rng(16).integers(-300, 300, size=3000) / 4.0)   # many ties
+    z[[5, 700, 2999]] = np.nan
+    z[[9, 10]] = [-0.0, 0.0]
     x = f32(rng(8).normal(size=(6, 4)))
     x[2, 1] = x[4, 1]                      # ties keep their order (stable)
     x[3, 2] = np.nan
     x[0, 3] = -0.0
     x[1, 3] = 0.0
-    return spec_case("jnp.sort, jnp.argsort (stable, with ties, NaN and signed zeros) and a "
-                     "two-operand lax.sort by keys (XlaVariadicSort with jax's comparator).",
-                     f, [[x, i32([3, 1, 3, 0, 2, 1])]])
+    return spec_case("jnp.sort, jnp.argsort (stable, with ties, NaN and signed zeros), a "
+                     "two-operand lax.sort by keys, and a 3000-long row with many ties "
+                     "(XlaVariadicSort with jax's comparator).",
+                     f, [[x, i32([3, 1, 3, 0, 2, 1]), z]])
 
 
 @case
