@@ -40,7 +40,7 @@ COMPUTATION_OPS: dict[str, tuple[str, ...]] = {
     "XlaReduce": ("reducer",), "XlaVariadicReduce": ("reducer",),
     "XlaVariadicReduceV2": ("reducer",), "XlaReduceWindow": ("computation",),
     "XlaScatter": ("update_computation",), "XlaSelectAndScatter": ("select", "scatter"),
-    "XlaVariadicSort": ("comparator",), "XlaReduceScatter": (),
+    "XlaVariadicSort": ("comparator",),
 }
 BODY_KEY = "_dfg_library"
 RETVAL_SUFFIX = "_RetVal"

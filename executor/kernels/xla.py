@@ -119,6 +119,7 @@ class Computation:
         from dfg.graphdef.frames import CONTROL_FLOW_OPS
         from dfg.graphdef.functions import (
             ARG_OP,
+            COMPUTATION_OPS,
             FUNCTIONAL_OPS,
             RETVAL_OP,
             Library,
@@ -142,8 +143,11 @@ class Computation:
         self.arg_dtypes = [numpy_dtype(nd.attr["T"].type) for nd in args]
         inner = [nd for nd in body.node if nd.op not in (ARG_OP, RETVAL_OP)]
         reg = registry()
+        # straight line: no control flow, no calls, no state, and no node that applies a
+        # function itself (the interpreter's graph hands those their bodies)
         straight = all(
             nd.op not in CONTROL_FLOW_OPS and nd.op not in FUNCTIONAL_OPS and nd.op not in lib
+            and nd.op not in COMPUTATION_OPS
             and reg.get(nd.op) is not None and not reg.get(nd.op).is_stateful
             and lookup(nd.op) is not None for nd in inner)
         self._lock = threading.Lock()   # guards _ref (the interpreter keeps per-run state)
