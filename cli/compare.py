@@ -48,7 +48,8 @@ def compare(graph_a: str, graph_b: str, fetches: tuple[str, ...], feeds: tuple[s
     Feeds are the --feed values plus, for every other Placeholder the fetches need, a seeded
     random value (dtype and shape from the placeholder; unknown dimensions 2). Per fetch it
     reports the max absolute and relative difference and whether B is within atol + rtol *
-    |A|. Both graphs failing with the same TensorFlow error class counts as equal.
+    |A|. Both graphs failing with the same TensorFlow error class is agreement ("ok" in
+    JSON) but nothing was compared: reported as NOTHING COMPARED, exit 1.
 
     \b
     --bisect: fetch the outputs of the nodes both graphs share (same name, op and output
@@ -57,12 +58,13 @@ def compare(graph_a: str, graph_b: str, fetches: tuple[str, ...], feeds: tuple[s
     fetched: they are skipped and counted.
 
     \b
-    JSON keys (stable): a, b, ok, message, rtol, atol, fed {tensor: shape}, fetches [{name,
-    ok, dtype, shape, max_abs, max_rel, problem}], error_a, error_b, bisect ({first, op,
-    diff, candidates, checked, runs, skipped_in_loops, skipped_failing} or null).
+    JSON keys (stable): a, b, ok, nothing_compared, message, rtol, atol, fed {tensor: shape},
+    fetches [{name, ok, dtype, shape, max_abs, max_rel, problem}], error_a, error_b, bisect
+    ({first, op, diff, candidates, checked, runs, skipped_in_loops, skipped_failing} or null).
 
     \b
-    Exit status: 0 the fetches agree, 1 they differ (or a graph is invalid), 2 bad usage.
+    Exit status: 0 the fetches agree, 1 they differ, both graphs fail (nothing compared) or a
+    graph is invalid, 2 bad usage.
 
     \b
     Examples:
@@ -87,12 +89,15 @@ def compare(graph_a: str, graph_b: str, fetches: tuple[str, ...], feeds: tuple[s
         res = compare_graphs(ga, gb, names(fetches), feed_dict, names(targets), rtol, atol,
                              threads, threads, programs="never" if no_optimize else "auto",
                              seed=seed, bisect=do_bisect, batch=batch, progress=step)
+    # both failing alike agrees, but no value was compared: not a pass
+    nothing = res.ok and res.error_a is not None and res.error_b is not None
     if as_json:
-        emit_json({"a": graph_a, "b": graph_b, **_ordered(res.to_dict()), "rtol": rtol,
-                   "atol": atol})
+        d = _ordered(res.to_dict())
+        emit_json({"a": graph_a, "b": graph_b, "ok": d.pop("ok"), "nothing_compared": nothing,
+                   **d, "rtol": rtol, "atol": atol})
     else:
-        _print(res)
-    if not res.ok:
+        _print(res, nothing)
+    if not res.ok or nothing:
         raise click.exceptions.Exit(1)
 
 
@@ -105,7 +110,7 @@ def _num(x: float | None) -> str:
     return "" if x is None else f"{x:.3g}"
 
 
-def _print(res) -> None:
+def _print(res, nothing: bool = False) -> None:
     from rich.table import Table
 
     con = console()
@@ -118,7 +123,8 @@ def _print(res) -> None:
             table.add_row(f.name, f.dtype or "", str(f.shape), _num(f.max_abs),
                           _num(f.max_rel), "yes" if f.ok else f"NO: {f.problem}")
         con.print(table)
-    con.print(f"{'equal' if res.ok else 'DIFFERENT'}: {res.message}")
+    verdict = "NOTHING COMPARED" if nothing else "equal" if res.ok else "DIFFERENT"
+    con.print(f"{verdict}: {res.message}")
     b = res.bisect
     if b is None:
         return

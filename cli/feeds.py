@@ -101,6 +101,7 @@ class Feeds(dict):
     def __init__(self) -> None:
         super().__init__()
         self.file_bytes: set[str] = set()
+        self.texts: dict[str, str] = {}   # a literal's text as typed (string inputs use it)
 
 
 def _file_bytes(text: str) -> Any:
@@ -131,9 +132,23 @@ def _file_bytes(text: str) -> Any:
 
 
 def batch_of_one(feeds: dict[str, Any], name: str, rank: int | None) -> None:
-    """A file's bytes fed to a rank-1 input become a batch of one."""
-    if rank == 1 and name in getattr(feeds, "file_bytes", ()) and feeds[name].ndim == 0:
+    """A file's bytes, or a bare string literal, fed to a rank-1 input become a batch of
+    one."""
+    if rank != 1:
+        return
+    if name in getattr(feeds, "file_bytes", ()) and feeds[name].ndim == 0:
         feeds[name] = feeds[name].reshape(1)
+    elif isinstance(feeds[name], str):
+        feeds[name] = [feeds[name]]
+
+
+def string_literal(feeds: dict[str, Any], name: str) -> None:
+    """A literal fed to a string input is the text as typed: ``--feed s=true`` is the string
+    "true" (JSON would make it the bool True), ``s=42`` the string "42"; JSON lists and
+    strings stay as they are."""
+    text = getattr(feeds, "texts", {}).get(name)
+    if text is not None and not isinstance(feeds[name], (str, list)):
+        feeds[name] = text
 
 
 def parse_value(text: str) -> Any:
@@ -142,6 +157,8 @@ def parse_value(text: str) -> Any:
         if raw is not None:
             return raw
         path, _, key = text[1:].partition(":")
+        if key == "example":
+            return examples_from_json(path)
         return _load_array(path, key)
     lowered = {"true": "true", "false": "false", "True": "true", "False": "false"}
     try:
@@ -150,6 +167,50 @@ def parse_value(text: str) -> Any:
         return text  # a string tensor
     except RecursionError:
         raise UsageError(f"--feed value nested too deeply: {text[:40]}...") from None
+
+
+def examples_from_json(path: str) -> Any:
+    """``@rows.json:example``: a JSON list of rows, each {feature: value or list of values},
+    as serialized tf.train.Example protos (a 1-D string tensor, one per row), as
+    saved_model_cli's --input_examples builds them: ints become an int64_list, numbers with a
+    fraction a float_list, strings a bytes_list (UTF-8)."""
+    import numpy as np
+
+    from dfg.schemas import example_pb2
+
+    try:
+        with open(path, "rb") as f:
+            rows = json.loads(f.read().decode("utf-8"))
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise UsageError(f"{path}: not JSON ({e})") from None
+    if isinstance(rows, dict):
+        rows = [rows]
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise UsageError(f"{path}: tf.Example rows must be a JSON list of objects "
+                         "({feature: value or [values]})")
+    out = np.empty(len(rows), dtype=object)
+    for i, row in enumerate(rows):
+        ex = example_pb2.Example()
+        for name, value in row.items():
+            values = value if isinstance(value, list) else [value]
+            feat = ex.features.feature[name]
+            if all(isinstance(v, str) for v in values):
+                feat.bytes_list.value.extend(v.encode("utf-8") for v in values)
+            elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+                try:
+                    feat.int64_list.value.extend(values)
+                except ValueError:
+                    raise UsageError(f"{path}: row {i} feature '{name}': an integer out of "
+                                     "int64 range") from None
+            elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                feat.float_list.value.extend(float(v) for v in values)
+            else:
+                raise UsageError(f"{path}: row {i} feature '{name}' must hold strings or "
+                                 f"numbers (one kind), found {value!r:.60}")
+        out[i] = ex.SerializeToString()
+    return out
 
 
 def parse_feeds(specs: tuple[str, ...]) -> Feeds:
@@ -161,14 +222,17 @@ def parse_feeds(specs: tuple[str, ...]) -> Feeds:
         if name in feeds:
             raise UsageError(f"--feed {name} given twice")
         feeds[name] = parse_value(value)
+        if not value.startswith("@"):
+            feeds.texts[name] = value
         if value.startswith("@") and getattr(feeds[name], "dtype", None) is not None \
                 and feeds[name].dtype.kind == "O" and feeds[name].ndim == 0:
             feeds.file_bytes.add(name)
     return feeds
 
 
-def feed_option(help: str = "NAME=VALUE: a literal, @file.npy, @file.npz:key or @FILE (its "
-                            "bytes as a string; @a.jpg,@b.jpg a batch) (repeatable, or "
+def feed_option(help: str = "NAME=VALUE: a literal, @file.npy, @file.npz:key, @FILE (its "
+                            "bytes as a string; @a.jpg,@b.jpg a batch) or @rows.json:example "
+                            "(tf.train.Example rows from JSON) (repeatable, or "
                             "comma-separated: a=1,b=[1,2])."):
     return click.option("--feed", "feeds", multiple=True, metavar="NAME=VALUE",
                         callback=_split_feed_specs, help=help)
@@ -220,12 +284,19 @@ def check_feeds(graph: Any, feeds: dict[str, Any]) -> None:
     (or Const's) ``dtype`` attr, else the static dtype dfg infers (unknown: int64)."""
     import numpy as np
 
+    from dfg.graphdef import dtypes as D
     from dfg.graphdef.attrs import to_python
     from dfg.graphdef.graph import parse_tensor_name
 
-    for name in list(getattr(feeds, "file_bytes", ())):
+    for name in list(feeds):
         node = graph.get(name.split(":")[0])
-        if node is not None and "shape" in node.attr:
+        if node is None or node.op not in ("Placeholder", "PlaceholderWithDefault"):
+            continue
+        dt = node.attr["dtype"].type if "dtype" in node.attr else None
+        if dt is not None and D.base(dt) == D.DT_STRING:
+            string_literal(feeds, name)
+        if "shape" in node.attr and (name in getattr(feeds, "file_bytes", ())
+                                     or dt is not None and D.base(dt) == D.DT_STRING):
             shape = to_python(node.attr["shape"])
             batch_of_one(feeds, name, None if shape is None else len(shape))
     facts = None

@@ -22,7 +22,8 @@ def info(graph: str, as_json: bool, node_outputs: bool) -> None:
     in JSON) where they cannot be told without running the graph.
 
     \b
-    JSON keys (stable): file, nodes, inputs[{name,op,dtype,shape}],
+    JSON keys (stable; shapes are lists, null for an unknown dimension or rank): file,
+    nodes, inputs[{name,op,dtype,shape}],
     outputs[{name,op,dtype,shape}], op_types{op:count},
     constants{count,parameters,bytes}, variables[{name,op,dtype,shape}], control_edges,
     frames[{name,parent,depth,parallel_iterations,nodes}], devices,
@@ -39,8 +40,17 @@ def info(graph: str, as_json: bool, node_outputs: bool) -> None:
       dfg info model.pb -o summary.json      # the same JSON, written atomically
       dfg info saved_model_dir     # a SavedModel: tags, signatures, variables
 
-    A SavedModel directory (or its saved_model.pb) is described by
-    dfg.graphdef.savedmodel.describe (its docstring lists the JSON keys).
+    \b
+    A SavedModel directory (or its saved_model.pb): JSON keys (stable): path, kind
+    ("saved_model"), tag_sets, tags, tensorflow_version, signatures{key: {key, method_name,
+    inputs{key: {name,dtype,shape}}, outputs{...}}}, variables{count, bytes,
+    items[{name,dtype,shape,trainable,checkpoint_key,bytes}]} (a TF1 model's variable nodes
+    of every kind, each part of a partitioned variable with its whole variable's key),
+    checkpoint{prefix,keys,shards,bytes} (null without variables), graph{nodes, functions,
+    function_nodes, op_types{op:count}}, saver{filename_tensor,restore_op,save_tensor},
+    init_op, assets[filename], functions[{path, concrete_function, inputs[{name,dtype,shape}],
+    outputs[{key,dtype,shape}], captures}] (the object graph's concrete functions: run one
+    with dfg run DIR --function PATH). Shapes are lists, null where unknown.
     """
     from dfg.graphdef.savedmodel import is_saved_model
     from dfg.graphdef.summary import summarize
@@ -73,16 +83,16 @@ def _print_table(s: dict) -> None:
     for col in ("kind", "name", "op", "dtype", "shape"):
         io.add_column(col)
     for i in s["inputs"]:
-        io.add_row("input", i["name"], i["op"], i["dtype"] or "?", i["shape"] or "?")
+        io.add_row("input", i["name"], i["op"], i["dtype"] or "?", _shape(i["shape"]))
     for o in s["outputs"]:
-        io.add_row("output", o["name"], o["op"], o["dtype"] or "?", o["shape"] or "?")
+        io.add_row("output", o["name"], o["op"], o["dtype"] or "?", _shape(o["shape"]))
     con.print(io)
     c = s["constants"]
     con.print(f"Constants: {c['count']} nodes, {c['parameters']:,} parameters, "
               f"{c['bytes']:,} bytes")
     if s["variables"]:
         con.print("Variables: " + ", ".join(
-            f"{v['name']} ({v['dtype'] or 'resource'} {v['shape'] or ''})".rstrip()
+            f"{v['name']} ({v['dtype'] or 'resource'} {_shape(v['shape'], '')})".rstrip()
             for v in s["variables"]))
     if s["frames"]:
         fr = Table(title="While-loop frames", title_justify="left")
@@ -123,7 +133,7 @@ def _print_table(s: dict) -> None:
         for col in ("tensor", "op", "dtype", "shape"):
             ts.add_column(col)
         for t in s["tensors"]:
-            ts.add_row(t["name"], t["op"], t["dtype"] or "?", t["shape"] or "?")
+            ts.add_row(t["name"], t["op"], t["dtype"] or "?", _shape(t["shape"]))
         con.print(ts)
     ops = Table(title="Op types", title_justify="left")
     ops.add_column("op")
@@ -131,3 +141,11 @@ def _print_table(s: dict) -> None:
     for op, n in s["op_types"].items():
         ops.add_row(op, str(n))
     con.print(ops)
+
+
+def _shape(shape: list | None, unknown: str = "?") -> str:
+    """A JSON shape (list, None for an unknown dim; None for an unknown rank) as info shows
+    it: [4,?,3]."""
+    if shape is None:
+        return unknown
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"

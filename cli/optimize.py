@@ -6,6 +6,7 @@ import re
 
 import click
 
+from .feeds import _split_feed_specs, check_feeds, parse_feeds
 from .options import (
     console,
     emit_json,
@@ -59,10 +60,16 @@ def _bytes(value: str) -> int:
               help="Run original and optimized graph on random inputs and compare the fetches.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the random inputs of --verify.")
+@click.option("--verify-feed", "verify_feeds", multiple=True, metavar="NAME=VALUE",
+              callback=_split_feed_specs,
+              help="A real value for --verify to feed (as dfg run --feed: a literal, "
+                   "@file.npy, @file.npz:key ...; the tensor stays feedable); other "
+                   "Placeholders get random values (repeatable).")
 def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
              feeds: tuple[str, ...], output: str, fmt: str, passes: str | None,
              skip: tuple[str, ...], max_const_bytes: str, max_rounds: int, report: bool,
-             as_json: bool, do_verify: bool, seed: int) -> None:
+             as_json: bool, do_verify: bool, seed: int,
+             verify_feeds: tuple[str, ...] = ()) -> None:
     """Optimize GRAPH for the given fetches and targets and write the result.
 
     Fetched tensors keep their names and values, targets still run, every tensor named by
@@ -106,9 +113,10 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
     verify ({ok, message, first_difference, fed, compared, nothing_compared} or null).
 
     \b
-    --verify runs the original and the optimized graph once each (fresh sessions) with
-    random values for every Placeholder the fetches need (seeded by --seed, unknown
-    dimensions as 2) and compares every fetch (rtol 1e-5, atol 1e-6). Its verdict is always
+    --verify runs the original and the optimized graph once each (fresh sessions) with the
+    --verify-feed values and random values for every other Placeholder the fetches need
+    (seeded by --seed, unknown dimensions as 2) and compares every fetch (rtol 1e-5, atol
+    1e-6). Its verdict is always
     printed: in the --report table or the --json report if asked for, else as one line on
     standard error when standard output carries the graph, on standard output if not. If they
     differ, or nothing could be compared (both graphs fail the same way, so no fetch ran),
@@ -131,6 +139,11 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
     from dfg.graphdef.validate import validate
 
     fetch_list, feed_list, target_list = tensor_selection("optimize", fetches, feeds, targets)
+    verify_values = parse_feeds(verify_feeds)
+    if verify_values and not do_verify:
+        raise UsageError("--verify-feed gives values to --verify: add --verify")
+    # a tensor given a value stays feedable, as if named by --feed
+    feed_list += [n for n in verify_values if n not in feed_list]
     if as_json and output == "-":
         raise UsageError("--json prints the report on standard output: write the graph to a "
                          "file with -o OUT")
@@ -156,7 +169,10 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
         from .progress import progress
 
         with progress("verify", None, enabled=not as_json):
-            verdict = verify(g, result.graph_def, fetch_list, target_list, seed=seed)
+            if verify_values:
+                check_feeds(g, verify_values)
+            verdict = verify(g, result.graph_def, fetch_list, target_list, seed=seed,
+                             feeds=dict(verify_values) or None)
     if report:
         _print_report(result, verdict, fetch_list)
     if as_json:

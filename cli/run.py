@@ -47,6 +47,15 @@ OLD_OUTPUT_WORDS = ("table", "json", "npz")
 @click.option("--signature", default=None, metavar="KEY",
               help="GRAPH is a SavedModel dir: run this signature (default serving_default); "
                    "--feed/--fetch name its input/output keys.")
+@click.option("--function", "function", default=None, metavar="PATH",
+              help="GRAPH is a SavedModel dir: call this concrete function of its object "
+                   "graph (__call__, sub.shift; PATH#K: its K-th trace), for models saved "
+                   "without signatures; --feed/--fetch name its inputs and output keys "
+                   "(dfg info DIR lists them).")
+@click.option("--graph", "below", is_flag=True,
+              help="GRAPH is a SavedModel dir: run its graph below the signatures, variables "
+                   "restored and its init op run; --feed/--fetch/--target name any tensor or "
+                   "node.")
 @target_option("Node to run for its effect (repeatable, or comma-separated).")
 @init_option()
 @checkpoint_option()
@@ -76,7 +85,8 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
         fmt: str | None, as_json: bool, timeout: float | None, trace_path: str | None,
         signature: str | None = None, no_optimize: bool = False,
         max_memory: int | None = None, checkpoint: str | None = None,
-        cluster: str | None = None, address: str | None = None) -> None:
+        cluster: str | None = None, address: str | None = None,
+        function: str | None = None, below: bool = False) -> None:
     """Run GRAPH and print the fetched tensors.
 
     \b
@@ -97,6 +107,8 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
       dfg run train.pbtxt --init init --target train_op --steps 100 --fetch loss
       dfg run model.ckpt.meta --fetch probs --feed x=@x.npy   # variables from model.ckpt
       dfg run saved_model_dir --signature serving_default --feed x=@x.npy
+      dfg run module_dir --function model.__call__ --feed x=@x.npy   # no signatures
+      dfg run tf1_dir --graph --feed IteratorGetNext=@x.npy --fetch y  # below signatures
       dfg run examples/while_nested.pbtxt --fetch outer/Exit --feed n=4,scale=0.5 \\
           --trace trace.json     # open in https://ui.perfetto.dev
       dfg run ps_mlp.pbtxt --cluster ray --init init --target train --steps 6 \\
@@ -110,7 +122,7 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
     --checkpoint or --trace.
     """
     from dfg.executor import Session
-    from dfg.graphdef.errors import MissingFeedError
+    from dfg.graphdef.errors import FailedPreconditionError, MissingFeedError
 
     from .progress import progress
 
@@ -131,11 +143,26 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
             raise UsageError(f"--cluster does not go with {', '.join(bad) or 'a SavedModel'}")
     elif address is not None:
         raise UsageError("--address needs --cluster ray")
-    if signature is not None or is_saved_model(graph):
+    saved = is_saved_model(graph)
+    if (below or function is not None) and not saved:
+        raise UsageError(f"--{'graph' if below else 'function'} runs a SavedModel directory; "
+                         f"{graph} is not one")
+    if below and (function is not None or signature is not None):
+        raise UsageError("--graph runs below the signatures: not with --signature or "
+                         "--function")
+    if below:
+        from .savedmodel_view import run_graph
+
+        keys, values = run_graph(graph, fetches, feed_dict, targets, threads, timeout, steps)
+        _emit(fmt, keys, values, steps, out)
+        return
+    if signature is not None or function is not None or saved:
+        if signature is not None and function is not None:
+            raise UsageError("--signature and --function both name what to run: give one")
         from .savedmodel_view import run_signature
 
         keys, values = run_signature(graph, signature, fetches, feed_dict, threads, timeout,
-                                     steps)
+                                     steps, function=function)
         _emit(fmt, keys, values, steps, out)
         return
     if not fetches:
@@ -160,9 +187,38 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
         except MissingFeedError as e:
             e.args = (f"{e}: --feed {e.placeholder}=...",)
             raise
+        except FailedPreconditionError as e:
+            found = table_initializers(g) if "Table not initialized" in str(e) else []
+            if found and not inits:
+                e.args = (f"{e}; the graph's table initializer runs first with --init "
+                          f"{found[0]}",)
+            raise
     if tracer is not None:
         tracer.write(trace_path)
     _emit(fmt, list(fetches), values, steps, out)
+
+
+# Ops that fill a lookup table: a node running only these (by control edges) initializes the
+# graph's tables, whatever exporters named it.
+_TABLE_INIT_OPS = {"InitializeTable", "InitializeTableV2", "InitializeTableFromTextFile",
+                   "InitializeTableFromTextFileV2", "LookupTableImportV2",
+                   "InitializeTableFromDataset"}
+
+
+def table_initializers(g) -> list[str]:
+    """Nodes that initialize a frozen graph's tables, best first: ``init_all_tables`` as TF1's
+    exporters name it (with the trailing underscores some add to keep it unique, e.g.
+    ``init_all_tables_``), ``legacy_init_op``/``*tables_initializer``, then any NoOp whose
+    control inputs are all table initializers."""
+    import re
+
+    named = re.compile(r"^(init_all_tables|legacy_init_op|(.*/)?(init_)?tables_initializer)_*$")
+    by_name = [n.name for n in g.nodes if n.op == "NoOp" and named.match(n.name)]
+    grouped = [n.name for n in g.nodes if n.op == "NoOp" and n.control_inputs
+               and n.name not in by_name
+               and all(g.node(c).op in _TABLE_INIT_OPS for c in n.control_inputs
+                       if c in g)]
+    return sorted(by_name, key=lambda n: (not n.startswith("init_all_tables"), n)) + grouped
 
 
 def _output(outputs: tuple[str, ...], fmt: str | None, as_json: bool) -> tuple[str, str]:

@@ -55,25 +55,71 @@ def render(d: dict[str, Any]) -> None:
                   f"{d['saver']['filename_tensor']} the variables prefix")
     if d["assets"]:
         con.print("Assets: " + ", ".join(d["assets"]))
+    if d.get("functions"):
+        fns = Table(title="Functions (dfg run DIR --function PATH)", title_justify="left")
+        for col in ("path", "kind", "name", "dtype", "shape"):
+            fns.add_column(col)
+        for f in d["functions"]:
+            first = True
+            for kind, key in (("inputs", "name"), ("outputs", "key")):
+                for spec in f[kind]:
+                    fns.add_row(f["path"] if first else "", kind[:-1], spec[key],
+                                spec["dtype"], _shape(spec["shape"]))
+                    first = False
+            if first:
+                fns.add_row(f["path"], "", "", "", "")
+        con.print(fns)
+
+
+def run_graph(path: str, fetches: tuple[str, ...], feeds: dict[str, Any],
+              targets: tuple[str, ...], threads: int | None, timeout: float | None,
+              steps: int = 1) -> tuple[list[str], list[Any]]:
+    """``dfg run DIR --graph``: the SavedModel's graph below its signatures, variables
+    restored and the init op run as for a signature; fetch, feed and target any tensor or
+    node (a TF1 signature reading a tf.data iterator runs fed the iterator's outputs)."""
+    from dfg.executor.savedmodel import load
+    from dfg.graphdef.errors import UsageError
+
+    from .feeds import check_feeds
+    from .options import names
+
+    fetch_list, target_list = names(fetches), names(targets)
+    if not fetch_list and not target_list:
+        raise UsageError("--graph needs --fetch (a tensor of the SavedModel's graph) or "
+                         "--target")
+    with load(path, threads=threads) as model:
+        check_feeds(model.session.graph, feeds)
+        values: list[Any] = []
+        for _ in range(steps):
+            values = model.session.run(fetch_list, feed_dict=feeds, targets=target_list,
+                                       timeout=timeout)
+    return fetch_list, values
 
 
 def run_signature(path: str, signature: str | None, fetches: tuple[str, ...],
                   feeds: dict[str, Any], threads: int | None, timeout: float | None,
-                  steps: int = 1) -> tuple[list[str], list[Any]]:
+                  steps: int = 1, function: str | None = None) -> tuple[list[str], list[Any]]:
     """``dfg run DIR --signature S``: restore the variables, feed by input key, fetch by output
-    key (default: every output). Returns the output keys and their values."""
-    from dfg.executor.savedmodel import load
+    key (default: every output). Returns the output keys and their values. ``function``: an
+    object-graph concrete function's path instead (``dfg run DIR --function PATH``), fed by
+    its input names."""
+    from dfg.executor.savedmodel import load, load_function
     from dfg.graphdef.errors import InvalidArgumentError
 
     from .options import names
 
-    with load(path, threads=threads) as model:
+    with (load_function(path, function, threads=threads) if function is not None
+          else load(path, threads=threads)) as model:
         sig = model.signature(signature)
-        from .feeds import batch_of_one, check_literal
+        from dfg.graphdef import dtypes as D
 
-        for k, v in list(feeds.items()):
+        from .feeds import batch_of_one, check_literal, string_literal
+
+        for k in list(feeds):
             if k in sig.inputs:
-                check_literal(k, v, sig.inputs[k].dtype)
+                if D.base(sig.inputs[k].dtype) == D.DT_STRING:
+                    string_literal(feeds, k)
+                check_literal(k, feeds[k], sig.inputs[k].dtype)
                 shape = sig.inputs[k].shape
                 batch_of_one(feeds, k, None if shape is None else len(shape))
         keys = names(fetches) or list(sig.outputs)

@@ -64,6 +64,48 @@ def _partitioned_key(keys: set[str], name: str) -> tuple[str, int] | None:
     return None
 
 
+def saver_slices(graph: Any) -> dict[str, tuple[str, str]]:
+    """Variable node -> (checkpoint key, shape_and_slices spec) for the parts of partitioned
+    variables, as the graph's own Saver restores them: an Assign (or AssignVariableOp) of
+    output k of a RestoreV2 whose tensor_names and shape_and_slices are Consts. The spec is
+    TensorFlow's encoding of the part's save_slice_info ("10 4 0,5:-": full shape [10, 4],
+    rows 0..4, all columns); only parts with a non-empty spec are listed."""
+    from dfg.graphdef.tensors import to_numpy
+
+    def const(src: str) -> Any:
+        nd = graph.node(src) if src in graph else None
+        while nd is not None and nd.op == "Identity" and nd.inputs:
+            nd = graph.node(nd.inputs[0][0])
+        if nd is None or nd.op != "Const" or "value" not in nd.attr:
+            return None
+        return to_numpy(nd.attr["value"].tensor).reshape(-1)
+
+    out: dict[str, tuple[str, str]] = {}
+    for node in graph.nodes:
+        if node.op not in ("RestoreV2", "RestoreSlice") or len(node.inputs) < 3:
+            continue
+        names, specs = const(node.inputs[1][0]), const(node.inputs[2][0])
+        if names is None or specs is None or len(names) != len(specs):
+            continue
+        for k in range(len(names)):
+            spec = _text(specs[k])
+            if node.op == "RestoreSlice":
+                spec, k = _text(specs[0]), 0
+            if not spec.strip():
+                continue
+            for e in graph.consumers(node.name, k):
+                dst = graph.node(e.dst)
+                if dst.op in ("Assign", "AssignVariableOp") and e.dst_input == 1:
+                    out[dst.inputs[0][0]] = (_text(names[k]), spec)
+            if node.op == "RestoreSlice":
+                break
+    return out
+
+
+def _text(v: Any) -> str:
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
 def _partition(bundle: Any, keys: set[str], name: str, wholes: dict[str, Any]) -> Any:
     """The value of ``NAME/part_K``, the K-th part of a variable a partitioner split (the
     checkpoint stores NAME with one slice per part, in the order of their offsets), or of a
@@ -75,7 +117,9 @@ def _partition(bundle: Any, keys: set[str], name: str, wholes: dict[str, Any]) -
     base, k = found
     entry = bundle.entry(base)
     if not len(entry.slices):
-        return None
+        # a variable the partitioner left in one part: stored whole (the caller checks its
+        # shape against the part's)
+        return bundle.read(base) if k == 0 else None
     if base not in wholes:
         wholes[base] = bundle.read(base)
     full = wholes[base]
@@ -88,9 +132,20 @@ def _partition(bundle: Any, keys: set[str], name: str, wholes: dict[str, Any]) -
     return full[tuple(slice(a, a + n) for a, n in extents[k])].copy()
 
 
+def _saved_slice(bundle: Any, key: str, spec: str, wholes: dict[str, Any]) -> Any:
+    """The part ``spec`` names of the checkpoint's ``key`` (read once for all its parts)."""
+    from .kernels.io import _slice_of
+
+    if key not in wholes:
+        wholes[key] = bundle.read(key)
+    return _slice_of(wholes[key], spec, key)
+
+
 def restore(session: Any, prefix: str) -> int:
     """Give every variable of ``session``'s graph whose op name is a key of the checkpoint
-    at ``prefix`` that value (``NAME/part_K`` of a partitioned variable: its part of NAME;
+    at ``prefix`` that value (a part of a partitioned variable: the slice its Saver's spec
+    names, see :func:`saver_slices`, or without a Saver in the graph, by name:
+    ``NAME/part_K``: its part of NAME;
     ``NAME/part_K/SLOT``, a slot or moving average of that part: its part of NAME/SLOT);
     returns how many were restored. A variable the checkpoint
     holds with another shape or dtype is an InvalidArgumentError; none restored is a
@@ -106,12 +161,15 @@ def restore(session: Any, prefix: str) -> int:
     bundle = BundleReader(resolve_prefix(prefix))
     keys = set(bundle.keys())
     wholes: dict[str, Any] = {}
+    sliced = saver_slices(session.graph)
     done = 0
     for node in session.graph.nodes:
         if node.op not in _VARIABLE_OPS and node.op not in _HANDLE_OPS:
             continue
         attrs = node.attr
-        if node.name in keys:
+        if node.name in sliced and sliced[node.name][0] in keys:
+            value = _saved_slice(bundle, *sliced[node.name], wholes)
+        elif node.name in keys:
             value = bundle.read(node.name)
         else:
             value = _partition(bundle, keys, node.name, wholes)
@@ -175,6 +233,9 @@ def freeze(graph: Any, prefix: str, fetches: list[str], feeds: list[str] = ()
                     op=nd.op)
             values[nd.name] = var.value
     frozen = inline_variables(pruned, values)
+    from .savedmodel import check_frozen
+
+    check_frozen(frozen)
     info = {"fetches": list(fetches), "variables": len(values),
             "constant_bytes": int(sum(v.nbytes for v in values.values()
                                       if v.dtype != object)),

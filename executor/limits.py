@@ -595,3 +595,88 @@ def reduce_join(k: Any, args: list) -> int:
     outs = max(_int(args[2]), 0) * _prod(x.shape[getattr(args[1], "ndim", 0):]) \
         if k.op == "UnsortedSegmentJoin" and isinstance(x, np.ndarray) else n
     return b + sep * n + (outs + 1) * STR_OVERHEAD
+
+
+# --- XLA's ops (jax2tf exports): padding, dilation and gathers can grow far past the inputs ----
+
+def _xla_dims(k: Any) -> dict[int, list[int]]:
+    """The node's serialized dimension numbers (an xla proto of int64 fields), {} if none."""
+    from .kernels.xla import _proto_ints
+
+    try:
+        return _proto_ints(k.attrs.get("dimension_numbers"))
+    except Exception:   # noqa: BLE001 - malformed: the kernel words the error
+        return {}
+
+
+@register("XlaPad")
+def xla_pad(k: Any, args: list) -> int:
+    x = args[0]
+    lo, hi, inner = _ints(args[2]), _ints(args[3]), _ints(args[4])
+    shape = list(getattr(x, "shape", ()))
+    if not len(lo) == len(hi) == len(inner) == len(shape):
+        return 0
+    out = [lo[i] + hi[i] + (d + (d - 1) * max(inner[i], 0) if d else 0)
+           for i, d in enumerate(shape)]
+    return _prod(out) * _itemsize(x)
+
+
+@register("XlaGather")
+def xla_gather(k: Any, args: list) -> int:
+    idx, sizes = args[1], _ints(args[2])
+    f = _xla_dims(k)
+    if not isinstance(idx, np.ndarray) or not sizes:
+        return 0
+    ivd = (f.get(4) or [0])[-1]
+    batch = _prod(d for i, d in enumerate(idx.shape) if i != ivd)
+    return batch * _prod(sizes) * _itemsize(args[0])
+
+
+@register("XlaDotV2", "XlaDot")
+def xla_dot(k: Any, args: list) -> int:
+    a, b = args[0], args[1]
+    if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+        return 0
+    f = _xla_dims(k)
+    la = set(f.get(1, [])) | set(f.get(3, []))
+    rb = set(f.get(2, [])) | set(f.get(4, []))
+    batch = _prod(a.shape[d] for d in f.get(3, []) if 0 <= d < a.ndim)
+    free = _prod(d for i, d in enumerate(a.shape) if i not in la) * \
+        _prod(d for i, d in enumerate(b.shape) if i not in rb)
+    return batch * free * max(_out_itemsize(k), 8)   # integer products widen to int64
+
+
+@register("XlaReduceWindow")
+def xla_reduce_window(k: Any, args: list) -> int:
+    x = args[0]
+    pad = _ints(args[6])
+    bd = _ints(args[4])
+    shape = list(getattr(x, "shape", ()))
+    if len(pad) != 2 * len(shape) or len(bd) != len(shape):
+        return 0
+    # the dilated, padded base the windows slide over, and at most as many outputs
+    base = [(d - 1) * max(bd[i], 1) + 1 + max(pad[2 * i], 0) + max(pad[2 * i + 1], 0)
+            if d else 0 for i, d in enumerate(shape)]
+    return 2 * _prod(base) * _itemsize(x)
+
+
+@register("XlaConvV2", "XlaConv")
+def xla_conv(k: Any, args: list) -> int:
+    x, w = args[0], args[1]
+    pad, ld = _ints(args[3]), _ints(args[4])
+    if not isinstance(x, np.ndarray) or not isinstance(w, np.ndarray):
+        return 0
+    f = _xla_dims(k)
+    sp, ksp = f.get(11, []), f.get(6, [])
+    if len(pad) != 2 * len(sp) or len(ld) != len(sp) or len(ksp) != len(sp):
+        return 0
+    try:
+        n, c = x.shape[(f.get(7) or [0])[-1]], x.shape[(f.get(8) or [0])[-1]]
+        o = w.shape[(f.get(4) or [0])[-1]]
+        full = [(x.shape[d] - 1) * max(ld[i], 1) + 1 + max(pad[2 * i], 0)
+                + max(pad[2 * i + 1], 0) if x.shape[d] else 0 for i, d in enumerate(sp)]
+    except IndexError:
+        return 0
+    # the padded input, and the output (at most one position per padded input position)
+    # with a product of the same size per kernel offset
+    return (n * c * _prod(full) + 2 * n * o * _prod(full)) * 8

@@ -113,6 +113,10 @@ class Reference:
         g = load_graph(graph)
         if needs_lowering(g.graph_def):   # TF2 function calls: run their v1 lowering
             g = Graph(lower_functional(g.graph_def))
+        from dfg.graphdef.functions import attach_bodies, needs_bodies
+
+        if needs_bodies(g.graph_def):       # functions XLA reducers apply (as a Session)
+            g = Graph(attach_bodies(g.graph_def))
         self.graph: Graph = g
         self.frames: FrameAnalysis = analyze_frames(g)
         self.resources = ResourceManager()

@@ -151,6 +151,130 @@ def load(path: str | os.PathLike[str], tags: Any = None, threads: int | None = N
     return LoadedModel(sm, session)
 
 
+# --- object-graph functions ----------------------------------------------------------------
+
+class LoadedFunction(LoadedModel):
+    """A concrete function of a SavedModel's object graph, loaded as a one-signature model:
+    the session's graph calls it (``StatefulPartitionedCall``) with a Placeholder per input
+    and its captures (variables restored from the checkpoint by their object-graph keys,
+    constants, asset paths); the signature's key is the function's path."""
+
+    def __init__(self, saved_model: SavedModelDir, session: Session, sig: Signature) -> None:
+        super().__init__(saved_model, session)
+        self.signatures = {sig.key: sig}
+
+    def signature(self, key: str | None = None) -> Signature:
+        if key is None or key in self.signatures:
+            return next(iter(self.signatures.values()))
+        raise NotFoundError(f"function '{next(iter(self.signatures))}' is loaded, not "
+                            f"'{key}'")
+
+
+def load_function(path: str | os.PathLike[str], function: str, tags: Any = None,
+                  threads: int | None = None, **session_kw: Any) -> LoadedFunction:
+    """Load the object graph's concrete function at ``function`` (``model.__call__``,
+    ``sub.shift``; ``PATH#K`` for its K-th concrete function) of the SavedModel at ``path``,
+    for a model saved without signatures (a ``tf.Module`` with ``signatures={}``)."""
+    from dfg.graphdef.errors import UnimplementedError
+    from dfg.graphdef.savedmodel import TensorSpec
+    from dfg.schemas import graph_pb2
+
+    from .kernels.state import ResourceVariable
+
+    sm = SavedModelDir(str(path), tags)
+    fn = sm.function(function)
+    og = sm.meta_graph.object_graph_def
+    g = graph_pb2.GraphDef()
+    g.versions.CopyFrom(sm.graph_def.versions)
+    g.library.CopyFrom(sm.graph_def.library)
+    taken: set[str] = set()
+
+    def unique(name: str) -> str:
+        cand, k = name, 1
+        while cand in taken:
+            cand, k = f"{name}_{k}", k + 1
+        taken.add(cand)
+        return cand
+
+    call_inputs: list[str] = []
+    types: list[int] = []
+    inputs: dict[str, TensorSpec] = {}
+    for name, dt, shape in fn.inputs:
+        nd = g.node.add(name=unique(name.replace(":", "_") or "input"), op="Placeholder")
+        nd.attr["dtype"].type = dt
+        if shape is not None:
+            for d in shape:
+                nd.attr["shape"].shape.dim.add(size=-1 if d is None else d)
+        else:
+            nd.attr["shape"].shape.unknown_rank = True
+        inputs[name] = TensorSpec(f"{nd.name}:0", dt, shape)
+        call_inputs.append(nd.name)
+        types.append(dt)
+    keys = {v.node_id: v for v in sm.variables()}
+    graph_nodes = {nd.name: nd for nd in sm.graph_def.node}
+    variables: list[tuple[str, str]] = []   # (shared_name, checkpoint key)
+    for node_id in fn.captures:
+        obj = og.nodes[node_id]
+        kind = obj.WhichOneof("kind")
+        if kind == "variable" and node_id in keys and keys[node_id].checkpoint_key:
+            var = keys[node_id]
+            nd = g.node.add(name=unique(f"captured/{obj.variable.name or node_id}"),
+                            op="VarHandleOp")
+            nd.attr["dtype"].type = var.dtype
+            nd.attr["shape"].shape.CopyFrom(obj.variable.shape)
+            nd.attr["shared_name"].s = f"captured_{node_id}".encode()
+            variables.append((f"captured_{node_id}", var.checkpoint_key))
+            types.append(D_RESOURCE)
+        elif kind == "constant" and obj.constant.operation in graph_nodes:
+            src = graph_nodes[obj.constant.operation]
+            nd = g.node.add()
+            nd.CopyFrom(src)
+            nd.name = unique(src.name)
+            del nd.input[:]
+            types.append(src.attr["dtype"].type)
+        elif kind == "asset":
+            asset = sm.meta_graph.asset_file_def[obj.asset.asset_file_def_index]
+            nd = g.node.add(name=unique(f"captured/asset_{node_id}"), op="Const")
+            nd.attr["dtype"].type = 7   # DT_STRING
+            from dfg.graphdef.tensors import from_numpy
+
+            nd.attr["value"].tensor.CopyFrom(from_numpy(np.array(
+                str(sm.directory / "assets" / asset.filename).encode(), dtype=object)))
+            types.append(7)
+        else:
+            raise UnimplementedError(
+                f"function '{fn.path}' captures object {node_id} ({kind}), which dfg cannot "
+                "pass to it (variables, constants and assets can be)")
+        call_inputs.append(nd.name)
+    call = g.node.add(name=unique("call"), op="StatefulPartitionedCall", input=call_inputs)
+    call.attr["f"].func.name = fn.concrete
+    call.attr["Tin"].list.type.extend(types)
+    call.attr["Tout"].list.type.extend(dt for _k, dt, _s in fn.outputs)
+    for a in ("config", "config_proto", "executor_type"):
+        call.attr[a].s = b""
+    outputs: dict[str, TensorSpec] = {}
+    for j, (key, dt, shape) in enumerate(fn.outputs):
+        nd = g.node.add(name=unique(key), op="Identity", input=[f"{call.name}:{j}"])
+        nd.attr["T"].type = dt
+        outputs[key] = TensorSpec(f"{nd.name}:0", dt, shape)
+    session = Session(g, threads=threads, **session_kw)
+    try:
+        bundle = sm.bundle()
+        for shared, ckpt_key in variables:
+            value = bundle.read(ckpt_key)
+            var = session.resources.lookup_or_create(
+                ("", shared), lambda v=value, n=shared: ResourceVariable(n, v.dtype, v.shape))
+            with var.lock:
+                var.value = value
+    except BaseException:
+        session.close()
+        raise
+    return LoadedFunction(sm, session, Signature(fn.path, inputs, outputs, "function"))
+
+
+D_RESOURCE = 20   # DT_RESOURCE
+
+
 # --- freezing -------------------------------------------------------------------------------
 
 # Ops that pass a resource handle through unchanged: input slot -> output slots. After a
@@ -323,7 +447,6 @@ def freeze(model: LoadedModel, signature: str | None = None) -> tuple[Any, dict[
     ``<key>_<k>`` if that name is taken). Returns the GraphDef and
     ``{"signature", "inputs": {key: {name, dtype, shape}}, "outputs": {key: {name, ...}}}``
     with the tensor names to feed and fetch in the frozen graph."""
-    from dfg.graphdef.errors import FailedPreconditionError
     from dfg.graphdef.prune import prune
 
     sig = model.signature(signature)
@@ -334,24 +457,22 @@ def freeze(model: LoadedModel, signature: str | None = None) -> tuple[Any, dict[
     # keeps the initializers, gathered under one NoOp the frozen graph's user runs first
     # (as a TF1 user runs tables_initializer), with asset paths as Consts.
     init_targets: list[str] = []
-    needed = prune(lowered, fetches, feeds)
+    # a signature without outputs runs nothing (TensorFlow's session too): its frozen graph
+    # is its inputs, as `dfg run` of it succeeds with nothing fetched
+    needed = prune(lowered, fetches, feeds) if fetches else prune(
+        lowered, [], feeds, targets=[f.split(":")[0] for f in feeds])
     if _reads_tables(needed):
         init_targets = model.saved_model.init_targets()
     pruned = prune(lowered, fetches, feeds, targets=init_targets) if init_targets else needed
     init_only = {nd.name for nd in pruned.node} - {nd.name for nd in needed.node}
     if init_targets:
         _assets_as_consts(pruned, model.saved_model.asset_feeds())
-    values: dict[str, np.ndarray] = {}
-    for nd in pruned.node:
-        if nd.op != "VarHandleOp":
-            continue
-        key = node_resource_key(nd)
-        var = model.session.resources.lookup(key)
-        if var is None or getattr(var, "value", None) is None:
-            raise FailedPreconditionError("variable has no value after restoring the "
-                                          "checkpoint", node=nd.name, op=nd.op)
-        values[nd.name] = var.value
+    values = restored_values(model.session, pruned)
     frozen = inline_variables(pruned, values, droppable=init_only)
+    from dfg.graphdef.functions import detach_bodies
+
+    detach_bodies(frozen)      # the Session's copies of reducers' bodies: not for the file
+    check_frozen(frozen)
     # prune kept only the functions nodes still name (none once calls are inlined, unless
     # an op such as a tf.data map takes a function)
     taken = {nd.name for nd in frozen.node}
@@ -384,6 +505,47 @@ def freeze(model: LoadedModel, signature: str | None = None) -> tuple[Any, dict[
     if init is not None:
         info["init"] = init
     return frozen, info
+
+
+# Ops that hold or hand out a variable's state: none may be left in a frozen graph.
+VARIABLE_OPS = frozenset({"VarHandleOp", "_VarHandlesOp", "VariableV2", "Variable",
+                          "TemporaryVariable", "ReadVariableOp", "ResourceGather",
+                          "ResourceGatherNd", "VarIsInitializedOp", "IsVariableInitialized"})
+
+
+def restored_values(session: Any, graph_def: Any) -> dict[str, np.ndarray]:
+    """Variable node -> its value in ``session``, for every variable of ``graph_def`` of any
+    kind: resource (VarHandleOp) and ref (VariableV2, Variable: TF1 and Estimator models,
+    whose partitioned parts restore as NAME/part_K). A variable without a value is a
+    FailedPreconditionError naming it."""
+    from dfg.graphdef.errors import FailedPreconditionError
+
+    from .resources import node_resource_key
+
+    values: dict[str, np.ndarray] = {}
+    for nd in graph_def.node:
+        if nd.op != "VarHandleOp" and nd.op not in _REF_VARIABLES:
+            continue
+        var = session.resources.lookup(node_resource_key(nd))
+        if var is None or getattr(var, "value", None) is None:
+            raise FailedPreconditionError("variable has no value after restoring the "
+                                          "checkpoint", node=nd.name, op=nd.op)
+        values[nd.name] = var.value
+    return values
+
+
+def check_frozen(graph_def: Any) -> None:
+    """A FailedPreconditionError naming every node of ``graph_def`` that still holds or reads
+    a variable (a frozen graph must have none: it would fail, uninitialized, when run)."""
+    from dfg.graphdef.errors import FailedPreconditionError
+
+    left = [nd for nd in graph_def.node if nd.op in VARIABLE_OPS]
+    if left:
+        shown = ", ".join(f"{nd.name} ({nd.op})" for nd in left[:20])
+        more = f" and {len(left) - 20} more" if len(left) > 20 else ""
+        raise FailedPreconditionError(
+            f"the frozen graph would still hold {len(left)} variable op(s): {shown}{more}; "
+            "they were not turned into constants")
 
 
 _TABLE_OPS = {"HashTableV2", "HashTable", "MutableHashTableV2", "MutableHashTable",

@@ -41,6 +41,19 @@ def _reject_invalid(graph: Graph) -> None:
     errors = [d for d in validate(graph) if d.is_error]
     if errors:
         first = errors[0]
+        # unknown ops are named all at once (a DeePMD graph's three custom ops, say): the
+        # user's next step is to find kernels for every one of them
+        unknown: dict[str, str] = {}
+        for d in errors:
+            if d.code == "unknown-op" and d.op is not None:
+                unknown.setdefault(d.op, d.node)
+        if len(unknown) > 1:
+            rest = sum(1 for d in errors if d.code != "unknown-op")
+            more = f" (and {rest} other error(s); see `dfg validate`)" if rest else ""
+            listed = ", ".join(f"{op} (node '{node}')" for op, node in unknown.items())
+            raise InvalidGraphError(f"invalid graph: [unknown-op] {len(unknown)} op types are "
+                                    f"not registered: {listed}{more}", node=first.node,
+                                    op=first.op)
         more = f" (and {len(errors) - 1} more; see `dfg validate`)" if len(errors) > 1 else ""
         raise InvalidGraphError(f"invalid graph: [{first.code}] {first.message}{more}",
                                 node=first.node, op=first.op)
@@ -153,6 +166,12 @@ class Session:
 
         if needs_lowering(self.graph.graph_def):
             self.graph = Graph(lower_functional(self.graph.graph_def))
+        # XLA reducers and the like apply a library function inside their kernel: hand it
+        # to them (graphdef/functions.py, attach_bodies)
+        from dfg.graphdef.functions import attach_bodies, needs_bodies
+
+        if needs_bodies(self.graph.graph_def):
+            self.graph = Graph(attach_bodies(self.graph.graph_def))
         self.threads = max(1, threads if threads is not None else (os.cpu_count() or 1))
         self.device = device
         if programs not in ("auto", "always", "never"):

@@ -20,6 +20,24 @@ def _s(b: bytes) -> str | bytes:
         return b
 
 
+class FuncRef(str):
+    """A func attr's function name that also carries the function's body: ``library`` is a
+    serialized FunctionDefLibrary holding it and what it calls (functions.attach_bodies puts
+    it there for ops that apply a function inside their kernel, XLA's reducers say)."""
+
+    library: bytes | None = None
+
+
+def _func(f: Any) -> str:
+    from .functions import BODY_KEY
+
+    if BODY_KEY not in f.attr:
+        return f.name
+    ref = FuncRef(f.name)
+    ref.library = f.attr[BODY_KEY].s
+    return ref
+
+
 def to_python(av: Any, numpy_types: bool = False) -> Any:
     kind = av.WhichOneof("value")
     if kind is None:
@@ -35,7 +53,7 @@ def to_python(av: Any, numpy_types: bool = False) -> Any:
     if kind == "tensor":
         return tensors.to_numpy(av.tensor)
     if kind == "func":
-        return av.func.name
+        return _func(av.func)
     if kind == "placeholder":
         return av.placeholder
     lv = av.list
@@ -51,7 +69,7 @@ def to_python(av: Any, numpy_types: bool = False) -> Any:
             if field == "tensor":
                 return [tensors.to_numpy(t) for t in vals]
             if field == "func":
-                return [f.name for f in vals]
+                return [_func(f) for f in vals]
             return list(vals)
     return []
 

@@ -32,6 +32,17 @@ WHILE_OPS = frozenset({"While", "StatelessWhile"})
 FUNCTIONAL_OPS = CALL_OPS | IF_OPS | CASE_OPS | WHILE_OPS
 
 ARG_OP, RETVAL_OP = "_Arg", "_Retval"
+
+# Ops whose kernel applies a library function to tensor elements (XLA's reducers, scatter
+# combiners, sort comparators), by the attrs naming it. The function is not inlined: the
+# kernel needs its body, which attach_bodies hands it inside the func attr (BODY_KEY).
+COMPUTATION_OPS: dict[str, tuple[str, ...]] = {
+    "XlaReduce": ("reducer",), "XlaVariadicReduce": ("reducer",),
+    "XlaVariadicReduceV2": ("reducer",), "XlaReduceWindow": ("computation",),
+    "XlaScatter": ("update_computation",), "XlaSelectAndScatter": ("select", "scatter"),
+    "XlaVariadicSort": ("comparator",),
+}
+BODY_KEY = "_dfg_library"
 RETVAL_SUFFIX = "_RetVal"
 
 
@@ -152,6 +163,62 @@ def reachable_in(lib: Library, roots: Any, gradients: bool = False) -> set[str]:
         if gradients and lib.gradients.get(name):
             stack.append(lib.gradients[name])
     return seen
+
+
+def needs_bodies(graph_def: Any) -> bool:
+    """True when a top-level node applies a library function in its kernel (an op of
+    :data:`COMPUTATION_OPS`) and does not carry that function's body yet."""
+    for nd in graph_def.node:
+        for key in COMPUTATION_OPS.get(nd.op, ()):
+            av = nd.attr.get(key) if key in nd.attr else None
+            if av is not None and av.WhichOneof("value") == "func" \
+                    and BODY_KEY not in av.func.attr:
+                return True
+    return False
+
+
+def attach_bodies(graph_def: Any) -> Any:
+    """A copy of ``graph_def`` whose nodes of :data:`COMPUTATION_OPS` carry the functions
+    they apply: each such func attr gets, under :data:`BODY_KEY`, a serialized
+    FunctionDefLibrary with the function and everything it calls (what attrs.to_python hands
+    the kernel as ``FuncRef.library``). The library stays as it was. Kernels see only their
+    node's attrs, so this is how a reducer's body reaches them; done once, before binding."""
+    from dfg.schemas import function_pb2, graph_pb2
+
+    out = graph_pb2.GraphDef()
+    out.CopyFrom(graph_def)
+    lib = Library(out.library)
+    cache: dict[str, bytes] = {}
+    for nd in out.node:
+        for key in COMPUTATION_OPS.get(nd.op, ()):
+            if key not in nd.attr or nd.attr[key].WhichOneof("value") != "func":
+                continue
+            f = nd.attr[key].func
+            if f.name not in lib:
+                raise NotFoundError(f"attr '{key}' names function '{f.name}', which is not in "
+                                    "the graph's function library", node=nd.name, op=nd.op)
+            body = cache.get(f.name)
+            if body is None:
+                keep = {f.name} | reachable_in(lib, lib.function(f.name).node_def)
+                sub = function_pb2.FunctionDefLibrary()
+                for g in out.library.function:
+                    if g.signature.name in keep:
+                        sub.function.add().CopyFrom(g)
+                body = cache[f.name] = sub.SerializeToString(deterministic=True)
+            f.attr[BODY_KEY].s = body
+    return out
+
+
+def detach_bodies(graph_def: Any) -> Any:
+    """Remove what :func:`attach_bodies` added (in place), for a graph written out: the
+    functions stay in the library, where TensorFlow looks for them. Returns ``graph_def``."""
+    for nd in graph_def.node:
+        for key in COMPUTATION_OPS.get(nd.op, ()):
+            if key in nd.attr and nd.attr[key].WhichOneof("value") == "func":
+                f = nd.attr[key].func
+                if BODY_KEY in f.attr:
+                    del f.attr[BODY_KEY]
+    return graph_def
 
 
 def call_depths(graph_def: Any) -> dict[str, int]:

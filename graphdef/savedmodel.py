@@ -211,6 +211,54 @@ class SavedVariable:
                 "bytes": self.nbytes}
 
 
+@dataclass(frozen=True)
+class SavedFunction:
+    """A concrete function of the object graph, callable by its path (``model.__call__``,
+    ``sub.shift``): its user inputs (name, DataType, shape) and outputs (key, DataType,
+    shape) in the FunctionDef's order, and the object-graph nodes it captures (variables,
+    constants, assets), passed after the inputs."""
+
+    path: str
+    concrete: str
+    inputs: tuple[tuple[str, int, Any], ...]
+    outputs: tuple[tuple[str, int, Any], ...]
+    captures: tuple[int, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        def spec(n: str, dt: int, shape: Any, key: str) -> dict[str, Any]:
+            return {key: n, "dtype": D.name(dt),
+                    "shape": None if shape is None else list(shape)}
+
+        return {"path": self.path, "concrete_function": self.concrete,
+                "inputs": [spec(*x, "name") for x in self.inputs],
+                "outputs": [spec(*x, "key") for x in self.outputs],
+                "captures": len(self.captures)}
+
+
+def _flatten_structure(sv: Any, path: str = "") -> list[tuple[str, Any]]:
+    """(path, TensorSpecProto) of a StructuredValue's tensor specs in TensorFlow's nest order
+    (dict keys sorted); other leaves (None, numbers) take no tensor."""
+    kind = sv.WhichOneof("kind")
+    if kind == "tensor_spec_value":
+        return [(path, sv.tensor_spec_value)]
+    if kind in ("tuple_value", "list_value"):
+        out = []
+        for i, v in enumerate(getattr(sv, kind).values):
+            out += _flatten_structure(v, f"{path}/{i}" if path else str(i))
+        return out
+    if kind == "dict_value":
+        out = []
+        for k in sorted(sv.dict_value.fields):
+            out += _flatten_structure(sv.dict_value.fields[k], f"{path}/{k}" if path else k)
+        return out
+    if kind == "named_tuple_value":
+        out = []
+        for pair in sv.named_tuple_value.values:
+            out += _flatten_structure(pair.value, f"{path}/{pair.key}" if path else pair.key)
+        return out
+    return []
+
+
 @dataclass
 class SavedModelDir:
     """A SavedModel directory with one MetaGraphDef selected by ``tags``."""
@@ -249,8 +297,11 @@ class SavedModelDir:
                 return next(iter(sigs.values()))
             key = DEFAULT_SIGNATURE
         if key not in sigs:
+            fns = sorted(dict.fromkeys(f.path for f in self.functions()))
+            hint = (f"; its object graph has functions {', '.join(fns)}: run one with "
+                    "--function PATH") if fns else ""
             raise NotFoundError(f"{self.directory}: no signature '{key}' (available: "
-                                f"{', '.join(sigs) or 'none'})")
+                                f"{', '.join(sigs) or 'none'}){hint}")
         return sigs[key]
 
     @property
@@ -331,7 +382,7 @@ class SavedModelDir:
         import numpy as np
 
         if not self.meta_graph.HasField("object_graph_def"):
-            return []
+            return self._graph_variables()
         bundle = self.bundle()
         ckpt_graph = bundle.object_graph() if bundle is not None else None
         out = []
@@ -354,6 +405,113 @@ class SavedModelDir:
         return out
 
 
+    def functions(self) -> list[SavedFunction]:
+        """The object graph's concrete functions, by path from the root object (children's
+        names joined with dots; the signatures' wrappers left out, `signatures` lists
+        those), each traced function's concrete functions in order."""
+        if not self.meta_graph.HasField("object_graph_def"):
+            return []
+        og = self.meta_graph.object_graph_def
+        lib = {f.signature.name: f for f in self.graph_def.library.function}
+        out: list[SavedFunction] = []
+        seen = {0}
+        queue = [(0, "")]
+        while queue:
+            nid, path = queue.pop(0)
+            node = og.nodes[nid]
+            for child in node.children:
+                if child.node_id in seen or child.local_name == "signatures" and nid == 0:
+                    continue
+                seen.add(child.node_id)
+                queue.append((child.node_id, f"{path}.{child.local_name}" if path
+                              else child.local_name))
+            if node.WhichOneof("kind") != "function":
+                continue
+            for name in node.function.concrete_functions:
+                cf = og.concrete_functions.get(name)
+                fdef = lib.get(name)
+                if cf is None or fdef is None:
+                    continue
+                n_user = len(fdef.signature.input_arg) - len(cf.bound_inputs)
+                specs = _flatten_structure(cf.canonicalized_input_signature)
+                ins = []
+                for i, arg in enumerate(fdef.signature.input_arg[:max(n_user, 0)]):
+                    sp = specs[i][1] if i < len(specs) else None
+                    nm = (sp.name if sp is not None and sp.name else arg.name)
+                    ins.append((nm, int(arg.type), shape_from_proto(sp.shape)
+                                if sp is not None else None))
+                outs_spec = _flatten_structure(cf.output_signature)
+                outs = []
+                for j, arg in enumerate(fdef.signature.output_arg):
+                    key, sp = outs_spec[j] if j < len(outs_spec) else (f"output_{j}", None)
+                    if not key or key.isdigit():
+                        key = f"output_{j}"
+                    outs.append((key.replace("/", "_"), int(arg.type),
+                                 shape_from_proto(sp.shape) if sp is not None else None))
+                out.append(SavedFunction(path, name, tuple(ins), tuple(outs),
+                                         tuple(cf.bound_inputs)))
+        return out
+
+    def function(self, path: str) -> SavedFunction:
+        """The concrete function at ``path`` (``PATH#K``: its K-th concrete function; the
+        first by default)."""
+        base, _, k = path.partition("#")
+        found = [f for f in self.functions() if f.path == base]
+        if not found:
+            have = sorted(dict.fromkeys(f.path for f in self.functions()))
+            raise NotFoundError(f"{self.directory}: no function '{base}' in the object graph "
+                                f"(functions: {', '.join(have) or 'none'})")
+        if k:
+            if not k.isdigit() or int(k) >= len(found):
+                raise NotFoundError(f"{self.directory}: function '{base}' has {len(found)} "
+                                    f"concrete function(s), no #{k}")
+            return found[int(k)]
+        return found[0]
+
+    def _graph_variables(self) -> list[SavedVariable]:
+        """A TF1 SavedModel's variables (it has no object graph): the graph's variable nodes
+        of every kind (VariableV2 and Variable, as TF1 and Estimators make them, and
+        VarHandleOp), each part of a partitioned variable on its own, with the checkpoint key
+        holding its value (a part's: the whole variable's name, from its save_slice_info in
+        the MetaGraphDef's variable collections) and its size."""
+        import numpy as np
+
+        from dfg.schemas import variable_pb2
+
+        full_names: dict[str, str] = {}
+        trainable: set[str] = set()
+        for key, col in self.meta_graph.collection_def.items():
+            if col.WhichOneof("kind") != "bytes_list":
+                continue
+            for raw in col.bytes_list.value:
+                vd = variable_pb2.VariableDef()
+                try:
+                    vd.ParseFromString(raw)
+                except Exception:   # noqa: BLE001 - a collection of something else
+                    break
+                name = vd.variable_name.split(":")[0]
+                if vd.save_slice_info_def.full_name:
+                    full_names[name] = vd.save_slice_info_def.full_name
+                if key == "trainable_variables" or vd.trainable:
+                    trainable.add(name)
+        bundle = self.bundle()
+        out = []
+        for i, nd in enumerate(self.graph_def.node):
+            if nd.op not in ("VariableV2", "Variable", "VarHandleOp"):
+                continue
+            dt = nd.attr["dtype"].type if "dtype" in nd.attr else 0
+            shape = shape_from_proto(nd.attr["shape"].shape) if "shape" in nd.attr else None
+            var = SavedVariable(i, nd.name, int(dt), shape, nd.name in trainable)
+            key = full_names.get(nd.name, nd.name)
+            if bundle is not None and key in bundle:
+                var.checkpoint_key = key
+            if shape is not None and None not in shape and D.is_numpy_compatible(dt) \
+                    and D.base(dt) != D.DT_STRING:
+                var.nbytes = int(np.prod(shape, dtype=np.int64)) * D.to_numpy(dt).itemsize
+            out.append(var)
+        return out
+
+
 def describe(path: str | os.PathLike[str], tags: Any = None) -> dict[str, Any]:
     """What ``dfg info DIR --json`` prints: a stable, JSON-ready summary of a SavedModel.
 
@@ -363,7 +521,9 @@ def describe(path: str | os.PathLike[str], tags: Any = None) -> dict[str, Any]:
     checkpoint_key, bytes}]}, checkpoint{prefix, keys, shards, bytes} (null without
     variables), graph{nodes, functions, function_nodes, op_types{op: count}} (top-level graph
     and library), saver{filename_tensor, restore_op, save_tensor} (null without a SaverDef),
-    init_op, assets[filename].
+    init_op, assets[filename], functions[{path, concrete_function, inputs[{name, dtype,
+    shape}], outputs[{key, dtype, shape}], captures}] (the object graph's concrete functions,
+    callable with ``dfg run DIR --function PATH``).
     """
     from collections import Counter
 
@@ -397,6 +557,7 @@ def describe(path: str | os.PathLike[str], tags: Any = None) -> dict[str, Any]:
             "restore_op": saver.restore_op_name, "save_tensor": saver.save_tensor_name},
         "init_op": sm.init_op,
         "assets": sorted(a.filename for a in mg.asset_file_def),
+        "functions": [f.as_dict() for f in sm.functions()],
     }
 
 

@@ -10,7 +10,7 @@ from . import dtypes as D
 from .frames import analyze_frames
 from .graph import Graph, gc_paused
 from .op_sets import ENTER_OPS, INPUT_OPS, VARIABLE_OPS
-from .tensors import format_shape, shape_from_proto
+from .tensors import shape_from_proto
 
 # never "likely outputs": they are plumbing or run only for their effect
 NOT_OUTPUT_OPS = frozenset({"Const", "NoOp", "Assign", "AssignAdd", "AssignSub",
@@ -22,8 +22,14 @@ def _attr_type(node: Any, key: str) -> str | None:
     return D.name(node.attr[key].type) if key in node.attr else None
 
 
-def _attr_shape(node: Any, key: str) -> str | None:
-    return format_shape(shape_from_proto(node.attr[key].shape)) if key in node.attr else None
+def _shape_list(shape: Any) -> list[int | None] | None:
+    """A static shape as JSON gives it: a list (None for an unknown dim), None for an unknown
+    rank (``--json`` shapes are lists, as a SavedModel's are)."""
+    return None if shape is None else [None if d is None or d < 0 else int(d) for d in shape]
+
+
+def _attr_shape(node: Any, key: str) -> list[int | None] | None:
+    return _shape_list(shape_from_proto(node.attr[key].shape)) if key in node.attr else None
 
 
 def summarize(graph: Graph, node_outputs: bool = False) -> dict[str, Any]:
@@ -58,7 +64,7 @@ def _summarize(graph: Graph, node_outputs: bool) -> dict[str, Any]:
         shape = facts.shape(n.name, slot)
         return {"name": f"{n.name}:{slot}", "op": n.op,
                 "dtype": D.name(dt) if dt else None,
-                "shape": format_shape(shape) if shape is not None else None}
+                "shape": _shape_list(shape)}
 
     ops = Counter(n.op for n in graph.nodes)
     # one pass over the nodes for every per-node fact (each list stays in node order)

@@ -59,7 +59,7 @@ def test_info_json_is_stable_and_complete() -> None:
 def test_info_counts_constants_and_variables() -> None:
     doc = json.loads(invoke("info", str(DATA / "cnn" / "graph.pbtxt"), "--json").output)
     assert doc["inputs"] == [{"name": "images", "op": "Placeholder", "dtype": "float32",
-                              "shape": "[2,8,8,3]"}]
+                              "shape": [2, 8, 8, 3]}]
     # Conv2D has no static shape rule: the shape is unknown (null), never guessed
     assert doc["outputs"] == [{"name": "logits:0", "op": "AddV2", "dtype": "float32",
                                "shape": None}]

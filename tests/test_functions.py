@@ -362,10 +362,10 @@ def test_info_static_dtypes_and_shapes():
     # While outputs have T's dtypes; the If records its result shape; poly(T=float32)
     assert {k: (o["dtype"], o["shape"]) for k, o in outs.items()} == {
         "loop:0": ("int32", None), "loop:1": ("float32", None),
-        "branch:0": ("float32", "[2]"), "p:0": ("float32", None)}
+        "branch:0": ("float32", [2]), "p:0": ("float32", None)}
     tensors = {t["name"]: (t["dtype"], t["shape"]) for t in s["tensors"]}
-    assert tensors["x:0"] == ("float32", "[2]") and tensors["pred:0"] == ("bool", "[]")
-    assert tensors["i0:0"] == ("int32", "[]")
+    assert tensors["x:0"] == ("float32", [2]) and tensors["pred:0"] == ("bool", [])
+    assert tensors["i0:0"] == ("int32", [])
     assert len(tensors) == 7    # x, pred, i0, loop:0, loop:1, branch, p
 
 
@@ -502,7 +502,7 @@ def test_cli_info(graph_file: Path):
     assert "tensors" not in doc
     doc = json.loads(invoke("info", graph_file, "--json", "--nodes").output)
     assert doc["tensors"][0] == {"name": "x:0", "op": "Placeholder", "dtype": "float32",
-                                 "shape": "[2]"}
+                                 "shape": [2]}
     help_text = invoke("info", "--help").output
     assert "functions[{name,inputs" in help_text and "tensors[" in help_text
     r = run("info", graph_file, "--nodes")

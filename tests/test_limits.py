@@ -56,6 +56,38 @@ def bound_and_true(op: str, *inputs: Any, **attrs: Any) -> tuple[int, int]:
     return bound, true_bytes(out)
 
 
+def xla_proto(fields: dict[int, list[int]]) -> bytes:
+    """An xla dimension-numbers proto of packed int64 fields, as tf2xla serializes it."""
+    def varint(v: int) -> bytes:
+        v &= (1 << 64) - 1
+        out = b""
+        while True:
+            byte, v = v & 0x7F, v >> 7
+            out += bytes([byte | (0x80 if v else 0)])
+            if not v:
+                return out
+
+    buf = b""
+    for field, vals in fields.items():
+        body = b"".join(varint(v) for v in vals)
+        buf += varint(field << 3 | 2) + varint(len(body)) + body
+    return buf
+
+
+def _window_max():
+    """The max computation of the jax2tf CNN case, as a Session hands it to its kernel."""
+    from pathlib import Path
+
+    from dfg.graphdef.attrs import to_python
+    from dfg.graphdef.functions import attach_bodies
+    from dfg.graphdef.io import load_graph
+
+    gd = attach_bodies(load_graph(Path(__file__).resolve().parent / "data" / "jax2tf"
+                                  / "jax2tf_cnn" / "graph.pbtxt").graph_def)
+    nd = next(n for n in gd.node if n.op == "XlaReduceWindow")
+    return to_python(nd.attr["computation"])
+
+
 F = np.float32
 I32 = np.int32
 I64 = np.int64
@@ -149,6 +181,23 @@ CASES: list[tuple[str, tuple, dict]] = [
     ("UnsortedSegmentJoin", (strs("a", "bc", "d"), S([0, 3, 0], I32), S(5, I32)),
      {"separator": ", "}),
     ("TensorListReserve", (S([2], I32), S(6, I32)), {"element_dtype": np.dtype(F)}),
+    ("XlaPad", (np.ones((3, 4), F), S(0.5, F), S([1, -1], I64), S([2, 0], I64),
+                S([1, 2], I64)), {}),
+    ("XlaGather", (np.ones((5, 4), F), S([[0], [3], [1]], I32), S([1, 4], I64)),
+     {"dimension_numbers": xla_proto({1: [1], 2: [0], 3: [0], 4: [1]}),
+      "indices_are_sorted": False}),
+    ("XlaDotV2", (np.ones((2, 3, 4), F), np.ones((2, 4, 5), F)),
+     {"dimension_numbers": xla_proto({1: [2], 2: [1], 3: [0], 4: [0]}),
+      "precision_config": "", "preferred_element_type": np.dtype(F)}),
+    ("XlaReduceWindow", (np.ones((1, 6, 6, 4), F), S(-np.inf, F), S([1, 2, 2, 1], I32),
+                         S([1, 2, 2, 1], I32), S([1, 1, 1, 1], I32), S([1, 1, 1, 1], I32),
+                         S([[0, 0], [1, 1], [0, 1], [0, 0]], I32)),
+     {"computation": _window_max()}),
+    ("XlaConvV2", (np.ones((1, 5, 5, 2), F), np.ones((3, 3, 2, 4), F), S([1, 1], I32),
+                   S([[1, 1], [1, 1]], I32), S([1, 1], I32), S([1, 1], I32), S(1, I32)),
+     {"dimension_numbers": xla_proto({7: [0], 8: [3], 11: [1, 2], 6: [0, 1], 3: [2], 4: [3],
+                                      9: [0], 10: [3], 12: [1, 2]}),
+      "precision_config": "", "preferred_element_type": np.dtype(F), "batch_group_count": 1}),
 ]
 
 
@@ -180,7 +229,8 @@ def test_every_estimated_op_has_a_kernel_and_a_case() -> None:
                 "UnsortedSegmentProd", "SparseSegmentMeanWithNumSegments",
                 "SparseSegmentSqrtNWithNumSegments", "ResourceGather", "BatchMatMul",
                 "BatchMatMulV3", "MatrixDiagV2", "ScaleAndTranslate", "TensorListResize",
-                "TensorArrayV3", "SparseFillEmptyRows", "CombinedNonMaxSuppression"}
+                "TensorArrayV3", "SparseFillEmptyRows", "CombinedNonMaxSuppression",
+                "XlaDot", "XlaConv"}
     assert untested <= siblings, sorted(untested - siblings)
 
 
@@ -220,6 +270,8 @@ HOSTILE: list[tuple[str, tuple, dict, int]] = [
     ("ResizeBilinear", (np.ones((1, 2, 2, 3), F), S([1 << 20, 1 << 20], I32)), {}, 12 << 40),
     ("TensorListReserve", (S([], I32), S(1 << 40, I64)), {"element_dtype": np.dtype(F)},
      8 << 40),
+    ("XlaPad", (np.ones(1000, F), S(0, F), S([0], I64), S([0], I64), S([1 << 30], I64)), {},
+     3900 << 30),
 ]
 
 

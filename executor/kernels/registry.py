@@ -41,7 +41,7 @@ FAMILIES = (
     "tensor_array", "image", "random", "string", "tensor_list", "io",
     "losses", "training", "linalg", "lookup", "segment", "sparse", "detection", "fused",
     "spectral", "special", "ragged", "parsing", "formats", "quantization", "rnn",
-    "queue", "summary", "optional", "sendrecv",
+    "queue", "summary", "optional", "sendrecv", "xla",
 )
 
 CPU = "CPU"

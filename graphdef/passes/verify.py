@@ -86,12 +86,13 @@ def _random(rng: np.random.Generator, dtype: int, shape: tuple[int, ...]) -> np.
 
 def verify(original: Any, optimized: Any, fetches: list[str], targets: list[str] = (),
            seed: int = 0, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL,
-           threads: int = 1) -> VerifyResult:
+           threads: int = 1, feeds: dict[str, Any] | None = None) -> VerifyResult:
     """Compare one step of ``original`` and ``optimized`` (Graphs, GraphDefs or paths), with
-    ``dfg.executor.compare.compare_graphs`` (which feeds them ``random_feeds``)."""
+    ``dfg.executor.compare.compare_graphs``: ``feeds`` (tensor -> value) and, for the other
+    Placeholders, its ``random_feeds``."""
     from dfg.executor.compare import compare_graphs
 
-    res = compare_graphs(original, optimized, list(fetches), None, list(targets), rtol, atol,
+    res = compare_graphs(original, optimized, list(fetches), feeds, list(targets), rtol, atol,
                          threads, threads, seed=seed)
     message = res.message.replace("A fails", "the original fails").replace(
         "B fails", "the optimized graph fails").replace(", B with", ", the optimized graph with")
