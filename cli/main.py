@@ -32,6 +32,7 @@ COMMANDS = {
     "freeze": "freeze:freeze",
     "profile": "profile:profile",
     "compare": "compare:compare",
+    "diff": "diff:diff",
 }
 
 

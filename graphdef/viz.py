@@ -701,18 +701,20 @@ def cluster_name(frame: str) -> str:
 
 def to_dot(graph: Graph, *, fetches: Sequence[str] = (), collapse: Collapse = "auto",
            expand: Iterable[str] = (), rankdir: str = "TB", show_consts: bool = True,
-           max_boxes: int = DEFAULT_MAX_BOXES, view: View | None = None) -> str:
+           max_boxes: int = DEFAULT_MAX_BOXES, view: View | None = None,
+           marks: dict[str, str] | None = None) -> str:
     """DOT text for ``graph``; see the module docstring for what it shows.
 
     ``collapse``: "auto" (default), a name-scope depth >= 1, or None for no collapse.
-    ``view`` (from ``build_view``) skips deciding the boxes again.
+    ``view`` (from ``build_view``) skips deciding the boxes again. ``marks``: node name ->
+    added/removed/renamed/changed (``dfg diff``), coloured, and counted on scope boxes.
     """
     if rankdir not in RANKDIRS:
         raise UsageError(f"rankdir must be one of {', '.join(RANKDIRS)}, not '{rankdir}'")
     if view is None:
         view = build_view(graph, collapse=collapse, expand=expand, show_consts=show_consts,
                           max_boxes=max_boxes)
-    return _DotWriter(graph, view, list(fetches), rankdir).write()
+    return _DotWriter(graph, view, list(fetches), rankdir, marks).write()
 
 
 def _fetch_closure(graph: Graph, fetches: list[str]) -> tuple[set[str] | None, set[str]]:
@@ -729,9 +731,17 @@ def _fetch_closure(graph: Graph, fetches: list[str]) -> tuple[set[str] | None, s
     return set(dependencies(graph, fetches)), fetched
 
 
+# dfg diff's marks: (fill, border), and the order a mixed scope box takes its colour in
+MARK_COLORS = {"changed": ('"#fde68a"', '"#b45309"'), "added": ('"#bbf7d0"', '"#15803d"'),
+               "removed": ('"#fecaca"', '"#b91c1c"'), "renamed": ('"#bfdbfe"', '"#1d4ed8"')}
+_MARK_SIGN = {"added": "+", "removed": "-", "changed": "~", "renamed": ">"}
+
+
 class _DotWriter:
-    def __init__(self, graph: Graph, view: View, fetches: list[str], rankdir: str) -> None:
+    def __init__(self, graph: Graph, view: View, fetches: list[str], rankdir: str,
+                 marks: dict[str, str] | None = None) -> None:
         self.graph = graph
+        self.marks = marks or {}
         self.view = view
         self.rankdir = rankdir
         self.needed, self.fetch_nodes = _fetch_closure(graph, fetches)
@@ -778,11 +788,29 @@ class _DotWriter:
             if len(top) > 12:
                 tip.append(f"... {len(top) - 12} more ops")
             a["tooltip"] = _label(*tip)
+        if self.marks:
+            self._mark(box, a)
         if not self._is_needed(box.members):
             a.update(color=_GREY, fontcolor=_GREY_TEXT, fillcolor=_GREY_FILL)
         elif self.fetch_nodes.intersection(box.members):
             a.update(color=_FETCH_COLOR, penwidth="2.5")
         return f"{quote_id(box.id)} {_attrs(a)};"
+
+    def _mark(self, box: Box, a: dict[str, str]) -> None:
+        """Colour a box by what ``dfg diff`` found in it; a scope also counts it."""
+        found = Counter(self.marks[m] for m in box.members if m in self.marks)
+        if not found:
+            return
+        kind = next(k for k in MARK_COLORS if k in found)
+        fill, border = MARK_COLORS[kind]
+        a.update(fillcolor=fill, color=border, penwidth="2")
+        if kind == "removed" and len(found) == 1:
+            a["style"] = '"rounded,filled,dashed"'
+        if box.kind != "node":
+            counts = " ".join(f"{_MARK_SIGN[k]}{found[k]}" for k in MARK_COLORS if k in found)
+            a["label"] = a["label"][:-1] + "\\n" + counts + '"'
+        else:
+            a["tooltip"] = a["tooltip"][:-1] + "\\n" + kind + '"'
 
     def _annotation_lines(self, const: str, bid: str) -> list[str]:
         aid = f"c:{const}>{bid}"
@@ -790,6 +818,10 @@ class _DotWriter:
              "style": '""', "fontsize": "8", "width": "0", "height": "0", "margin": "0.02",
              "tooltip": _label(f"{const} (Const)")}
         e = {"arrowsize": "0.4", "penwidth": "0.6", "color": '"#9ca3af"'}
+        mark = self.marks.get(const)
+        if mark is not None:   # a changed weight: say so on the annotation itself
+            a["label"] = quote(f"{_MARK_SIGN[mark]} {_const_summary(self.graph.node(const))}")
+            a["fontcolor"] = e["color"] = MARK_COLORS[mark][1]
         if not self._is_needed([const]) or not self._is_needed(self.view.boxes[bid].members):
             a["fontcolor"] = _GREY_TEXT
             e["color"] = _GREY
