@@ -8,8 +8,9 @@ import click
 
 from .options import fetch_option, graph_argument, load, output_option, refuse_binary_tty
 
-FORMATS = ("dot", "svg", "png", "pdf")
-_EXT = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png", ".pdf": "pdf"}
+FORMATS = ("dot", "svg", "png", "pdf", "html")
+_EXT = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png", ".pdf": "pdf",
+        ".html": "html", ".htm": "html"}
 
 
 class CollapseType(click.ParamType):
@@ -45,7 +46,8 @@ def output_format(output: str, fmt: str | None) -> str:
     ext = Path(output).suffix.lower()
     if ext not in _EXT:
         raise UsageError(f"cannot tell the picture format from '{output}'; use --format "
-                         f"{'|'.join(FORMATS)} or an extension .dot, .gv, .svg, .png, .pdf")
+                         f"{'|'.join(FORMATS)} or an extension .dot, .gv, .svg, .png, .pdf, "
+                         ".html")
     return _EXT[ext]
 
 
@@ -81,9 +83,13 @@ def output_format(output: str, fmt: str | None) -> str:
 @click.option("--function", "function", default=None, metavar="NAME",
               help="Draw this library function's body ('main': the graph itself; a "
                    "SavedModel's default is its signature's model function).")
+@click.option("--profile", "profile", default=None, metavar="PROFILE.json",
+              help="Colour nodes and boxes by their share of the time in this "
+                   "'dfg profile --json' output and label the top ones with it.")
 def viz(graph: str, output: str, fmt: str | None, fetches: tuple[str, ...],
         collapse: int | str | None, expand: tuple[str, ...], rankdir: str, no_consts: bool,
-        max_boxes: int | None, signature: str | None, function: str | None) -> None:
+        max_boxes: int | None, signature: str | None, function: str | None,
+        profile: str | None) -> None:
     """Draw GRAPH as a Graphviz picture.
 
     Nodes show name and op, shaped by kind; data edges show dtype and shape, control edges
@@ -99,6 +105,16 @@ def viz(graph: str, output: str, fmt: str | None, fetches: tuple[str, ...],
     --expand NODE draws it as a cluster holding each function's body (_Arg/_Retval ovals;
     arguments in, results out, a While body's results feeding its arguments as bold
     "next" edges); --expand FUNCTION opens every call of that function, nested ones too.
+
+    -o FILE.html writes the interactive viewer: one self-contained page (no network
+    access) where scopes open and close on a click, the wheel zooms, dragging pans, a
+    search box finds any node and a panel shows a node's op, attributes, inputs and
+    outputs with dtypes and shapes, and constant values. Its layout is Graphviz's, made
+    here (it needs 'dot' too).
+
+    --profile PROFILE.json (from 'dfg profile GRAPH --json --top N'): nodes and boxes are
+    coloured from white to red by their share of the kernel time, the top ones labelled
+    with it, in pictures and in the viewer.
 
     Without -o (or with -o -) DOT text goes to standard output. Other formats are rendered
     by Graphviz's 'dot' (apt-get install graphviz); without it only DOT works (exit 2).
@@ -119,9 +135,16 @@ def viz(graph: str, output: str, fmt: str | None, fetches: tuple[str, ...],
     if fmt != "dot":
         V.find_dot()  # fail before the work, with the install hint
     refuse_binary_tty(output, fmt)
+    shares = _read_profile(profile) if profile else None
     g, what = _graph_to_draw(graph, signature, function)
     if what:
         click.echo(f"dfg viz: drawing {what}", err=True)
+    if fmt == "html":
+        from dfg.graphdef.viewer import to_html
+
+        title = f"dfg viz {Path(graph).name}" if graph != "-" else "dfg viz"
+        write_bytes_atomic(output, to_html(g, profile=shares, title=title).encode("utf-8"))
+        return
     budget = max_boxes or V.DEFAULT_MAX_BOXES
     view = V.build_view(g, collapse=collapse, expand=expand, show_consts=not no_consts,
                         max_boxes=budget)
@@ -138,7 +161,7 @@ def viz(graph: str, output: str, fmt: str | None, fetches: tuple[str, ...],
         click.echo(f"dfg viz: a large picture ({view.size} boxes, {len(view.edges)} edges); "
                    "Graphviz may take a while: --fetch, --collapse or dfg prune cut it down",
                    err=True)
-    text = V.to_dot(g, fetches=fetches, rankdir=rankdir.upper(), view=view)
+    text = V.to_dot(g, fetches=fetches, rankdir=rankdir.upper(), view=view, profile=shares)
     write_bytes_atomic(output, V.render(text, fmt))
 
 
@@ -172,3 +195,21 @@ def _graph_to_draw(graph: str, signature: str | None, function: str | None):
                          + (f" (it has {len(names)}; dfg info lists them)" if names else
                             " (the graph has no function library)"))
     return V.function_graph(gd, function), f"function {function} (--function main: the graph)"
+
+
+def _read_profile(path: str) -> dict[str, float]:
+    """node name -> share of the kernel time, from ``dfg profile --json``'s ``nodes``."""
+    import json
+
+    from dfg.graphdef.errors import UsageError
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        rows = data["nodes"]
+        return {str(r["node"]): float(r["share"]) for r in rows}
+    except OSError as e:
+        raise UsageError(f"--profile {path}: {e.strerror}") from None
+    except (ValueError, KeyError, TypeError):
+        raise UsageError(f"--profile {path}: not the JSON of 'dfg profile --json' (a "
+                         "'nodes' list of {node, share})") from None

@@ -1029,19 +1029,22 @@ def cluster_name(frame: str) -> str:
 def to_dot(graph: Graph, *, fetches: Sequence[str] = (), collapse: Collapse = "auto",
            expand: Iterable[str] = (), rankdir: str = "TB", show_consts: bool = True,
            max_boxes: int = DEFAULT_MAX_BOXES, view: View | None = None,
-           marks: dict[str, str] | None = None) -> str:
+           marks: dict[str, str] | None = None,
+           profile: dict[str, float] | None = None) -> str:
     """DOT text for ``graph``; see the module docstring for what it shows.
 
     ``collapse``: "auto" (default), a name-scope depth >= 1, or None for no collapse.
     ``view`` (from ``build_view``) skips deciding the boxes again. ``marks``: node name ->
     added/removed/renamed/changed (``dfg diff``), coloured, and counted on scope boxes.
+    ``profile``: node name -> share of the run time (``dfg profile``): boxes coloured white
+    to red by their nodes' total, the top ones labelled with it.
     """
     if rankdir not in RANKDIRS:
         raise UsageError(f"rankdir must be one of {', '.join(RANKDIRS)}, not '{rankdir}'")
     if view is None:
         view = build_view(graph, collapse=collapse, expand=expand, show_consts=show_consts,
                           max_boxes=max_boxes)
-    return _DotWriter(graph, view, list(fetches), rankdir, marks).write()
+    return _DotWriter(graph, view, list(fetches), rankdir, marks, profile).write()
 
 
 def _fetch_closure(graph: Graph, fetches: list[str]) -> tuple[set[str] | None, set[str]]:
@@ -1058,6 +1061,18 @@ def _fetch_closure(graph: Graph, fetches: list[str]) -> tuple[set[str] | None, s
     return set(dependencies(graph, fetches)), fetched
 
 
+# dfg profile: the boxes labelled with their share of the time
+PROFILE_TOP = 12
+PROFILE_MIN_SHARE = 0.02
+
+
+def heat_color(share: float) -> str:
+    """White to red by a share of the time (square root: small shares still show)."""
+    t = min(1.0, math.sqrt(max(share, 0.0)))
+    g = int(255 - 200 * t)
+    return f"#ff{g:02x}{g:02x}"
+
+
 # dfg diff's marks: (fill, border), and the order a mixed scope box takes its colour in
 MARK_COLORS = {"changed": ('"#fde68a"', '"#b45309"'), "added": ('"#bbf7d0"', '"#15803d"'),
                "removed": ('"#fecaca"', '"#b91c1c"'), "renamed": ('"#bfdbfe"', '"#1d4ed8"')}
@@ -1066,9 +1081,20 @@ _MARK_SIGN = {"added": "+", "removed": "-", "changed": "~", "renamed": ">"}
 
 class _DotWriter:
     def __init__(self, graph: Graph, view: View, fetches: list[str], rankdir: str,
-                 marks: dict[str, str] | None = None) -> None:
+                 marks: dict[str, str] | None = None,
+                 profile: dict[str, float] | None = None) -> None:
         self.graph = graph
         self.marks = marks or {}
+        # profile: each box's share of the time, and the boxes labelled with it
+        self.shares: dict[str, float] = defaultdict(float)
+        for name, share in (profile or {}).items():
+            bid = view.node_box.get(name)
+            if bid is None and graph.get(name) is not None and graph.node(name).out_edges:
+                bid = view.node_box.get(graph.node(name).out_edges[0].dst)
+            if bid is not None:
+                self.shares[bid] += share
+        ranked = sorted(self.shares.items(), key=lambda kv: -kv[1])
+        self.top = {b for b, v in ranked[:PROFILE_TOP] if v >= PROFILE_MIN_SHARE}
         self.view = view
         self.rankdir = rankdir
         self.needed, self.fetch_nodes = _fetch_closure(graph, fetches)
@@ -1119,6 +1145,13 @@ class _DotWriter:
             if len(top) > 12:
                 tip.append(f"... {len(top) - 12} more ops")
             a["tooltip"] = _label(*tip)
+        share = self.shares.get(box.id)
+        if share:
+            a["fillcolor"] = quote(heat_color(share))
+            a["tooltip"] = a["tooltip"][:-1] + f"\\n{100 * share:.1f}% of the time" + '"'
+            if box.id in self.top:
+                a["label"] = a["label"][:-1] + f"\\n{100 * share:.1f}% of the time" + '"'
+                a["penwidth"] = "2"
         if self.marks:
             self._mark(box, a)
         if not self._is_needed(box.members):
