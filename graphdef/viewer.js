@@ -121,7 +121,7 @@ function reveal(id) {
   view.x += (r.left + r.width / 2 - c.left - c.width / 2) * k;
   view.y += (r.top + r.height / 2 - c.top - c.height / 2) * k;
   // zoom so that the node is readable
-  const want = Math.max(r.width * k * 8, 1);
+  const want = Math.max(r.width * k * 16, 1);
   if (view.w > want) { const z = want / view.w; const cx = view.x + view.w / 2, cy = view.y + view.h / 2;
     view.w *= z; view.h *= z; view.x = cx - view.w / 2; view.y = cy - view.h / 2; }
   setView();

@@ -229,8 +229,12 @@ class _Builder:
         for name in sc.nodes:
             n = self.graph.node(name)
             nid = self.node_id[name]
-            label = [short_name(name.rpartition("/")[2] if sc.sid != "s0" else name,
-                                self.prefix, 38), n.op]
+            # the name inside this scope (a scope of one node was folded into its parent:
+            # "Cast_1/ReadVariableOp", not "ReadVariableOp")
+            rel = group_path(name)
+            if sc.path and rel.startswith(sc.path + "/"):
+                rel = rel[len(sc.path) + 1:]
+            label = [short_name(rel, self.prefix, 38), n.op]
             a = {"id": quote(nid), "class": '"op"',
                  "fillcolor": quote(_KIND_FILL[node_kind(n.op)])}
             if node_kind(n.op) == "placeholder":
