@@ -33,6 +33,9 @@ READABLE = {
     "layer_embedding_masked_lstm": (MODELS / "layer_embedding_masked_lstm" / "graph.pb",
                                     ["embedding_1/"]),
     "zoo_resnet": (SAVED / "zoo_resnet", ["stem_1/", "block0_c1_1/", "predictions_1/"]),
+    # a Keras 3 Transformer encoder (model.export), tests/data/keras_views/generate.py
+    "transformer": (HERE / "data" / "keras_views" / "transformer",
+                    ["embed_1/", "attention_1/", "norm1_1/", "ffn_in_1/", "classes_1/"]),
 }
 
 
