@@ -151,6 +151,16 @@ class _Builder:
             sc.members = len(sc.nodes) + sum(self.scopes[c].members for c in sc.scopes)
         for sc in self.scopes.values():
             sc.scopes = [c for c in sc.scopes if self.scopes[c].members]
+        # a scope holding one scope and no node is no level of its own: its child takes
+        # its place (a function body's text_lstm_1/lstm_1/while/...)
+        for sc in sorted(self.scopes.values(), key=lambda s: s.depth):
+            if sc.parent is None or sc.nodes or len(sc.scopes) != 1 or not sc.members:
+                continue
+            parent = self.scopes[sc.parent]
+            (child,) = sc.scopes
+            parent.scopes[parent.scopes.index(sc.sid)] = child
+            self.scopes[child].parent = parent.sid
+            sc.scopes, sc.members = [], 0
         # a scope of one node is that node (as dfg viz draws it)
         for sc in sorted(self.scopes.values(), key=lambda s: -s.depth):
             if sc.parent is None or sc.members != 1 or sc.scopes:
@@ -161,6 +171,13 @@ class _Builder:
             parent.scopes.remove(sc.sid)
             self.node_scope[name] = parent.sid
             sc.nodes, sc.members = [], 0
+        # depths again, after the moves: layouts are made deepest first
+        todo = [self.scopes["s0"]]
+        while todo:
+            sc = todo.pop()
+            for c in sc.scopes:
+                self.scopes[c].depth = sc.depth + 1
+                todo.append(self.scopes[c])
 
     def _item(self, name: str, level: _Scope) -> str | None:
         """The item of ``level`` holding node ``name`` (a node id or a child scope id)."""
@@ -217,7 +234,8 @@ class _Builder:
             w, h = c.size
             bw = min(max(w * BOX_SCALE, BOX_MIN[0]), BOX_MAX[0])
             bh = min(max(h * BOX_SCALE, BOX_MIN[1]), BOX_MAX[1])
-            leaf = c.path.rpartition("/")[2]
+            leaf = (c.path[len(sc.path) + 1:] if sc.path and c.path.startswith(sc.path + "/")
+                    else c.path.rpartition("/")[2])
             label = [short_name(leaf, (), 38) + "/", f"{c.members} nodes"]
             a = {"id": quote(cid), "class": '"scope"', "shape": "box",
                  "style": '"rounded,filled"', "fillcolor": '"#dcfce7"', "color": '"#15803d"',
@@ -451,10 +469,68 @@ def _attrs_json(n: Any) -> dict[str, Any]:
     return out
 
 
+# Function bodies opened inside the nodes that run them, this many calls deep
+BODY_DEPTH = 3
+# ... and no more nodes than this added for them (a body called from many places counts
+# once per call)
+BODY_BUDGET = 20_000
+
+
+def with_function_bodies(graph: Graph) -> Graph:
+    """``graph`` plus, for every node that runs library functions (While's cond and body,
+    If's branches, calls), the functions' bodies as nodes named under it
+    (``lstm/while/body/...``), so that the viewer shows them as boxes one opens like any
+    scope; bodies inside bodies too, BODY_DEPTH calls deep."""
+    from dfg.schemas import graph_pb2
+
+    from .functions import Library, call_sites, instantiate_checked
+
+    lib = Library(graph.graph_def.library)
+    if not len(lib):
+        return graph
+    out = graph_pb2.GraphDef()
+    out.CopyFrom(graph.graph_def)
+    taken = {nd.name for nd in out.node}
+    budget = [BODY_BUDGET]
+
+    def add(nodes: Any, prefix: str, stack: tuple[str, ...]) -> None:
+        for nd in list(nodes):
+            for attr, fname, fattrs in call_sites(nd, lib):
+                fdef = lib.get(fname)
+                if fdef is None or fname in stack or len(stack) >= BODY_DEPTH:
+                    continue
+                try:
+                    body, _problems = instantiate_checked(fdef, fattrs, lib)
+                except DfgError:
+                    continue   # list-valued arguments: left closed
+                if len(body.node) > budget[0]:
+                    return
+                budget[0] -= len(body.node)
+                where = f"{prefix}{nd.name}/{attr or 'call'}"
+                if where + "/" in taken:
+                    continue
+                taken.add(where + "/")
+                added = []
+                for bn in body.node:
+                    new = out.node.add()
+                    new.CopyFrom(bn)
+                    new.name = f"{where}/{bn.name}"
+                    for i, inp in enumerate(new.input):
+                        ctrl = inp.startswith("^")
+                        new.input[i] = ("^" if ctrl else "") + f"{where}/{inp.lstrip('^')}"
+                    added.append(new)
+                add(body.node, where + "/", stack + (fname,))
+
+    add(list(graph.graph_def.node), "", ())
+    return Graph(out)
+
+
 def to_html(graph: Graph, *, marks: dict[str, str] | None = None,
             profile: dict[str, float] | None = None, title: str = "dfg viz") -> str:
     """The viewer page for ``graph`` (see the module docstring); ``marks``: dfg diff's
-    node marks; ``profile``: node name -> share of the run time."""
+    node marks; ``profile``: node name -> share of the run time. Function bodies are
+    opened inside the nodes that run them (:func:`with_function_bodies`)."""
+    graph = with_function_bodies(graph)
     b = _Builder(graph, marks, profile, title)
     b.layout()
     data = json.dumps(b.details(), separators=(",", ":"))

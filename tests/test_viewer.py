@@ -73,6 +73,11 @@ def test_every_drawn_box_carries_its_full_name(tmp_path):
     assert mm["op"] == "MatMul"
     assert mm["inputs"][0]["dtype"] == "float32" and mm["inputs"][0]["shape"] == "[?,24]"
     assert mm["outputs"] == [{"dtype": "float32", "shape": "[?,5]"}]
+    # the LSTM's While runs two functions: their bodies are scopes one opens
+    assert {"text_lstm_1/lstm_1/while/body", "text_lstm_1/lstm_1/while/cond"} <= scopes
+    body_ops = {n["op"] for n in data["nodes"].values()
+                if n["name"].startswith("text_lstm_1/lstm_1/while/body/")}
+    assert {"_Arg", "_Retval", "MatMul", "Sigmoid", "TensorListGetItem"} <= body_ops
 
 
 def _center(page, selector: str) -> list[float]:
@@ -125,6 +130,13 @@ def test_browser_loads_clicks_and_searches(tmp_path):
         assert hit == f"{cell}/MatMul_1"
         panel = page.eval("document.getElementById('panel').innerText")
         assert f"{cell}/MatMul_1" in panel and "MatMul" in panel and "float32" in panel
+        # a node inside the loop's body function: found, its boxes opened
+        body = page.eval("(() => { const f = dfgViewer.search("
+                         "'while/body/text_lstm_1/lstm_1/while/lstm_cell_1/MatMul_1');"
+                         " const el = dfgViewer.reveal(f[0]);"
+                         " return el && el.getAttribute('data-node'); })()")
+        assert body == ("text_lstm_1/lstm_1/while/body/text_lstm_1/lstm_1/while/"
+                        "lstm_cell_1/MatMul_1")
         assert page.errors() == []
         assert page.requests() == [path.resolve().as_uri()]
 
