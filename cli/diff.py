@@ -71,12 +71,45 @@ def _print_nodes(d: dict[str, Any], pad: str = "") -> None:
     for rec in d["added"]:
         extra = rec.get("op") or rec.get("what")
         click.echo(style(f"{pad}+ {printable(rec['name'])} ({extra})", fg="green"))
-    for rec in d["renamed"]:
-        click.echo(style(f"{pad}> {printable(rec['before'])} -> {printable(rec['after'])} "
-                         f"({rec['op']})", fg="blue"))
+    for line in _renamed_lines(d["renamed"]):
+        click.echo(style(f"{pad}> {line}", fg="blue"))
     for rec in d["changed"]:
         click.echo(style(f"{pad}~ {printable(rec['name'])}: ", fg="yellow")
                    + printable(_describe(rec)))
+
+
+def _renamed_lines(renamed: list[dict[str, Any]]) -> list[str]:
+    """Renames a scope rename explains, one line per scope ("scope dense_1 -> head: 7
+    nodes"); the others one per node."""
+    from dfg.graphdef.diff import _segment_renames
+    from dfg.graphdef.text import printable
+
+    pairs = {r["before"]: r["after"] for r in renamed if "before" in r}
+    rules = _segment_renames(pairs)
+    by_rule: dict[tuple[tuple[str, str], ...], int] = {}
+    single = []
+    for rec in renamed:
+        parts = rec["before"].split("/")
+        used = tuple(sorted({(p, rules[p]) for p in parts if p in rules}))
+        if used and "/".join(rules.get(p, p) for p in parts) == rec["after"]:
+            by_rule[used] = by_rule.get(used, 0) + 1
+        else:
+            single.append(f"{printable(rec['before'])} -> {printable(rec['after'])} "
+                          f"({rec['op']})")
+    lines = []
+    for used, count in sorted(by_rule.items()):
+        if count == 1 and len(renamed) < 20:
+            continue
+        what = ", ".join(f"{printable(a)} -> {printable(b)}" for a, b in used)
+        lines.append(f"scope {what}: {count} node{'s' if count > 1 else ''}")
+    for rec in renamed:   # the scope renames of one node, when the list is short
+        parts = rec["before"].split("/")
+        used = tuple(sorted({(p, rules[p]) for p in parts if p in rules}))
+        if by_rule.get(used) == 1 and len(renamed) < 20 and "/".join(
+                rules.get(p, p) for p in parts) == rec["after"]:
+            single.append(f"{printable(rec['before'])} -> {printable(rec['after'])} "
+                          f"({rec['op']})")
+    return lines + sorted(single)
 
 
 def _print_report(rep: dict[str, Any], a: str, b: str) -> None:

@@ -91,6 +91,10 @@ def test_renamed_scope_with_changed_weight(tmp_path):
     assert values[0]["max_abs_diff"] == pytest.approx(0.25)
     # the consumers that name renamed producers are not "rewired"
     assert [r for r in rep["changed"] if r["what"] == "inputs"] == []
+    # the text report says it in one line
+    text = run("diff", LSTM, tmp_path / "b.pb").output
+    assert f"> scope forward_lstm_2_1 -> fwd: {len(expect)} nodes" in text
+    assert len(text.splitlines()) == 4   # ---, +++, the scope, the value
 
 
 def _copy_saved_model(dst: Path) -> saved_model_pb2.SavedModel:
