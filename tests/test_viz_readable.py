@@ -177,3 +177,42 @@ def test_shape_rules_from_the_convolution_arithmetic():
     assert facts.shape("p", 0) == (1, 7, 7, 16)
     assert facts.shape("t", 0) == (1, 16, 7, 7)
     assert facts.shape("cat", 0) == (1, 7, 7, 32)
+
+
+def _cases():
+    for root in (HERE / "data" / "conformance", MODELS):
+        for case in sorted(root.glob("*/case.json")):
+            yield case.parent
+
+
+def test_static_shapes_agree_with_tensorflow():
+    # every fetched tensor of every conformance and zoo case whose shape the static rules
+    # claim: each claimed dimension is what TensorFlow's output has
+    import json
+
+    import numpy as np
+
+    checked = 0
+    for case in _cases():
+        graph_file = next((case / f for f in ("graph.pbtxt", "graph.pb")
+                           if (case / f).exists()), None)
+        if graph_file is None:
+            continue
+        info = json.loads((case / "case.json").read_text())
+        if info.get("expect_error") or not info.get("steps"):
+            continue
+        facts = V.TensorFacts(load_graph(graph_file))
+        for step in info["steps"][:1]:
+            if step.get("expect_error"):
+                continue
+            for tensor, npy in (step.get("expect") or {}).items():
+                name, _, slot = tensor.rpartition(":")
+                claim = facts.shape(name, int(slot))
+                if claim is None:
+                    continue
+                tf_shape = np.load(case / npy, allow_pickle=False).shape
+                assert len(claim) == len(tf_shape), (case.name, tensor, claim, tf_shape)
+                for c, t in zip(claim, tf_shape):
+                    assert c is None or c == t, (case.name, tensor, claim, tf_shape)
+                checked += 1
+    assert checked > 100, checked
