@@ -238,11 +238,13 @@ def diff_nodes(a_nodes: Iterable[Any], b_nodes: Iterable[Any],
     a_left = sorted(n for n in a if n not in b)
     b_left = sorted(n for n in b if n not in a)
     if a_left and b_left:
-        renamed = _match_renamed(a, b, a_left, b_left, amap, keys, fmap)
+        by_rule: set[str] = set()
+        renamed = _match_renamed(a, b, a_left, b_left, amap, keys, fmap, by_rule)
         for an, bn in sorted(renamed.items(), key=lambda kv: kv[1]):
             out.renamed.append({"name": bn, "before": an, "after": bn, "op": b[bn].op})
-            # matched by a scope rename, not structure: it may have changed as well
-            out.changed.extend(_compare(bn, a[an], b[bn], amap, keys, fmap))
+            if an in by_rule:
+                # matched by a scope rename, not structure: it may have changed as well
+                out.changed.extend(_compare(bn, a[an], b[bn], amap, keys, fmap))
         done_b = set(renamed.values())
         a_left = [n for n in a_left if n not in renamed]
         b_left = [n for n in b_left if n not in done_b]
@@ -267,9 +269,10 @@ def _has_mapped_refs(nd: Any, amap: dict[str, str], fmap: dict[str, str]) -> boo
 
 def _match_renamed(a: dict[str, Any], b: dict[str, Any], a_left: list[str],
                    b_left: list[str], amap: dict[str, str], keys: _AttrKeys,
-                   fmap: dict[str, str]) -> dict[str, str]:
+                   fmap: dict[str, str], by_rule: set[str]) -> dict[str, str]:
     """A name -> B name of the leftover nodes that are the same node renamed (see the module
-    docstring). ``amap`` gains the matches.
+    docstring). ``amap`` gains the matches, ``by_rule`` the A names matched by a scope
+    rename rather than by structure.
 
     Two rules, the first preferred: the same structure (op, device, attributes, inputs
     mapped), found in dependency order; and, once that finds nothing more, the scope
@@ -355,6 +358,7 @@ def _match_renamed(a: dict[str, Any], b: dict[str, Any], a_left: list[str],
             if (bn != an and bn in b_left_set and bn not in matched[1]
                     and fmap.get(a[an].op, a[an].op) == b[bn].op):
                 pair(an, bn)
+                by_rule.add(an)
                 progress = True
         if not progress:
             break
