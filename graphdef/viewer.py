@@ -35,6 +35,7 @@ from .graph import Graph
 from .op_sets import CONST_OPS
 from .tensors import format_shape
 from .viz import (
+    _NOT_XML,
     _SPEED_ATTRS,
     FAST_LAYOUT_COST,
     FASTEST_LAYOUT_COST,
@@ -77,7 +78,13 @@ class _Scope:
 
 
 def _esc(s: str) -> str:
-    return html.escape(s, quote=True)
+    """``s`` for an XML attribute or text: what XML cannot hold (control characters) as
+    ``\\xNN``/``\\uNNNN``, as dfg prints names, then the markup characters escaped."""
+    s = _NOT_XML.sub(lambda m: (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                                else f"\\u{ord(m.group()):04x}"), s)
+    # newline and tab as references: an attribute's value keeps them then
+    return html.escape(s, quote=True).replace("\n", "&#10;").replace("\t", "&#9;").replace(
+        "\r", "&#13;")
 
 
 class _Builder:

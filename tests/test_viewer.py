@@ -217,3 +217,25 @@ def test_bad_profile_is_usage_error(tmp_path):
                                  str(bad)])
     assert r.exit_code == 2
 
+
+
+@needs_browser
+def test_hostile_names_load_and_keep_their_names(tmp_path):
+    # names with markup, quotes, entities, control characters, newlines: every node drawn,
+    # its data-node its name (what XML cannot hold, control characters, as \\xNN)
+    from dfg.graphdef.io import load_graph
+
+    src = HERE / "data" / "hostile" / "control_names.pbtxt"
+    g = load_graph(src)
+    path = write_page(tmp_path, str(src))
+
+    def shown(name: str) -> str:
+        return re.sub("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]",
+                      lambda m: f"\\x{ord(m.group()):02x}", name)
+
+    with Browser() as b:
+        page = _open_page(b, path)
+        assert page.errors() == []
+        drawn = page.eval("Array.from(document.querySelectorAll('[data-node]'))"
+                          ".map(e => e.getAttribute('data-node'))")
+    assert sorted(drawn) == sorted(shown(n.name) for n in g.nodes)
