@@ -22,6 +22,7 @@ class _Side:
         self.path = path
         self.graph_def: Any = None
         self.bundle: Any = None
+        self.saved_model: Any = None
         self.kind = "graph"
         try:
             self._open(path)
@@ -34,7 +35,7 @@ class _Side:
         from dfg.graphdef.savedmodel import SavedModelDir, is_saved_model
 
         if path != "-" and is_saved_model(path):
-            sm = SavedModelDir(path)
+            sm = self.saved_model = SavedModelDir(path)
             self.kind = "saved_model"
             self.graph_def = sm.graph_def
             self.bundle = sm.bundle()
@@ -208,7 +209,7 @@ def diff(a: str, b: str, as_json: bool, picture: str | None) -> None:
     if picture is not None:
         from dfg.graphdef.io import write_bytes_atomic
 
-        write_bytes_atomic(picture, _picture(sa.graph_def, sb.graph_def, result, fmt))
+        write_bytes_atomic(picture, _picture(sa, sb, result, fmt))
     if as_json:
         emit_json(rep)
     else:
@@ -217,11 +218,21 @@ def diff(a: str, b: str, as_json: bool, picture: str | None) -> None:
         raise click.exceptions.Exit(1)
 
 
-def _picture(a: Any, b: Any, result: Any, fmt: str) -> bytes:
+def _picture(sa: _Side, sb: _Side, result: Any, fmt: str) -> bytes:
+    """B drawn with the differences marked; two SavedModels: their model functions (what
+    dfg viz draws of them), diffed as graphs."""
+    from dfg.graphdef import diff as G
     from dfg.graphdef import viz as V
-    from dfg.graphdef.diff import merged_graph
 
-    g, marks = merged_graph(a, b, result)
+    a, b = sa.graph_def, sb.graph_def
+    if sa.saved_model is not None and sb.saved_model is not None:
+        fa = V.saved_model_function(sa.saved_model)
+        fb = V.saved_model_function(sb.saved_model)
+        if fa is not None and fb is not None:
+            a = V.function_graph(a, fa).graph_def
+            b = V.function_graph(b, fb).graph_def
+            result = G.diff_graphs(a, b)
+    g, marks = G.merged_graph(a, b, result)
     if fmt == "html":
         from dfg.graphdef.viewer import to_html
 

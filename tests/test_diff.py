@@ -185,3 +185,29 @@ def test_picture_svg(tmp_path):
     assert r.exit_code == 1
     svg = out.read_text()
     assert svg.lstrip().startswith("<?xml") and "#b45309" in svg
+
+
+def test_saved_model_picture_draws_the_model_function(tmp_path):
+    # one constant of the Transformer's ffn_in layer changed inside the model function:
+    # the picture is the model function's layers, ffn_in's box marked changed
+    src = HERE / "data" / "keras_views" / "transformer"
+    dst = tmp_path / "b"
+    shutil.copytree(src, dst)
+    sm = saved_model_pb2.SavedModel()
+    sm.ParseFromString((dst / "saved_model.pb").read_bytes())
+    done = 0
+    for f in sm.meta_graphs[0].graph_def.library.function:
+        for nd in f.node_def:
+            if nd.op == "Const" and nd.name.endswith("ffn_in_1/Tensordot/axes"):
+                nd.attr["value"].tensor.CopyFrom(from_numpy(np.array([1], np.int32)))
+                done += 1
+    assert done >= 1
+    (dst / "saved_model.pb").write_bytes(sm.SerializeToString())
+    out = tmp_path / "d.dot"
+    r = run("diff", src, dst, "-o", out)
+    assert r.exit_code == 1
+    boxes = [ln for ln in out.read_text().splitlines() if '"s:' in ln and "label=" in ln
+             and " -> " not in ln]
+    marked = [ln for ln in boxes if "#fde68a" in ln]
+    assert len(marked) == 1 and "ffn_in_1/" in marked[0] and "~1" in marked[0]
+    assert any("attention_1/" in ln for ln in boxes)   # the model's layers, not a wrapper
