@@ -34,6 +34,7 @@ COMMANDS = {
     "profile": "profile:profile",
     "compare": "compare:compare",
     "batch": "batch:batch",
+    "diff": "diff:diff",
 }
 
 

@@ -71,7 +71,62 @@ INSTALL_HINT = ("install Graphviz (Debian/Ubuntu: apt-get install graphviz; macO
                 "install graphviz), or write DOT text with --format dot")
 
 
-Collapse = int | None | Literal["auto"]
+Collapse = int | None | Literal["auto", "layers"]
+# Longest label line drawn (the full name is in the tooltip)
+MAX_LABEL = 40
+# A scope prefix is the model's when this share of the nodes in scopes sits under it
+PREFIX_SHARE = 0.95
+# Opening a layer that holds most of the model stops before the picture has more boxes
+READABLE_BOXES = 80
+# Scopes TensorFlow 2 and Keras wrap a model's nodes in: not worth a label's room
+_WRAPPER = re.compile(r"(StatefulPartitionedCall|PartitionedCall)(_\d+)?|__inference_.*")
+
+
+def group_path(name: str) -> str:
+    """The path a node is grouped by: ``Func/a/b/input/_3`` (a boundary node of a call
+    TensorFlow inlined) goes with ``a/b``'s nodes."""
+    return name[5:] if name.startswith("Func/") and name.count("/") > 1 else name
+
+
+def model_prefix(names: Iterable[str]) -> list[str]:
+    """The scopes the nodes share (``functional_1_1``, or ``StatefulPartitionedCall/
+    functional_1``): the longest path that at least PREFIX_SHARE of the nodes in a scope
+    sit under (nodes in no scope, a model's inputs and outputs, do not count)."""
+    candidates = [n.split("/")[:-1] for n in names if "/" in n]
+    if not candidates:
+        return []
+    need = max(2, math.ceil(PREFIX_SHARE * len(candidates)))
+    prefix: list[str] = []
+    while True:
+        k = len(prefix)
+        counts = Counter(c[k] for c in candidates if len(c) > k and c[:k] == prefix)
+        if not counts:
+            return prefix
+        seg, count = counts.most_common(1)[0]
+        if count < need:
+            return prefix
+        prefix.append(seg)
+
+
+def short_name(name: str, prefix: Sequence[str] = (), limit: int = MAX_LABEL) -> str:
+    """``name`` for a label: the model's prefix and wrapper scopes left out, then cut to
+    ``limit`` characters from the left at a scope boundary (``.../lstm_cell/MatMul``)."""
+    parts = name.split("/")
+    if prefix and parts[:len(prefix)] == list(prefix) and len(parts) > len(prefix):
+        parts = parts[len(prefix):]
+    while len(parts) > 1 and _WRAPPER.fullmatch(parts[0]):
+        parts = parts[1:]
+    text = "/".join(parts)
+    if len(text) <= limit:
+        return text
+    text = parts[-1]
+    if len(text) + 2 > limit:
+        return text[:limit - 1] + "\u2026"
+    for seg in reversed(parts[:-1]):
+        if len(seg) + len(text) + 3 > limit:
+            break
+        text = seg + "/" + text
+    return "\u2026/" + text
 
 
 class GraphvizNotFoundError(UsageError):
@@ -298,6 +353,10 @@ class TensorFacts:
             return [self._reshape(ins[0], self.graph.get(n.inputs[1][0]))]
         if op in _REDUCE_OPS and len(ins) == 2:
             return [self._reduce(n, ins[0])]
+        rule = _SHAPE_RULES.get(op)
+        if rule is not None:
+            consts = [self.graph.get(src) for src, _ in n.inputs]
+            return rule(n, ins, consts)
         return []
 
     @staticmethod
@@ -340,8 +399,167 @@ class TensorFacts:
         return D.name(dt) if s is None else f"{D.name(dt)} {format_shape(s)}"
 
 
+# --- shape rules of the ops Keras models are made of: (node, input shapes, input
+# producers) -> output shapes; anything unsure is None
+
+
+def _ints(node: Node | None) -> list[int] | None:
+    v = _const_array(node, max_elems=16)
+    if v is None or v.dtype.kind not in "iu" or v.ndim > 1:
+        return None
+    return [int(x) for x in v.reshape(-1)]
+
+
+def _attr_ints(n: Node, key: str, default: list[int] | None = None) -> list[int] | None:
+    if key not in n.attr:
+        return default
+    return list(n.attr[key].list.i)
+
+
+def _window_dim(size: int | None, k: int, stride: int, padding: str) -> int | None:
+    if size is None or stride <= 0:
+        return None
+    if padding == "SAME":
+        return -(-size // stride)
+    if padding == "VALID":
+        return (size - k) // stride + 1 if size >= k else None
+    return None
+
+
+def _windowed(n: Node, x: Shape | None, kh: int | None, kw: int | None,
+              cout: int | None) -> list[Shape | None]:
+    """Conv2D/DepthwiseConv2dNative/MaxPool/AvgPool in NHWC (NCHW and explicit padding:
+    unknown)."""
+    fmt = n.attr["data_format"].s.decode() if "data_format" in n.attr else "NHWC"
+    pad = n.attr["padding"].s.decode() if "padding" in n.attr else ""
+    st = _attr_ints(n, "strides")
+    dil = _attr_ints(n, "dilations", [1, 1, 1, 1]) or [1, 1, 1, 1]
+    if (x is None or len(x) != 4 or fmt != "NHWC" or not st or len(st) != 4
+            or kh is None or kw is None or len(dil) != 4):
+        return [None]
+    eh, ew = (kh - 1) * dil[1] + 1, (kw - 1) * dil[2] + 1
+    return [(x[0], _window_dim(x[1], eh, st[1], pad), _window_dim(x[2], ew, st[2], pad),
+             cout)]
+
+
+def _conv2d(n: Node, ins: list, consts: list) -> list[Shape | None]:
+    f = ins[1] if len(ins) > 1 else None
+    if f is None or len(f) != 4:
+        return [None]
+    return _windowed(n, ins[0], f[0], f[1], f[3])
+
+
+def _depthwise(n: Node, ins: list, consts: list) -> list[Shape | None]:
+    f, x = (ins[1] if len(ins) > 1 else None), ins[0]
+    if f is None or len(f) != 4 or x is None or len(x) != 4:
+        return [None]
+    cout = None if f[2] is None or f[3] is None else f[2] * f[3]
+    return _windowed(n, x, f[0], f[1], cout)
+
+
+def _pool2d(n: Node, ins: list, consts: list) -> list[Shape | None]:
+    k = _attr_ints(n, "ksize")
+    x = ins[0] if ins else None
+    if not k or len(k) != 4 or x is None or len(x) != 4:
+        return [None]
+    return _windowed(n, x, k[1], k[2], x[3])
+
+
+def _concat_v2(n: Node, ins: list, consts: list) -> list[Shape | None]:
+    axis = _ints(consts[-1]) if consts else None
+    parts = ins[:-1]
+    if axis is None or len(axis) != 1 or not parts or any(p is None for p in parts):
+        return [None]
+    rank = len(parts[0])
+    if rank == 0 or any(len(p) != rank for p in parts):
+        return [None]
+    ax = axis[0] % rank
+    out = [next((p[d] for p in parts if p[d] is not None), None) for d in range(rank)]
+    sizes = [p[ax] for p in parts]
+    out[ax] = None if None in sizes else sum(sizes)
+    return [tuple(out)]
+
+
+def _transpose_rule(n: Node, ins: list, consts: list) -> list[Shape | None]:
+    perm = _ints(consts[1]) if len(consts) > 1 else None
+    x = ins[0] if ins else None
+    if x is None or perm is None or sorted(perm) != list(range(len(x))):
+        return [None]
+    return [tuple(x[i] for i in perm)]
+
+
+def _expand(n: Node, ins: list, consts: list) -> list[Shape | None]:
+    ax = _ints(consts[1]) if len(consts) > 1 else None
+    x = ins[0] if ins else None
+    if x is None or ax is None or len(ax) != 1:
+        return [None]
+    a = ax[0] % (len(x) + 1)
+    return [tuple(x[:a]) + (1,) + tuple(x[a:])]
+
+
+def _squeeze(n: Node, ins: list, consts: list) -> list[Shape | None]:
+    x = ins[0] if ins else None
+    if x is None:
+        return [None]
+    dims = {d % len(x) for d in _attr_ints(n, "squeeze_dims", []) or []} if x else set()
+    if not dims:
+        if None in x:
+            return [None]
+        return [tuple(d for d in x if d != 1)]
+    return [tuple(d for i, d in enumerate(x) if i not in dims)]
+
+
+def _pack(n: Node, ins: list, consts: list) -> list[Shape | None]:
+    if not ins or any(s is None or s != ins[0] for s in ins):
+        return [None]
+    axis = n.attr["axis"].i if "axis" in n.attr else 0
+    a = axis % (len(ins[0]) + 1)
+    return [tuple(ins[0][:a]) + (len(ins),) + tuple(ins[0][a:])]
+
+
+def _batch_matmul(n: Node, ins: list, consts: list) -> list[Shape | None]:
+    if len(ins) != 2 or ins[0] is None or ins[1] is None or min(len(ins[0]), len(ins[1])) < 2:
+        return [None]
+    a, b = ins
+    adj_a = n.attr["adj_x"].b if "adj_x" in n.attr else False
+    adj_b = n.attr["adj_y"].b if "adj_y" in n.attr else False
+    batch = broadcast_shapes(tuple(a[:-2]), tuple(b[:-2]))
+    if batch is None:
+        return [None]
+    return [tuple(batch) + (a[-1] if adj_a else a[-2], b[-2] if adj_b else b[-1])]
+
+
+def _pad_rule(n: Node, ins: list, consts: list) -> list[Shape | None]:
+    v = _const_array(consts[1]) if len(consts) > 1 else None
+    x = ins[0] if ins else None
+    if x is None or v is None or v.shape != (len(x), 2):
+        return [None]
+    return [tuple(None if d is None else d + int(p[0]) + int(p[1]) for d, p in zip(x, v))]
+
+
+def _fused_bn(n: Node, ins: list, consts: list) -> list[Shape | None]:
+    c = ins[1] if len(ins) > 1 else None
+    return [ins[0] if ins else None] + [c] * 5
+
+
+_SHAPE_RULES = {
+    "Conv2D": _conv2d, "DepthwiseConv2dNative": _depthwise, "MaxPool": _pool2d,
+    "AvgPool": _pool2d, "ConcatV2": _concat_v2, "Transpose": _transpose_rule,
+    "ExpandDims": _expand, "Squeeze": _squeeze, "Pack": _pack,
+    "BatchMatMul": _batch_matmul, "BatchMatMulV2": _batch_matmul,
+    "BatchMatMulV3": _batch_matmul, "Pad": _pad_rule, "MirrorPad": _pad_rule,
+    "FusedBatchNorm": _fused_bn, "FusedBatchNormV2": _fused_bn, "FusedBatchNormV3": _fused_bn,
+}
+
+
 def _const_summary(node: Node) -> str:
-    """``y = 1.5`` for small constants, ``w float32 [3,3]`` for the rest."""
+    """``y = 1.5`` for small constants, ``w float32 [3,3]`` for the rest (at most
+    MAX_LABEL characters)."""
+    text = _const_text(node)
+    return text if len(text) <= MAX_LABEL else text[:MAX_LABEL - 1] + "\u2026"
+
+
+def _const_text(node: Node) -> str:
     leaf = node.name.rsplit("/", 1)[-1]
     v = _const_array(node, max_elems=4)
     if v is not None and v.dtype != object:
@@ -354,6 +572,34 @@ def _const_summary(node: Node) -> str:
     if t is None:
         return leaf
     return f"{leaf} {D.name(t.dtype)} {format_shape(shape_from_proto(t.tensor_shape))}"
+
+
+# Ops named last in a box's op list: they move or hold values, the others compute.
+_PLUMBING = frozenset({
+    "Identity", "IdentityN", "NoOp", "_Arg", "_Retval", "ReadVariableOp", "Enter", "Exit",
+    "Merge", "Switch", "NextIteration", "LoopCond", "Shape", "StridedSlice", "Pack",
+    "Unpack", "Fill", "Reshape", "Cast", "Squeeze", "ExpandDims", "Placeholder"})
+
+
+def _op_count_line(count: int, ops: Counter[str]) -> str:
+    """``12 ops: MatMul, BiasAdd +3``, within the label width."""
+    names = [op for op, _ in sorted(ops.items(),
+                                    key=lambda kv: (kv[0] in _PLUMBING, -kv[1], kv[0]))
+             if op not in CONST_OPS]
+    head = f"{count} ops"
+    if not names:
+        return head
+    text = head + ": " + names[0]
+    shown = 1
+    for op in names[1:]:
+        more = len(names) - shown - 1
+        cand = f"{text}, {op}"
+        if len(cand) + (len(f" +{more}") if more else 0) > MAX_LABEL:
+            break
+        text, shown = cand, shown + 1
+    if len(text) > MAX_LABEL:
+        return head
+    return text + (f" +{len(names) - shown}" if len(names) > shown else "")
 
 
 def _fmt_scalar(x: Any) -> str:
@@ -392,6 +638,8 @@ class View:
     cost: int = 0                            # estimate of dot's work, see _layout_cost
     open_calls: set[str] = field(default_factory=set)      # functional nodes drawn open
     open_functions: set[str] = field(default_factory=set)  # functions drawn open everywhere
+    layers: bool = False                     # boxes are the model's layers (auto)
+    prefix: list[str] = field(default_factory=list)  # scopes every label leaves out
 
     @property
     def size(self) -> int:
@@ -423,10 +671,13 @@ class _Planner:
             for enter in f.enters:
                 if enter in self.frame:
                     self.frame[enter] = f.name
+        # where a node is grouped: its name, but the boundary nodes TensorFlow adds when it
+        # inlines a call (Func/SCOPE/...) go with SCOPE's nodes
+        self.path = {n.name: group_path(n.name) for n in self.nodes}
         scopes: set[str] = set()
         self.max_depth = 0
         for n in self.nodes:
-            parts = n.name.split("/")
+            parts = self.path[n.name].split("/")
             self.max_depth = max(self.max_depth, len(parts) - 1)
             for i in range(1, len(parts)):
                 scopes.add("/".join(parts[:i]))
@@ -454,18 +705,73 @@ class _Planner:
         # Constants drawn as annotations on their consumers rather than as boxes: data
         # consumers only (a control dependency on a constant deserves a real box). Their own
         # control inputs (the frame pivot of a constant inside a loop) are not drawn.
+        # A function's resource arguments (the variables it captures) are drawn the same
+        # way: one per variable, they would otherwise line the picture's top edge.
         self.annotatable = {
             n.name for n in self.nodes
-            if n.op in CONST_OPS and n.out_edges and not any(e.is_control for e in n.out_edges)}
+            if (n.op in CONST_OPS or (n.op == "_Arg" and "T" in n.attr
+                                      and n.attr["T"].type == D.DT_RESOURCE))
+            and n.out_edges and not any(e.is_control for e in n.out_edges)}
+        self.prefix = model_prefix(self.path[n.name] for n in self.nodes
+                                   if n.op not in ("_Arg", RETVAL_OP))
 
-    def plan(self, depth: int | None, series: bool) -> View:
+    def layer_view(self, max_boxes: int) -> View | None:
+        """Keras layers (the name scopes right under the model's prefix) as boxes, or None
+        when the graph has no such structure (no prefix most nodes share, or fewer than two
+        scopes under it). A box holding most of the graph's work is opened, one level at a
+        time, while it is made of two or more big parts (a Bidirectional layer
+        shows its two LSTMs, a model wrapped in another model its layers): the level comes
+        from the structure, not from a count of boxes."""
+        if not self.prefix:
+            return None
+        depth = len(self.prefix) + 1
+        split = [self.path[n.name].split("/") for n in self.nodes]
+        under = {p[len(self.prefix)] for p in split
+                 if len(p) > depth and p[:len(self.prefix)] == self.prefix}
+        if len(under) < 2:
+            return None
+        user_open = set(self.open)
+        work = sum(1 for n in self.nodes if n.name not in self.annotatable) or 1
+        view = self.plan(depth, False, True)
+        for _ in range(self.max_depth):
+            big = max((b for b in view.boxes.values() if b.kind == "scope"),
+                      key=lambda b: len(b.members), default=None)
+            if big is None or 2 * sum(1 for m in big.members
+                                      if m not in self.annotatable) <= work:
+                break
+            # open it when it is made of big parts, two or more with a fifth of its work
+            # each (a Bidirectional's two LSTMs), not of one part and small pieces around
+            # it (an LSTM: its cell, its loop)
+            k = len(big.path.split("/"))
+            inner = Counter(self.path[m].split("/")[k] for m in big.members
+                            if len(self.path[m].split("/")) > k + 1
+                            and m not in self.annotatable)
+            own = sum(1 for m in big.members if m not in self.annotatable)
+            if sum(1 for c in inner.values() if 5 * c >= own) < 2:
+                break
+            self.open.add(big.path)
+            opened = self.plan(depth, False, True)
+            if opened.size > min(max_boxes, READABLE_BOXES):
+                self.open.discard(big.path)
+                break
+            view = opened
+        self.open = user_open | (self.open - user_open)
+        if view.size > max_boxes or view.cost > MAX_LAYOUT_COST:
+            return None
+        view.layers = True
+        return view
+
+    def plan(self, depth: int | None, series: bool, isolated: bool = False) -> View:
+        """The boxes for ``depth``; ``series``: numbered siblings grouped; ``isolated``:
+        only numbered siblings with no edges at all grouped (the unused_control_flow_input_N
+        placeholders TensorFlow leaves when it lowers control flow)."""
         key: dict[str, tuple[str, str, str]] = {}
         for n in self.nodes:
             fr = self.frame[n.name]
             if depth is None:
                 key[n.name] = ("node", fr, n.name)
                 continue
-            parts = n.name.split("/")
+            parts = self.path[n.name].split("/")
             level = depth
             while level < len(parts) and "/".join(parts[:level]) in self.open:
                 level += 1
@@ -483,6 +789,9 @@ class _Planner:
                 key[name] = ("node", k[1], name)
         if series:
             self._group_series(key)
+        elif isolated:
+            self._group_series(key, {n.name for n in self.nodes
+                                     if not n.in_edges and not n.out_edges})
         self._absorb_consts(key)
 
         boxes: dict[str, Box] = {}
@@ -537,14 +846,18 @@ class _Planner:
             groups.append((src_box, dst_box, edges))
         return groups
 
-    def _group_series(self, key: dict[str, tuple[str, str, str]]) -> None:
+    def _group_series(self, key: dict[str, tuple[str, str, str]],
+                      only: set[str] | None = None) -> None:
         # Items are the boxes so far (annotated constants excluded: they are not boxes).
         # Siblings in one frame and scope named stem, stem_1, stem_2 ... form a series.
+        # ``only``: just these nodes take part (each drawn as itself so far).
         items: dict[tuple[str, str, str], list[tuple[str, str, str]]] = defaultdict(list)
         numbered: set[tuple[str, str, str]] = set()
         seen: set[tuple[str, str, str]] = set()
         for name, k in key.items():
             if k in seen or (k[0] == "node" and name in self.annotatable):
+                continue
+            if only is not None and (k[0] != "node" or name not in only):
                 continue
             seen.add(k)
             parent, _, leaf = k[2].rpartition("/")
@@ -649,15 +962,29 @@ def build_view(graph: Graph, *, collapse: Collapse = "auto", expand: Iterable[st
                show_consts: bool = True, max_boxes: int = DEFAULT_MAX_BOXES) -> View:
     """Decide the boxes: collapse ``"auto"``, a depth >= 1, or None (every node a box)."""
     planner = _Planner(graph, list(expand), show_consts)
-    if collapse == "auto":
-        view = _choose(planner, max_boxes)
+    if collapse in ("auto", "layers"):
+        view = None
+        if collapse == "auto":
+            # every node, when that is already a picture one reads at a glance
+            full = planner.plan(None, False)
+            if full.size <= min(READABLE_BOXES, max_boxes) and full.cost <= FAST_LAYOUT_COST:
+                view = full
+        if view is None:
+            view = planner.layer_view(max_boxes)
+        if view is None:
+            if collapse == "layers":
+                raise UsageError("the graph has no layers to draw as boxes (no name scope "
+                                 "most nodes share with scopes under it); try --collapse auto")
+            view = _choose(planner, max_boxes)
         view.auto = True
-        return view
-    if collapse is not None and (isinstance(collapse, bool) or not isinstance(collapse, int)
-                                 or collapse < 1):
-        raise UsageError(f"collapse depth must be a positive integer, 'none' or 'auto', "
-                         f"not {collapse!r}")
-    return planner.plan(collapse, False)
+    elif collapse is not None and (isinstance(collapse, bool) or not isinstance(collapse, int)
+                                   or collapse < 1):
+        raise UsageError(f"collapse depth must be a positive integer, 'none', 'auto' or "
+                         f"'layers', not {collapse!r}")
+    else:
+        view = planner.plan(collapse, False)
+    view.prefix = planner.prefix
+    return view
 
 
 # ------------------------------------------------------------------------------------------
@@ -701,18 +1028,23 @@ def cluster_name(frame: str) -> str:
 
 def to_dot(graph: Graph, *, fetches: Sequence[str] = (), collapse: Collapse = "auto",
            expand: Iterable[str] = (), rankdir: str = "TB", show_consts: bool = True,
-           max_boxes: int = DEFAULT_MAX_BOXES, view: View | None = None) -> str:
+           max_boxes: int = DEFAULT_MAX_BOXES, view: View | None = None,
+           marks: dict[str, str] | None = None,
+           profile: dict[str, float] | None = None) -> str:
     """DOT text for ``graph``; see the module docstring for what it shows.
 
     ``collapse``: "auto" (default), a name-scope depth >= 1, or None for no collapse.
-    ``view`` (from ``build_view``) skips deciding the boxes again.
+    ``view`` (from ``build_view``) skips deciding the boxes again. ``marks``: node name ->
+    added/removed/renamed/changed (``dfg diff``), coloured, and counted on scope boxes.
+    ``profile``: node name -> share of the run time (``dfg profile``): boxes coloured white
+    to red by their nodes' total, the top ones labelled with it.
     """
     if rankdir not in RANKDIRS:
         raise UsageError(f"rankdir must be one of {', '.join(RANKDIRS)}, not '{rankdir}'")
     if view is None:
         view = build_view(graph, collapse=collapse, expand=expand, show_consts=show_consts,
                           max_boxes=max_boxes)
-    return _DotWriter(graph, view, list(fetches), rankdir).write()
+    return _DotWriter(graph, view, list(fetches), rankdir, marks, profile).write()
 
 
 def _fetch_closure(graph: Graph, fetches: list[str]) -> tuple[set[str] | None, set[str]]:
@@ -729,9 +1061,40 @@ def _fetch_closure(graph: Graph, fetches: list[str]) -> tuple[set[str] | None, s
     return set(dependencies(graph, fetches)), fetched
 
 
+# dfg profile: the boxes labelled with their share of the time
+PROFILE_TOP = 12
+PROFILE_MIN_SHARE = 0.02
+
+
+def heat_color(share: float) -> str:
+    """White to red by a share of the time (square root: small shares still show)."""
+    t = min(1.0, math.sqrt(max(share, 0.0)))
+    g = int(255 - 200 * t)
+    return f"#ff{g:02x}{g:02x}"
+
+
+# dfg diff's marks: (fill, border), and the order a mixed scope box takes its colour in
+MARK_COLORS = {"changed": ('"#fde68a"', '"#b45309"'), "added": ('"#bbf7d0"', '"#15803d"'),
+               "removed": ('"#fecaca"', '"#b91c1c"'), "renamed": ('"#bfdbfe"', '"#1d4ed8"')}
+_MARK_SIGN = {"added": "+", "removed": "-", "changed": "~", "renamed": ">"}
+
+
 class _DotWriter:
-    def __init__(self, graph: Graph, view: View, fetches: list[str], rankdir: str) -> None:
+    def __init__(self, graph: Graph, view: View, fetches: list[str], rankdir: str,
+                 marks: dict[str, str] | None = None,
+                 profile: dict[str, float] | None = None) -> None:
         self.graph = graph
+        self.marks = marks or {}
+        # profile: each box's share of the time, and the boxes labelled with it
+        self.shares: dict[str, float] = defaultdict(float)
+        for name, share in (profile or {}).items():
+            bid = view.node_box.get(name)
+            if bid is None and graph.get(name) is not None and graph.node(name).out_edges:
+                bid = view.node_box.get(graph.node(name).out_edges[0].dst)
+            if bid is not None:
+                self.shares[bid] += share
+        ranked = sorted(self.shares.items(), key=lambda kv: -kv[1])
+        self.top = {b for b, v in ranked[:PROFILE_TOP] if v >= PROFILE_MIN_SHARE}
         self.view = view
         self.rankdir = rankdir
         self.needed, self.fetch_nodes = _fetch_closure(graph, fetches)
@@ -742,6 +1105,9 @@ class _DotWriter:
                       else 1 if view.cost > FAST_LAYOUT_COST else 0)
 
     # --- pieces ---------------------------------------------------------------------------
+    def short(self, name: str) -> str:
+        return short_name(name, self.view.prefix, MAX_LABEL - 1)
+
     def _is_needed(self, names: Iterable[str]) -> bool:
         return self.needed is None or any(n in self.needed for n in names)
 
@@ -749,13 +1115,13 @@ class _DotWriter:
         a: dict[str, str] = {}
         if box.kind == "node":
             n = self.graph.node(box.path)
-            a["label"] = _label(n.name, n.op)
+            a["label"] = _label(self.short(n.name), n.op)
             a.update(_STYLE_BY_KIND[node_kind(n.op)])
             tip = [f"{n.name} ({n.op})"]
             note = self._call_note(n)
             if note is not None:
                 # runs library functions: drawn closed unless --expand opens it
-                a["label"] = _label(n.name, n.op, note)
+                a["label"] = _label(self.short(n.name), n.op, short_name(note))
                 a["peripheries"] = "2"
                 if not self._is_open(n, True):
                     tip.append(f"--expand {n.name} draws its functions")
@@ -765,24 +1131,50 @@ class _DotWriter:
         else:
             count = len(box.members)
             head = box.path + ("/" if box.kind == "scope" else "_*")
-            lines = [head, f"{count} nodes"]
+            ops = Counter(self.graph.node(m).op for m in box.members)
+            lines = [self.short(box.path) + ("/" if box.kind == "scope" else "_*"),
+                     _op_count_line(count, ops)]
             if self.needed is not None:
                 k = sum(1 for m in box.members if m in self.needed)
                 if 0 < k < count:
                     lines.append(f"{k} needed")
             a["label"] = _label(*lines)
             a.update(_STYLE_BY_KIND[box.kind])
-            ops = Counter(self.graph.node(m).op for m in box.members)
             top = sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))
             tip = [f"{head}: {count} nodes"] + [f"{op} x{c}" for op, c in top[:12]]
             if len(top) > 12:
                 tip.append(f"... {len(top) - 12} more ops")
             a["tooltip"] = _label(*tip)
+        share = self.shares.get(box.id)
+        if share:
+            a["fillcolor"] = quote(heat_color(share))
+            a["tooltip"] = a["tooltip"][:-1] + f"\\n{100 * share:.1f}% of the time" + '"'
+            if box.id in self.top:
+                a["label"] = a["label"][:-1] + f"\\n{100 * share:.1f}% of the time" + '"'
+                a["penwidth"] = "2"
+        if self.marks:
+            self._mark(box, a)
         if not self._is_needed(box.members):
             a.update(color=_GREY, fontcolor=_GREY_TEXT, fillcolor=_GREY_FILL)
         elif self.fetch_nodes.intersection(box.members):
             a.update(color=_FETCH_COLOR, penwidth="2.5")
         return f"{quote_id(box.id)} {_attrs(a)};"
+
+    def _mark(self, box: Box, a: dict[str, str]) -> None:
+        """Colour a box by what ``dfg diff`` found in it; a scope also counts it."""
+        found = Counter(self.marks[m] for m in box.members if m in self.marks)
+        if not found:
+            return
+        kind = next(k for k in MARK_COLORS if k in found)
+        fill, border = MARK_COLORS[kind]
+        a.update(fillcolor=fill, color=border, penwidth="2")
+        if kind == "removed" and len(found) == 1:
+            a["style"] = '"rounded,filled,dashed"'
+        if box.kind != "node":
+            counts = " ".join(f"{_MARK_SIGN[k]}{found[k]}" for k in MARK_COLORS if k in found)
+            a["label"] = a["label"][:-1] + "\\n" + counts + '"'
+        else:
+            a["tooltip"] = a["tooltip"][:-1] + "\\n" + kind + '"'
 
     def _annotation_lines(self, const: str, bid: str) -> list[str]:
         aid = f"c:{const}>{bid}"
@@ -790,6 +1182,10 @@ class _DotWriter:
              "style": '""', "fontsize": "8", "width": "0", "height": "0", "margin": "0.02",
              "tooltip": _label(f"{const} (Const)")}
         e = {"arrowsize": "0.4", "penwidth": "0.6", "color": '"#9ca3af"'}
+        mark = self.marks.get(const)
+        if mark is not None:   # a changed weight: say so on the annotation itself
+            a["label"] = quote(f"{_MARK_SIGN[mark]} {_const_summary(self.graph.node(const))}")
+            a["fontcolor"] = e["color"] = MARK_COLORS[mark][1]
         if not self._is_needed([const]) or not self._is_needed(self.view.boxes[bid].members):
             a["fontcolor"] = _GREY_TEXT
             e["color"] = _GREY
@@ -806,6 +1202,10 @@ class _DotWriter:
         if control:
             a["style"] = "dashed"
             a["color"] = '"#6b7280"'
+            if self.view.layers:
+                # layer pictures follow the data; control edges (mostly into the one NoOp
+                # a function ends with) would stretch them
+                a["constraint"] = "false"
         elif src.op in SWITCH_OPS and boxes[src_box].kind == "node" and len(slots) == 1:
             mark = _SWITCH_MARK.get(next(iter(slots)))
             if mark is not None:
@@ -871,7 +1271,11 @@ class _DotWriter:
             else:
                 runs.append([t, 1])
         text = ", ".join(t if k == 1 else f"{t} \u00d7{k}" for t, k in runs)
-        a = {"label": quote("loop: " + text), "color": _LOOP_COLOR,
+        text = "loop: " + text
+        if len(text) > MAX_LABEL:
+            text = text[:MAX_LABEL - 1] + "\u2026"
+        a = {"label": quote(text), "tooltip": quote("loop-carried: " + text[6:]),
+             "color": _LOOP_COLOR,
              "fontcolor": _LOOP_COLOR, "style": "bold", "constraint": "false"}
         return f"{quote_id(nid)} -> {quote_id(nid)} {_attrs(a)};"
 
@@ -912,7 +1316,7 @@ class _DotWriter:
                                         else node_kind(n.op)])
                 note = self._call_note(n)
                 if note is not None:
-                    a["label"] = _label(n.name, n.op, note)
+                    a["label"] = _label(self.short(n.name), n.op, short_name(note))
                     a["peripheries"] = "2"
                 line = f"{quote_id(bid)} {_attrs(a)};"
                 if note is not None and self._is_open(n, False):
@@ -1004,7 +1408,7 @@ class _DotWriter:
             f"collapse: {collapse}" + ("", "; fast layout", "; fastest layout")[self.speed],
             "digraph dfg {",
             f"  graph [rankdir={self.rankdir}, fontname=\"Helvetica\", fontsize=10, "
-            "nodesep=0.25, ranksep=0.4, newrank=true"
+            f"nodesep=0.25, ranksep={0.3 if view.layers else 0.4}, newrank=true"
             + _SPEED_ATTRS[self.speed] + "];",
             '  node [fontname="Helvetica", fontsize=10, shape=box, style="rounded,filled", '
             'fillcolor="#ffffff", height=0.3];',
@@ -1024,7 +1428,9 @@ class _DotWriter:
             f = fa.frames[name]
             pi = "?" if f.parallel_iterations is None else str(f.parallel_iterations)
             out.append(f"{pad}subgraph {quote_id(cluster_name(name))} {{")
-            out.append(f"{pad}  label={_label(f'while {name}', f'parallel_iterations={pi}')};")
+            title = _label("while " + self.short(name), f"parallel_iterations={pi}")
+            out.append(f"{pad}  label={title};")
+            out.append(f"{pad}  tooltip={_label(f'while {name}')};")
             out.append(f'{pad}  style="rounded,filled"; color="#6366f1"; '
                        f'fillcolor="{_frame_fill(f.depth)}"; fontcolor="#4338ca"; '
                        'labeljust=l;')
@@ -1077,3 +1483,63 @@ def render(dot: str, fmt: str, timeout: float | None = None) -> bytes:
         raise DfgError(f"Graphviz 'dot' failed (exit {proc.returncode}): "
                        + (msg[-1] if msg else "no message"))
     return proc.stdout
+
+
+# ------------------------------------------------------------------------------------------
+# What to draw of a TensorFlow 2 model: the model's function, not the wrappers around it
+
+# Ops a wrapper function holds besides its one call: plumbing, no computation.
+_PLUMBING_OPS = frozenset({"_Arg", "_Retval", "Identity", "IdentityN", "NoOp", "Const"})
+_CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
+
+
+def unwrap_function(library: Any, fname: str) -> str:
+    """The function doing the work behind ``fname``: while a function's body is one call
+    (PartitionedCall/StatefulPartitionedCall) and plumbing (Identity, NoOp, Const, its
+    arguments and results), the called function; the signature wrapper a SavedModel serves
+    through is such a function, and so is Keras's own call wrapper."""
+    lib = Library(library)
+    seen = {fname}
+    while True:
+        fdef = lib.get(fname)
+        if fdef is None:
+            return fname
+        calls = [nd for nd in fdef.node_def if nd.op not in _PLUMBING_OPS]
+        if len(calls) != 1 or calls[0].op not in _CALL_OPS or "f" not in calls[0].attr:
+            return fname
+        nxt = calls[0].attr["f"].func.name
+        if nxt in seen or nxt not in lib:
+            return fname
+        seen.add(nxt)
+        fname = nxt
+
+
+def function_graph(graph_def: Any, fname: str) -> Graph:
+    """A library function's body as a graph to draw (its arguments and results as _Arg and
+    _Retval nodes), with the library, so the calls inside it can be opened."""
+    lib = Library(graph_def.library)
+    fdef = lib.function(fname)
+    body, _problems = instantiate_checked(fdef, {}, lib)
+    body.library.CopyFrom(graph_def.library)
+    body.versions.CopyFrom(graph_def.versions)
+    return Graph(body)
+
+
+def saved_model_function(sm: Any, signature: str | None = None) -> str | None:
+    """The function a SavedModel's signature (default: serving_default, or the only one)
+    runs, unwrapped (:func:`unwrap_function`); None when the signature's outputs do not
+    come from one function call (a TF1 model)."""
+    sig = sm.signature(signature)
+    gd = sm.graph_def
+    nodes = {nd.name: nd for nd in gd.node}
+    called: set[str] = set()
+    for spec in sig.outputs.values():
+        nd = nodes.get(spec.name.split(":")[0])
+        while nd is not None and nd.op in ("Identity", "IdentityN") and nd.input:
+            nd = nodes.get(nd.input[0].split(":")[0].lstrip("^"))
+        if nd is None or nd.op not in _CALL_OPS or "f" not in nd.attr:
+            return None
+        called.add(nd.attr["f"].func.name)
+    if len(called) != 1:
+        return None
+    return unwrap_function(gd.library, called.pop())

@@ -60,9 +60,10 @@ def test_info_counts_constants_and_variables() -> None:
     doc = json.loads(invoke("info", str(DATA / "cnn" / "graph.pbtxt"), "--json").output)
     assert doc["inputs"] == [{"name": "images", "op": "Placeholder", "dtype": "float32",
                               "shape": [2, 8, 8, 3]}]
-    # Conv2D has no static shape rule: the shape is unknown (null), never guessed
+    # static shapes through Conv2D, pooling and the rest: TensorFlow's logits shape
+    tf_logits = np.load(DATA / "cnn" / "s0_fetch_6.npy")
     assert doc["outputs"] == [{"name": "logits:0", "op": "AddV2", "dtype": "float32",
-                               "shape": None}]
+                               "shape": list(tf_logits.shape)}]
     assert doc["constants"]["count"] == doc["op_types"]["Const"]
     var = json.loads(invoke("info", str(DATA / "variables_ref" / "graph.pbtxt"), "--json")
                      .output)
