@@ -14,8 +14,11 @@ from dfg.graphdef.text import printable
 from .feeds import check_feeds, feed_option, parse_feeds
 from .options import (
     checkpoint_option,
+    command_limits,
     console,
     fetch_option,
+    file_options,
+    file_policy,
     graph_argument,
     init_option,
     json_option,
@@ -29,6 +32,7 @@ from .options import (
     stdout_is_tty,
     stdout_to,
     target_option,
+    time_left,
 )
 from .progress import new_tracer, trace_option
 
@@ -61,15 +65,19 @@ OLD_OUTPUT_WORDS = ("table", "json", "npz")
               help="table, json, npz or npy (default: from FILE's extension; on standard "
                    "output a table on a terminal, else JSON).")
 @json_option
-@click.option("--timeout", type=float, default=None, help="Seconds before a step is aborted.")
+@click.option("--timeout", type=float, default=None, metavar="SECONDS",
+              help="Seconds the whole command may take: loading, validation, optimization "
+                   "and every step (exit 1 past it). Bounds a model that may loop forever.")
 @trace_option
 @optimize_option
 @max_memory_option
+@file_options
 def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: tuple[str, ...],
         inits: tuple[str, ...], steps: int, threads: int | None, outputs: tuple[str, ...],
         fmt: str | None, as_json: bool, timeout: float | None, trace_path: str | None,
         signature: str | None = None, no_optimize: bool = False,
-        max_memory: int | None = None, checkpoint: str | None = None) -> None:
+        max_memory: int | None = None, checkpoint: str | None = None,
+        grants=None) -> None:
     """Run GRAPH and print the fetched tensors.
 
     \b
@@ -92,7 +100,26 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
       dfg run saved_model_dir --signature serving_default --feed x=@x.npy
       dfg run examples/while_nested.pbtxt --fetch outer/Exit --feed n=4,scale=0.5 \\
           --trace trace.json     # open in https://ui.perfetto.dev
+      dfg run untrusted.pb --fetch y --timeout 10 --max-memory 1G   # bounded
+
+    \b
+    A model you did not write may loop forever or allocate without end: --timeout SECONDS
+    bounds the whole command, --max-memory SIZE every allocation and every file it loads.
+    Files: its ops that touch files (SaveV2, RestoreV2, MergeV2Checkpoints, tables from
+    text files) may read only the model's own files (the SavedModel directory, the
+    checkpoint given or beside a .meta) and what --allow-read PATH grants, and write only
+    under --allow-write PATH (repeatable; symlinks and '..' resolved first); --allow-files
+    allows everything, as TensorFlow does. A refusal is one line naming the op, the node,
+    the path and the flag (exit 1).
     """
+    with command_limits(timeout, max_memory):
+        _run(graph, fetches, feeds, targets, inits, steps, threads, outputs, fmt, as_json,
+             trace_path, signature, no_optimize, max_memory, checkpoint,
+             file_policy(grants, graph, checkpoint))
+
+
+def _run(graph, fetches, feeds, targets, inits, steps, threads, outputs, fmt, as_json,
+         trace_path, signature, no_optimize, max_memory, checkpoint, files) -> None:
     from dfg.executor import Session
     from dfg.graphdef.errors import MissingFeedError
 
@@ -108,8 +135,8 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
     if signature is not None or is_saved_model(graph):
         from .savedmodel_view import run_signature
 
-        keys, values = run_signature(graph, signature, fetches, feed_dict, threads, timeout,
-                                     steps)
+        keys, values = run_signature(graph, signature, fetches, feed_dict, threads, None,
+                                     steps, files=files, max_bytes=max_memory)
         _emit(fmt, keys, values, steps, out)
         return
     if not fetches:
@@ -118,16 +145,17 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
     check_feeds(g, feed_dict)
     tracer = new_tracer(trace_path)
     with Session(g, threads=threads, optimize=session_optimize(no_optimize),
-                 max_bytes=max_memory) as sess:
+                 max_bytes=max_memory, files=files) as sess:
         try:
             restore_checkpoint(sess, graph, checkpoint)
             if inits:
-                sess.run([], feed_dict, targets=list(inits), timeout=timeout)
+                sess.run([], feed_dict, targets=list(inits), timeout=time_left())
             values = None
             with progress("steps", steps, enabled=steps > 1 and fmt != "json") as advance:
                 for _ in range(steps):
                     values = sess.run(list(fetches), feed_dict=feed_dict,
-                                      targets=list(targets), timeout=timeout, trace=tracer)
+                                      targets=list(targets), timeout=time_left(),
+                                      trace=tracer)
                     advance()
         except MissingFeedError as e:
             e.args = (f"{e}: --feed {e.placeholder}=...",)

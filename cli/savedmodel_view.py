@@ -59,15 +59,18 @@ def render(d: dict[str, Any]) -> None:
 
 def run_signature(path: str, signature: str | None, fetches: tuple[str, ...],
                   feeds: dict[str, Any], threads: int | None, timeout: float | None,
-                  steps: int = 1) -> tuple[list[str], list[Any]]:
+                  steps: int = 1, files: Any = None, max_bytes: int | None = None
+                  ) -> tuple[list[str], list[Any]]:
     """``dfg run DIR --signature S``: restore the variables, feed by input key, fetch by output
-    key (default: every output). Returns the output keys and their values."""
+    key (default: every output). Returns the output keys and their values. ``timeout`` None:
+    each step gets what is left of the command's --timeout (options.time_left); ``files``:
+    the Session's FilePolicy."""
     from dfg.executor.savedmodel import load
     from dfg.graphdef.errors import InvalidArgumentError
 
-    from .options import names
+    from .options import names, time_left
 
-    with load(path, threads=threads) as model:
+    with load(path, threads=threads, files=files, max_bytes=max_bytes) as model:
         sig = model.signature(signature)
         from .feeds import batch_of_one, check_literal
 
@@ -89,7 +92,8 @@ def run_signature(path: str, signature: str | None, fetches: tuple[str, ...],
             raise InvalidArgumentError(f"signature '{sig.key}' needs: {hints}")
         values = None
         for _ in range(steps):
-            out = model.run(sig.key, feeds, keys, timeout=timeout)
+            out = model.run(sig.key, feeds, keys,
+                            timeout=timeout if timeout is not None else time_left())
             values = [out[k] for k in keys]
     return keys, values
 

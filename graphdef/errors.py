@@ -130,6 +130,13 @@ class DataLossError(OpError):
     tf_name = "DataLossError"
 
 
+class PermissionDeniedError(OpError):
+    """An op asked for a file the user did not grant (graphdef/files.py: the file gate).
+    Exit 1: the run failed; the message names the flag that would allow it."""
+
+    tf_name = "PermissionDeniedError"
+
+
 __all__ = [
     "AbortedError",
     "DataLossError",
@@ -137,5 +144,5 @@ __all__ = [
     "OpError", "CancelledError", "InvalidArgumentError", "MissingFeedError",
     "DeadlineExceededError",
     "NotFoundError", "ResourceExhaustedError", "FailedPreconditionError", "OutOfRangeError",
-    "UnimplementedError", "InternalError",
+    "UnimplementedError", "InternalError", "PermissionDeniedError",
 ]
