@@ -31,15 +31,19 @@ from typing import Any
 
 import numpy as np
 
+from dfg.schemas import types_pb2
+
 from . import dtypes as D
 from . import files
-from .errors import GraphLoadError, UnimplementedError, UnsupportedDTypeError
+from .errors import GraphLoadError, UnsupportedDTypeError
 from .tensors import format_shape
 
 TABLE_MAGIC = 0xDB4775248B80FB57
 FOOTER_SIZE = 48
 BLOCK_TRAILER_SIZE = 5
 HEADER_KEY = b""
+# the dtypes a stored tensor may have (no ref types, no DT_INVALID)
+_DATA_TYPES = frozenset(v for v in types_pb2.DataType.values() if 0 < v < 100)
 # sanity bounds of what an index may claim (far beyond any real checkpoint)
 MAX_SHARDS = 1 << 20
 MAX_DIM = 1 << 62
@@ -252,8 +256,10 @@ class BundleReader:
             raise GraphLoadError("the index has no bundle header (key '')",
                                  source=self.index_path)
         if self.header.endianness != 0:
-            raise UnimplementedError(f"{self.index_path}: big-endian checkpoints are not "
-                                     "supported")
+            # a model dfg cannot read: unreadable input (exit 2), like a corrupt one
+            raise GraphLoadError("bad bundle header: endianness is big-endian, which dfg does "
+                                 "not read (only little-endian checkpoints)",
+                                 source=self.index_path)
         if not 0 <= self.header.num_shards <= MAX_SHARDS:
             raise GraphLoadError(f"bad bundle header: num_shards is {self.header.num_shards} "
                                  f"(0 to {MAX_SHARDS})", source=self.index_path)
@@ -307,7 +313,11 @@ class BundleReader:
         return tuple(int(d.size) for d in proto.dim)
 
     def dtype(self, key: str) -> int:
-        return int(self.entry(key).dtype)
+        dt = int(self.entry(key).dtype)
+        if dt not in _DATA_TYPES:
+            raise GraphLoadError(f"bad entry for key {key}: dtype {dt} is not a TensorFlow "
+                                 "value dtype", source=self.index_path)
+        return dt
 
     def shard_path(self, shard_id: int) -> str:
         return f"{self.prefix}.data-{shard_id:05d}-of-{self.header.num_shards:05d}"
@@ -355,6 +365,9 @@ class BundleReader:
 
     def _read_entry(self, key: str, entry: Any, shape: tuple[int, ...]) -> np.ndarray:
         dt = int(entry.dtype)
+        if dt not in _DATA_TYPES:
+            raise GraphLoadError(f"bad entry for key {key}: dtype {dt} is not a TensorFlow "
+                                 "value dtype", source=self.index_path)
         try:
             np_dtype = D.to_numpy(dt)
         except UnsupportedDTypeError as e:

@@ -45,12 +45,14 @@ def saved_model_file(path: str | os.PathLike[str]) -> Path | None:
     if str(path) == "-":
         return None
     p = Path(path)
+    # anything by that name counts (a FIFO or a device too: reading it refuses it, with a
+    # message, rather than calling the folder "not a SavedModel")
     if p.is_dir():
         for name in (SAVED_MODEL_PB, SAVED_MODEL_PBTXT):
-            if (p / name).is_file():
+            if (p / name).exists() and not (p / name).is_dir():
                 return p / name
         return None
-    if p.name in (SAVED_MODEL_PB, SAVED_MODEL_PBTXT) and p.is_file():
+    if p.name in (SAVED_MODEL_PB, SAVED_MODEL_PBTXT) and p.exists() and not p.is_dir():
         return p
     return None
 
@@ -78,10 +80,9 @@ def load_saved_model_proto(path: str | os.PathLike[str]) -> Any:
     f = saved_model_file(path)
     if f is None:
         raise GraphLoadError("not a SavedModel: no saved_model.pb here", source=str(path))
-    try:
-        data = f.read_bytes()
-    except OSError as e:
-        raise GraphLoadError(f"cannot read: {e.strerror}", source=str(f)) from None
+    from .files import read_file
+
+    data = read_file(f, what="the SavedModel file")
     sm = saved_model_pb2.SavedModel()
     try:
         if f.name == SAVED_MODEL_PBTXT:
@@ -308,15 +309,38 @@ class SavedModelDir:
                 a = meta_graph_pb2.AssetFileDef()
                 any_.Unpack(a)
                 protos.append(a)
-        return {a.tensor_info.name: str(self.directory / "assets" / a.filename)
-                for a in protos if a.tensor_info.name}
+        out = {}
+        for a in protos:
+            if a.tensor_info.name:
+                out[a.tensor_info.name] = self._asset_path(a.filename)
+        return out
+
+    def _asset_path(self, filename: str) -> str:
+        """The path of an asset, which must lie inside ``assets/`` (or ``assets.extra/``)
+        once symlinks and ``..`` are resolved: an absolute name, ``../../etc/passwd`` or a
+        link out of the folder is a corrupt model (exit 2), never read nor written into a
+        frozen graph."""
+        from .files import inside
+
+        path = self.directory / "assets" / filename
+        real = os.path.realpath(path) if "\0" not in filename else ""
+        ok = bool(real) and not os.path.isabs(filename) and any(
+            inside(real, folder) and real != os.path.realpath(folder)
+            for folder in (self.directory / "assets", self.directory / "assets.extra"))
+        if not ok:
+            raise GraphLoadError(f"corrupt SavedModel: asset_file_def filename {filename!r} "
+                                 "is not a file inside its assets/ folder",
+                                 source=str(self.directory))
+        return str(path)
 
     # --- variables ------------------------------------------------------------------------
     @property
     def variables_prefix(self) -> str | None:
         """The checkpoint prefix of the variables (None when the model has none)."""
         prefix = self.directory / "variables" / "variables"
-        return str(prefix) if Path(str(prefix) + ".index").is_file() else None
+        # anything there but a folder (a FIFO too: reading it refuses it, exit 2)
+        index = Path(str(prefix) + ".index")
+        return str(prefix) if index.exists() and not index.is_dir() else None
 
     def bundle(self) -> Any:
         from .bundle import BundleReader
