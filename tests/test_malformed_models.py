@@ -218,3 +218,50 @@ def test_max_memory_bounds_reading_a_table_file(tmp_path: Path) -> None:
                                  "--max-memory", "1M"])
     assert r.exit_code == 1, r.output
     assert "--max-memory" in r.stderr and "words.txt" in r.stderr
+
+
+# --- depth is data: no RecursionError --------------------------------------------------------
+
+def _call_chain(n: int):
+    """f0 calls f1 ... calls f(n-1), which is the identity; the graph calls f0 on x."""
+    from dfg.schemas import graph_pb2, types_pb2
+
+    f32 = types_pb2.DT_FLOAT
+    g = graph_pb2.GraphDef()
+    g.node.add(name="x", op="Placeholder").attr["dtype"].type = f32
+    call = g.node.add(name="call", op="PartitionedCall", input=["x"])
+    for i in range(n + 1):
+        if i:
+            f = g.library.function.add()
+            f.signature.name = f"f{i - 1}"
+            f.signature.input_arg.add(name="x", type=f32)
+            f.signature.output_arg.add(name="y", type=f32)
+            f.ret["y"] = "c:output:0"
+            if i == n:
+                f.node_def.add(name="c", op="Identity", input=["x"]).attr["T"].type = f32
+                break
+            call = f.node_def.add(name="c", op="PartitionedCall", input=["x"])
+        call.attr["f"].func.name = f"f{i}"
+        call.attr["Tin"].list.type.append(f32)
+        call.attr["Tout"].list.type.append(f32)
+    return g
+
+
+def test_a_chain_of_a_thousand_nested_calls_validates_and_runs(tmp_path: Path) -> None:
+    from dfg.graphdef.functions import find_recursion
+
+    g = _call_chain(1000)
+    assert find_recursion(g) == []
+    # a cycle at the end of the chain is still found
+    g.library.function[-1].node_def[0].op = "PartitionedCall"
+    nd = g.library.function[-1].node_def[0]
+    nd.attr["f"].func.name = "f500"
+    assert find_recursion(g) == [[f"f{i}" for i in range(500, 1000)] + ["f500"]]
+    f = tmp_path / "chain.pb"
+    f.write_bytes(_call_chain(1000).SerializeToString())
+    r = CliRunner().invoke(cli, ["validate", str(f)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, ["run", str(f), "--fetch", "call", "--feed", "x=2.5",
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    assert '"value": 2.5' in r.stdout
