@@ -460,3 +460,55 @@ def test_documentation_names_the_flags():
     assert "--allow-files" in r.output and "--timeout" in r.output
     assert "loop forever" in r.output
     assert os.path.isfile(ROOT / "README.md")
+
+
+# --- --timeout covers the whole command ------------------------------------------------------
+
+def test_command_deadline_interrupts_work_before_the_steps():
+    """Loading, validation and the run-time optimizer run before any step's own deadline:
+    the command's --timeout interrupts them too (SIGALRM on the main thread)."""
+    from dfg.cli.options import command_limits, time_left
+    from dfg.graphdef.errors import DeadlineExceededError
+
+    with pytest.raises(DeadlineExceededError, match="--timeout of 0.2 s exceeded"):
+        with command_limits(0.2):
+            assert 0 < time_left() <= 0.2
+            while True:        # work that never ends, as a hostile graph's folding could
+                pass
+    assert time_left() is None
+
+
+def test_run_timeout_bounds_a_step_whose_optimizer_folds_expensive_constants(tmp_path):
+    """60 chained 1500x1500 MatMuls of Fill'ed constants: the eager optimizer would fold
+    them for many seconds; --timeout 1 ends the command with exit 1."""
+    from dfg.schemas import types_pb2
+
+    g = graph_pb2.GraphDef()
+    f32, i32 = types_pb2.DT_FLOAT, types_pb2.DT_INT32
+    shape = g.node.add(name="shape", op="Const")
+    shape.attr["dtype"].type = i32
+    t = shape.attr["value"].tensor
+    t.dtype = i32
+    t.tensor_shape.dim.add().size = 2
+    t.int_val.extend([1500, 1500])
+    v = g.node.add(name="v", op="Const")
+    v.attr["dtype"].type = f32
+    v.attr["value"].tensor.dtype = f32
+    v.attr["value"].tensor.tensor_shape.SetInParent()
+    v.attr["value"].tensor.float_val.append(1e-3)
+    fill = g.node.add(name="m0", op="Fill", input=["shape", "v"])
+    fill.attr["T"].type = f32
+    fill.attr["index_type"].type = i32
+    prev = "m0"
+    for i in range(1, 60):
+        m = g.node.add(name=f"m{i}", op="MatMul", input=[prev, "m0"])
+        m.attr["T"].type = f32
+        prev = m.name
+    p = tmp_path / "slow.pb"
+    p.write_bytes(g.SerializeToString())
+    r = subprocess.run([sys.executable, "-m", "dfg.cli", "run", str(p), "--fetch", prev,
+                        "--timeout", "1"], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "DFG_OPTIMIZE": "eager"})
+    assert r.returncode == 1, r.stderr
+    assert len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr
+    assert "timed out" in r.stderr or "--timeout" in r.stderr
