@@ -77,6 +77,8 @@ class FilePolicy:
     def allows(self, mode: str, path: str | os.PathLike[str]) -> bool:
         if self.allow_all:
             return True
+        if "\0" in os.fspath(path):
+            return False
         real = _real(path)
         return self._allows_real(mode, real)
 
@@ -95,6 +97,11 @@ class FilePolicy:
         """The real path of ``path`` when ``mode`` ("read" or "write"; "read,write" asks
         both) is allowed there, else PermissionDeniedError naming the op, the node, the
         path and the flag that would allow it."""
+        if "\0" in os.fspath(path):
+            from .errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"file path {os.fspath(path)!r} contains a NUL byte",
+                                       node=node, op=op)
         real = _real(path)
         if self.allow_all:
             return real
@@ -185,6 +192,8 @@ def open_regular(path: str | os.PathLike[str], source: str | None = None) -> tup
     src = source or os.fspath(path)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) \
         | getattr(os, "O_NOCTTY", 0)
+    if "\0" in os.fspath(path):
+        raise GraphLoadError("the path contains a NUL byte", source=repr(os.fspath(path)))
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:

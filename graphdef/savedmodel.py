@@ -227,6 +227,65 @@ class SavedModelDir:
         self.directory = saved_model_file(self.path).parent
         self.meta_graph = select_meta_graph(self.saved_model, self.tags, str(self.directory))
         self._bundle = None
+        self._check_references()
+
+    def _check_references(self) -> None:
+        """Every graph name the MetaGraphDef's fields refer to (signature tensors, the
+        SaverDef's ops, the init op, asset tensors) names a node of its graph, and every
+        signature dtype and shape is one: else the model is corrupt (exit 2), said once,
+        naming the field, rather than failing later as a bad fetch."""
+        from dfg.schemas import types_pb2
+
+        from .graph import parse_tensor_name
+
+        mg = self.meta_graph
+        nodes = {nd.name for nd in mg.graph_def.node}
+        dtypes = set(types_pb2.DataType.values())
+
+        def fail(field: str, what: str) -> None:
+            raise GraphLoadError(f"corrupt SavedModel: {field} {what}",
+                                 source=str(self.directory))
+
+        def node_of(field: str, name: str) -> None:
+            try:
+                node = parse_tensor_name(name)[0] if name else ""
+            except Exception:  # noqa: BLE001 - any unparsable name is the same corruption
+                node = ""
+            if node.startswith("^"):
+                node = node[1:]
+            if not node or node not in nodes:
+                fail(field, f"names {name!r}, which is no node of the graph")
+
+        def tensor_info(field: str, info: Any) -> None:
+            kind = info.WhichOneof("encoding")
+            if kind == "name":
+                node_of(field + ".name", info.name)
+            elif kind == "coo_sparse":
+                sp = info.coo_sparse
+                for part in ("indices_tensor_name", "values_tensor_name",
+                             "dense_shape_tensor_name"):
+                    node_of(f"{field}.coo_sparse.{part}", getattr(sp, part))
+            elif kind == "composite_tensor":
+                for i, comp in enumerate(info.composite_tensor.components):
+                    tensor_info(f"{field}.composite_tensor.components[{i}]", comp)
+            if info.dtype not in dtypes:
+                fail(field + ".dtype", f"is {info.dtype}, not a TensorFlow dtype")
+            if any(d.size < -1 for d in info.tensor_shape.dim):
+                fail(field + ".tensor_shape", "has a dimension below -1 (unknown)")
+
+        for key in sorted(mg.signature_def):
+            sd = mg.signature_def[key]
+            for part in ("inputs", "outputs"):
+                for k in sorted(getattr(sd, part)):
+                    tensor_info(f"signature_def[{key!r}].{part}[{k!r}]", getattr(sd, part)[k])
+        if mg.HasField("saver_def"):
+            sv = mg.saver_def
+            for f in ("restore_op_name", "filename_tensor_name"):
+                if getattr(sv, f):
+                    node_of(f"saver_def.{f}", getattr(sv, f))
+        for i, a in enumerate(mg.asset_file_def):
+            if a.tensor_info.name:
+                node_of(f"asset_file_def[{i}].tensor_info.name", a.tensor_info.name)
 
     # --- what the MetaGraphDef holds ------------------------------------------------------
     @property

@@ -512,3 +512,18 @@ def test_run_timeout_bounds_a_step_whose_optimizer_folds_expensive_constants(tmp
     assert r.returncode == 1, r.stderr
     assert len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr
     assert "timed out" in r.stderr or "--timeout" in r.stderr
+
+
+def test_paths_with_nul_or_non_utf8_bytes_are_clean_errors(tmp_path):
+    from dfg.graphdef.errors import InvalidArgumentError
+
+    with Session(SAVE, files=FilePolicy(write=[tmp_path])) as s:
+        with pytest.raises(InvalidArgumentError, match="NUL byte"):
+            s.run([], {"prefix": np.array(str(tmp_path).encode() + b"/a\0b", dtype=object)},
+                  targets=["save"])
+        with pytest.raises(PermissionDeniedError):
+            s.run([], {"prefix": np.array(b"/\xff/ckpt", dtype=object)}, targets=["save"])
+        # inside the grant, a non-UTF-8 name is written as the bytes it is
+        s.run([], {"prefix": np.array(str(tmp_path).encode() + b"/\xff", dtype=object)},
+              targets=["save"])
+    assert os.path.exists(os.fsdecode(str(tmp_path).encode() + b"/\xff.index"))

@@ -58,7 +58,8 @@ def _scalar_str(x: np.ndarray, what: str) -> str:
         raise InvalidArgumentError(f"{what} must be a scalar string, found shape "
                                    f"{list(x.shape)}")
     v = x.reshape(-1)[0]
-    return v.decode("utf-8") if isinstance(v, bytes) else str(v)
+    # a path's bytes as the OS takes them (not UTF-8 ones too), as Python's os functions do
+    return v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else str(v)
 
 
 @kernel("RestoreV2", files="read")

@@ -170,7 +170,7 @@ def initialize_table_from_text_file(ctx: KernelContext, handle: Any, filename: n
     delim = a.get("delimiter", "\t")
     delim = delim.encode() if isinstance(delim, str) else delim
     path = filename.item()
-    path = path.decode() if isinstance(path, bytes) else str(path)
+    path = path.decode("utf-8", "surrogateescape") if isinstance(path, bytes) else str(path)
     real = files.check(ctx, "read", path)
     if not os.path.exists(real):
         raise NotFoundError(f"{path}; No such file or directory")

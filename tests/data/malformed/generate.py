@@ -158,6 +158,25 @@ def _drop_meta_graphs(sm: object) -> None:
     del sm.meta_graphs[:]
 
 
+def _field(path: str, value: object) -> Callable[[object], None]:
+    """Set a field of the first MetaGraphDef, ``path`` as attribute/key steps:
+    ``signature_def/serving_default/outputs/one_hot/name``."""
+    def edit(sm: object) -> None:
+        obj = sm.meta_graphs[0]
+        *steps, last = path.split("/")
+        for step in steps:
+            obj = obj[int(step)] if step.isdigit() else (
+                obj[step] if not hasattr(obj, step) else getattr(obj, step))
+        setattr(obj, last, value)
+    return edit
+
+
+def _signature_dim(sm: object) -> None:
+    shape = sm.meta_graphs[0].signature_def["serving_default"].inputs["words"].tensor_shape
+    del shape.dim[:]
+    shape.dim.add().size = -2**63
+
+
 # case -> (base: "sm", "vocab" or "ckpt", how to break the copy, the commands to run it with)
 CASES: dict[str, tuple[str, Callable[[Path], None], tuple[tuple[str, ...], ...]]] = {
     # --- the SavedModel's own proto
@@ -180,6 +199,21 @@ CASES: dict[str, tuple[str, Callable[[Path], None], tuple[tuple[str, ...], ...]]
         r, _asset_name("../../../../../../etc/passwd")), (FREEZE_VOCAB, RUN_VOCAB)),
     "vocab_asset_into_variables": ("vocab", lambda r: _saved_model_proto(
         r, _asset_name("../variables/variables.index")), (FREEZE_VOCAB,)),
+    # --- MetaGraphDef fields naming what is not there
+    "vocab_signature_output_missing": ("vocab", lambda r: _saved_model_proto(
+        r, _field("signature_def/serving_default/outputs/one_hot/name", "nope:0")),
+        (FREEZE_VOCAB, RUN_VOCAB)),
+    "vocab_signature_dtype_unknown": ("vocab", lambda r: _saved_model_proto(
+        r, _field("signature_def/serving_default/inputs/words/dtype", 999)), (RUN_VOCAB,)),
+    "vocab_signature_dim_min_int64": ("vocab", lambda r: _saved_model_proto(
+        r, _signature_dim), (RUN_VOCAB,)),
+    "vocab_saver_restore_op_missing": ("vocab", lambda r: _saved_model_proto(
+        r, _field("saver_def/restore_op_name", "nope")), (FREEZE_VOCAB, RUN_VOCAB)),
+    "vocab_init_op_missing": ("vocab", lambda r: _saved_model_proto(
+        r, _field("signature_def/__saved_model_init_op/outputs/__saved_model_init_op/name",
+                  "nope")), (FREEZE_VOCAB,)),
+    "vocab_asset_tensor_missing": ("vocab", lambda r: _saved_model_proto(
+        r, _field("asset_file_def/0/tensor_info/name", "nope:0")), (RUN_VOCAB,)),
     # --- the variables' index
     "sm_index_truncated": ("sm", lambda r: _truncate(r / SM_INDEX, 60), (FREEZE_SM,)),
     "sm_index_empty": ("sm", lambda r: _truncate(r / SM_INDEX, 0), (FREEZE_SM,)),
