@@ -6,14 +6,18 @@ import click
 
 from .feeds import check_feeds, feed_option, parse_feeds
 from .options import (
+    FileGrants,
     checkpoint_option,
     console,
     data_output,
     emit_json,
     fetch_option,
+    file_options,
+    file_policy,
     graph_argument,
     init_option,
     json_option,
+    limited,
     load,
     max_memory_option,
     optimize_option,
@@ -44,11 +48,14 @@ from .progress import new_tracer, progress, trace_option
 @data_output
 @optimize_option
 @max_memory_option
+@file_options
+@limited
 def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: tuple[str, ...],
           inits: tuple[str, ...], warmup: int, iters: int | None, seconds: float,
           threads: int | None, as_json: bool, trace_path: str | None,
           no_optimize: bool = False,
-        max_memory: int | None = None, checkpoint: str | None = None) -> None:
+        max_memory: int | None = None, checkpoint: str | None = None,
+        grants: FileGrants | None = None) -> None:
     """Run GRAPH's step repeatedly in one process and print seconds per step.
 
     \b
@@ -73,7 +80,7 @@ def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets:
     check_feeds(g, feed_dict)
     tracer = new_tracer(trace_path)
     with Session(g, threads=threads, optimize=session_optimize(no_optimize, repeated=True),
-                 max_bytes=max_memory) as sess:
+                 max_bytes=max_memory, files=file_policy(grants, graph, checkpoint)) as sess:
         restore_checkpoint(sess, graph, checkpoint)
         if inits:
             sess.run([], feed_dict, targets=list(inits))

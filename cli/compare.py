@@ -10,7 +10,10 @@ from .options import (
     data_output,
     emit_json,
     fetch_option,
+    file_options,
+    file_policy,
     json_option,
+    limited,
     load,
     names,
     target_option,
@@ -40,9 +43,12 @@ from .options import (
               help="Tensors fetched per run while bisecting (bounds memory).")
 @json_option
 @data_output
+@file_options
+@limited
 def compare(graph_a: str, graph_b: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
             targets: tuple[str, ...], rtol: float, atol: float, threads: int,
-            no_optimize: bool, seed: int, do_bisect: bool, batch: int, as_json: bool) -> None:
+            no_optimize: bool, seed: int, do_bisect: bool, batch: int, as_json: bool,
+            grants=None) -> None:
     """Run graphs A and B one step each on the same feeds and compare the fetched tensors.
 
     Feeds are the --feed values plus, for every other Placeholder the fetches need, a seeded
@@ -88,7 +94,8 @@ def compare(graph_a: str, graph_b: str, fetches: tuple[str, ...], feeds: tuple[s
 
         res = compare_graphs(ga, gb, names(fetches), feed_dict, names(targets), rtol, atol,
                              threads, threads, programs="never" if no_optimize else "auto",
-                             seed=seed, bisect=do_bisect, batch=batch, progress=step)
+                             seed=seed, bisect=do_bisect, batch=batch, progress=step,
+                             files=file_policy(grants, (graph_a, graph_b)))
     # both failing alike agrees, but no value was compared: not a pass
     nothing = res.ok and res.error_a is not None and res.error_b is not None
     if as_json:

@@ -12,7 +12,10 @@ quotes and when ``NAME=`` follows it). Files are read with ``allow_pickle=False`
 
 from __future__ import annotations
 
+import io
 import json
+import math
+import os
 import re
 import zipfile
 from typing import Any
@@ -51,46 +54,105 @@ def _split_feed_specs(ctx: click.Context, param: click.Parameter, value: tuple[s
     return tuple(p for v in value for p in split_feeds(v))
 
 
-def _load_array(path: str, key: str) -> Any:
-    import numpy as np
+def _read(path: str) -> bytes:
+    """A feed file's bytes: a regular file only (a FIFO or device is refused, not waited
+    on), read within the command's --max-memory (graphdef/files.py)."""
+    from dfg.graphdef.errors import DfgError
+    from dfg.graphdef.files import read_file
 
     try:
-        if path.endswith(".npz") or key:
-            with np.load(path, allow_pickle=False) as z:
-                if not hasattr(z, "files"):
-                    raise UsageError(f"{path} is a .npy array, not an .npz archive (drop "
-                                     f":{key})")
-                if not key:
-                    if len(z.files) != 1:
-                        raise UsageError(f"{path} holds {len(z.files)} arrays; name one "
-                                         f"with @{path}:KEY (keys: {', '.join(z.files)})")
-                    key = z.files[0]
-                if key not in z.files:
-                    raise UsageError(f"{path} has no array '{key}' (keys: "
-                                     f"{', '.join(z.files)})")
-                return z[key]
-        return np.load(path, allow_pickle=False)
-    except UsageError:
+        return read_file(path, what="the feed file")
+    except DfgError as e:
+        if e.exit_code == 2:
+            raise UsageError(f"cannot read {path}: {e.message}") from None
         raise
-    except ValueError as e:
-        if "pickle" in str(e) and not _numpy_file(path):
-            raise UsageError(f"cannot read {path}: not a .npy or .npz file") from None
-        if "pickle" in str(e):
-            # an object array needs unpickling, which can run code: never for a feed
-            raise UsageError(f"cannot read {path}: it holds pickled (object) data, which dfg "
-                             "does not load; save a numeric or string array") from None
+
+
+def _npy(data: bytes, path: str) -> Any:
+    """The array of .npy bytes, its header's claim (shape x dtype) checked against the bytes
+    there before numpy allocates it; object arrays (pickles) are refused."""
+    import numpy as np
+
+    fmt = np.lib.format
+    fp = io.BytesIO(data)
+    try:
+        version = fmt.read_magic(fp)
+        if version == (1, 0):
+            shape, _fortran, dtype = fmt.read_array_header_1_0(fp)
+        elif version == (2, 0):
+            shape, _fortran, dtype = fmt.read_array_header_2_0(fp)
+        else:
+            raise ValueError(f"unsupported .npy format version {version}")
+    except (ValueError, EOFError, OSError) as e:
+        raise UsageError(f"cannot read {path}: not a valid .npy array ({e})") from None
+    if dtype.hasobject:
+        # an object array needs unpickling, which can run code: never for a feed
+        raise UsageError(f"cannot read {path}: it holds pickled (object) data, which dfg "
+                         "does not load; save a numeric or string array")
+    need = math.prod(shape) * dtype.itemsize
+    have = len(data) - fp.tell()
+    if need != have:
+        raise UsageError(f"cannot read {path}: its header claims shape {list(shape)} of "
+                         f"{dtype} ({need:,} bytes) but {have:,} bytes follow")
+    try:
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as e:
         raise UsageError(f"cannot read {path}: {e}") from None
-    except (OSError, EOFError, zipfile.BadZipFile, KeyError) as e:
-        raise UsageError(f"cannot read {path}: {e}") from None
+
+
+def _load_array(path: str, key: str) -> Any:
+    data = _read(path)
+    if not (path.endswith(".npz") or key):
+        if not data.startswith(b"\x93NUMPY"):
+            raise UsageError(f"cannot read {path}: not a .npy or .npz file")
+        return _npy(data, path)
+    try:
+        z = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+        if data.startswith(b"\x93NUMPY"):
+            raise UsageError(f"{path} is a .npy array, not an .npz archive (drop "
+                             f":{key})") from None
+        raise UsageError(f"cannot read {path}: not a .npy or .npz file") from None
+    with z:
+        members = {n[:-4] if n.endswith(".npy") else n: n for n in z.namelist()}
+        if not key:
+            if len(members) != 1:
+                raise UsageError(f"{path} holds {len(members)} arrays; name one "
+                                 f"with @{path}:KEY (keys: {', '.join(members)})")
+            key = next(iter(members))
+        if key not in members:
+            raise UsageError(f"{path} has no array '{key}' (keys: {', '.join(members)})")
+        info = z.getinfo(members[key])
+        from dfg.graphdef.files import current_read_limit
+
+        limit = current_read_limit()
+        if limit is not None and info.file_size > limit:
+            raise UsageError(f"cannot read {path}:{key}: {info.file_size:,} bytes, more than "
+                             f"the memory budget of {limit:,} bytes (--max-memory)")
+        try:
+            member = z.read(members[key])
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError,
+                RuntimeError) as e:
+            raise UsageError(f"cannot read {path}:{key}: {e}") from None
+    return _npy(member, f"{path}:{key}")
 
 
 def _numpy_file(path: str) -> bool:
-    """Whether the file starts like a .npy array or a zip (.npz) archive."""
+    """Whether the file starts like a .npy array or a zip (.npz) archive (a FIFO, device or
+    missing file is not one; reading it refuses it)."""
+    from dfg.graphdef.errors import DfgError
+    from dfg.graphdef.files import open_regular
+
     try:
-        with open(path, "rb") as f:
-            head = f.read(6)
+        fd, _size = open_regular(path)
+    except DfgError:
+        return False
+    try:
+        head = os.read(fd, 6)
     except OSError:
         return False
+    finally:
+        os.close(fd)
     return head.startswith((b"\x93NUMPY", b"PK\x03\x04", b"PK\x05\x06"))
 
 
@@ -118,11 +180,7 @@ def _file_bytes(text: str) -> Any:
     for path in paths:
         if _numpy_file(path):
             raise UsageError(f"@{path} in a list of files is a .npy/.npz array: feed it alone")
-        try:
-            with open(path, "rb") as f:
-                out.append(f.read())
-        except OSError as e:
-            raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+        out.append(_read(path))
     arr = np.empty(len(out) if len(paths) > 1 else (), dtype=object)
     if len(paths) > 1:
         arr[:] = out

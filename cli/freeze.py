@@ -8,7 +8,16 @@ import sys
 
 import click
 
-from .options import fetch_option, graph_output, write_graph
+from .options import (
+    FileGrants,
+    fetch_option,
+    file_options,
+    file_policy,
+    graph_output,
+    limited,
+    max_memory_option,
+    write_graph,
+)
 
 
 @click.command()
@@ -23,9 +32,15 @@ from .options import fetch_option, graph_output, write_graph
 @graph_output
 @click.option("--json", "as_json", is_flag=True,
               help="Print the feed/fetch names as JSON on standard output (stderr if -o -).")
+@click.option("--timeout", type=float, default=None, metavar="SECONDS",
+              help="Seconds the whole command may take (loading, restoring, freezing).")
+@max_memory_option
+@file_options
+@limited
 def freeze(saved_model: str, fetches: tuple[str, ...], checkpoint: str | None,
            signature: str | None, tags: str | None, output: str, fmt: str,
-           as_json: bool) -> None:
+           as_json: bool, timeout: float | None = None, max_memory: int | None = None,
+           grants: FileGrants | None = None) -> None:
     """Freeze a signature of the SavedModel DIR into one GraphDef that runs in dfg and in
     TensorFlow: variables restored from DIR/variables and turned into Consts, function calls
     inlined and If/While lowered to v1 control flow, pruned to the signature's outputs, no
@@ -64,7 +79,8 @@ def freeze(saved_model: str, fetches: tuple[str, ...], checkpoint: str | None,
     from dfg.executor.savedmodel import freeze as freeze_model
     from dfg.executor.savedmodel import load
     tag_set = [t.strip() for t in tags.split(",") if t.strip()] if tags else None
-    with load(saved_model, tags=tag_set, threads=1) as model:
+    with load(saved_model, tags=tag_set, threads=1, max_bytes=max_memory,
+              files=file_policy(grants, saved_model)) as model:
         frozen, info = freeze_model(model, signature)
     write_graph(frozen, output, fmt)
     stream = sys.stderr if output == "-" else sys.stdout

@@ -146,6 +146,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def main() -> None:
+    from . import options
+
+    options.hard_exit_allowed = True   # a real process: --timeout may end it (options.py)
     cli(prog_name="dfg")
 
 

@@ -366,3 +366,180 @@ max_memory_option = click.option(
     "--max-memory", "max_memory", default=None, callback=_bytes, metavar="SIZE",
     help="Refuse a kernel output larger than SIZE (e.g. 512M, 4G; 0: no limit) before it is "
          "allocated. Default: half the physical memory.")
+
+
+# --- file access and whole-command limits ------------------------------------------------
+
+class FileGrants:
+    """What --allow-read / --allow-write / --allow-files granted (see :func:`file_options`)."""
+
+    __slots__ = ("read", "write", "all")
+
+    def __init__(self, read: tuple[str, ...] = (), write: tuple[str, ...] = (),
+                 all: bool = False) -> None:
+        self.read, self.write, self.all = tuple(read), tuple(write), bool(all)
+
+
+FILE_ACCESS_HELP = """\b
+Files: a graph is data from a stranger. Its ops that touch files (SaveV2, RestoreV2,
+MergeV2Checkpoints, tables from text files) may read only the model's own files (the
+SavedModel directory, the checkpoint given or beside a .meta) and what --allow-read PATH
+grants, and write only under --allow-write PATH (both repeatable; a folder grants what is
+under it, symlinks and '..' resolved first); --allow-files allows everything, as TensorFlow
+does. A refused access is one line naming the op, the node, the path and the flag."""
+
+
+def file_options(fn: Callable) -> Callable:
+    """``--allow-read PATH``, ``--allow-write PATH`` (repeatable) and ``--allow-files`` of
+    commands that run a graph (run, bench, profile, compare, freeze; batch applies it too).
+    The command receives ``grants`` (a :class:`FileGrants`) and builds its Session's policy
+    with :func:`file_policy`; a command adds :data:`FILE_ACCESS_HELP` to its docstring."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        kw["grants"] = FileGrants(kw.pop("allow_read"), kw.pop("allow_write"),
+                                  kw.pop("allow_files"))
+        return fn(*args, **kw)
+
+    wrapper = click.option(
+        "--allow-files", "allow_files", is_flag=True,
+        help="Let the graph's ops read and write any file (as TensorFlow does).")(wrapper)
+    wrapper = click.option(
+        "--allow-write", "allow_write", multiple=True, metavar="PATH",
+        help="Let the graph's ops write (and read) PATH, a file or a folder (repeatable)."
+    )(wrapper)
+    return click.option(
+        "--allow-read", "allow_read", multiple=True, metavar="PATH",
+        help="Let the graph's ops read PATH, a file or a folder, beyond the model's own "
+             "files (repeatable).")(wrapper)
+
+
+def file_policy(grants: FileGrants | None, graph: str | tuple[str, ...] | None = None,
+                checkpoint: str | None = None):
+    """The FilePolicy of a command that runs GRAPH (or several): closed but for the model's
+    own files (a SavedModel directory, the --checkpoint prefix or the one beside a .meta)
+    and what ``grants`` adds; everything with --allow-files (or ``grants`` None)."""
+    from dfg.graphdef.files import FilePolicy
+
+    if grants is None or grants.all:
+        return FilePolicy.permissive()
+    read, prefixes = list(grants.read), []
+    for g in (graph,) if isinstance(graph, str) or graph is None else graph:
+        if not g or g == "-":
+            continue
+        from dfg.graphdef.savedmodel import is_saved_model, saved_model_file
+
+        if is_saved_model(g):
+            read.append(str(saved_model_file(g).parent))
+        else:
+            from dfg.executor.checkpoint import default_prefix
+
+            prefix = default_prefix(g)
+            if prefix is not None:
+                prefixes.append(prefix)
+    if checkpoint:
+        from dfg.executor.checkpoint import resolve_prefix
+        from dfg.graphdef.errors import DfgError
+
+        try:
+            prefixes.append(resolve_prefix(checkpoint))
+        except DfgError:
+            pass     # restoring reports it
+    return FilePolicy(read, grants.write, read_prefixes=prefixes)
+
+
+class _Deadline:
+    """The whole command's --timeout: loading, validation, optimization and the steps."""
+
+    def __init__(self, timeout: float | None) -> None:
+        import time
+
+        self.end = None if timeout is None else time.monotonic() + timeout
+        self.timeout = timeout
+
+    def left(self) -> float | None:
+        """Seconds left for the next step (None: no timeout); at least a millisecond, so an
+        expired deadline fails the step with DeadlineExceededError."""
+        import time
+
+        if self.end is None:
+            return None
+        return max(self.end - time.monotonic(), 1e-3)
+
+
+_deadline = _Deadline(None)
+# set by main() in a real dfg process: past the deadline plus this grace, a command stuck in
+# native code (one long numpy call) is ended from a watchdog thread
+HARD_EXIT_GRACE = 2.0
+ALARM_GRACE = 0.25
+hard_exit_allowed = False
+
+
+def time_left() -> float | None:
+    """The step timeout that keeps a step within the command's --timeout."""
+    return _deadline.left()
+
+
+@contextmanager
+def command_limits(timeout: float | None, max_memory: int | None = None) -> Iterator[None]:
+    """Run a command within --timeout (from now, for everything it does) and read its model
+    files within --max-memory (graphdef/files.py read_limit).
+
+    The steps get what is left (:func:`time_left`); the work before them (loading,
+    validation, the run-time optimizer) is interrupted by SIGALRM at the deadline, raising
+    DeadlineExceededError, when the command runs on the main thread; in a real ``dfg``
+    process a watchdog ends it (exit 1, one line) if it is still running
+    :data:`HARD_EXIT_GRACE` seconds later, stuck in native code."""
+    global _deadline
+    import signal
+    import threading
+
+    from dfg.graphdef.files import read_limit
+
+    if timeout is not None and timeout <= 0:
+        from dfg.graphdef.errors import UsageError
+
+        raise UsageError(f"--timeout must be positive, not {timeout}")
+    old_deadline, _deadline = _deadline, _Deadline(timeout)
+    alarm = timeout is not None and threading.current_thread() is threading.main_thread() \
+        and hasattr(signal, "setitimer")
+    old_handler = None
+    done = threading.Event()
+    if alarm:
+        def on_alarm(signum: int, frame: Any) -> None:
+            from dfg.graphdef.errors import DeadlineExceededError
+
+            raise DeadlineExceededError(f"--timeout of {timeout:g} s exceeded")
+
+        old_handler = signal.signal(signal.SIGALRM, on_alarm)
+        # a little after the deadline: a step running then fails by its own timeout, cleanly
+        signal.setitimer(signal.ITIMER_REAL, timeout + ALARM_GRACE)
+    if timeout is not None and hard_exit_allowed:
+        def watchdog() -> None:
+            if not done.wait(timeout + HARD_EXIT_GRACE):
+                sys.stderr.write(f"dfg: error: --timeout of {timeout:g} s exceeded\n")
+                sys.stderr.flush()
+                os._exit(1)
+
+        threading.Thread(target=watchdog, name="dfg-timeout", daemon=True).start()
+    try:
+        with read_limit(max_memory):
+            yield
+    finally:
+        done.set()
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old_handler)
+        _deadline = old_deadline
+
+
+def limited(fn: Callable) -> Callable:
+    """Run the command within :func:`command_limits` of its own ``timeout`` and
+    ``max_memory`` parameters (absent: none), from its first line to its last."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        with command_limits(kw.get("timeout"), kw.get("max_memory")):
+            return fn(*args, **kw)
+
+    return wrapper

@@ -6,14 +6,18 @@ import click
 
 from .feeds import feed_option, parse_feeds
 from .options import (
+    FileGrants,
     checkpoint_option,
     console,
     data_output,
     emit_json,
     fetch_option,
+    file_options,
+    file_policy,
     graph_argument,
     init_option,
     json_option,
+    limited,
     load,
     max_memory_option,
     names,
@@ -50,11 +54,14 @@ SORTS = ("total", "mean", "count", "name")
 @data_output
 @optimize_option
 @max_memory_option
+@file_options
+@limited
 def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
             targets: tuple[str, ...], inits: tuple[str, ...], warmup: int, iters: int,
             threads: int | None, sort: str, top: int, trace_path: str | None,
             as_json: bool, no_optimize: bool = False,
-        max_memory: int | None = None, checkpoint: str | None = None) -> None:
+        max_memory: int | None = None, checkpoint: str | None = None,
+        grants: FileGrants | None = None) -> None:
     """Run GRAPH's step --iters times with tracing and show where the time goes.
 
     Like TensorFlow's benchmark_model --show_summary: a table per op type (kernel runs,
@@ -86,7 +93,7 @@ def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
     tracer = Tracer()
     wall = 0.0
     with Session(g, threads=threads, optimize=session_optimize(no_optimize, repeated=True),
-                 max_bytes=max_memory) as sess:
+                 max_bytes=max_memory, files=file_policy(grants, graph, checkpoint)) as sess:
         restore_checkpoint(sess, graph, checkpoint)
         if inits:
             sess.run([], feed_dict, targets=list(inits))

@@ -14,8 +14,11 @@ from dfg.graphdef.text import printable
 from .feeds import check_feeds, feed_option, parse_feeds
 from .options import (
     checkpoint_option,
+    command_limits,
     console,
     fetch_option,
+    file_options,
+    file_policy,
     graph_argument,
     init_option,
     json_option,
@@ -29,6 +32,7 @@ from .options import (
     stdout_is_tty,
     stdout_to,
     target_option,
+    time_left,
 )
 from .progress import new_tracer, trace_option
 
@@ -70,7 +74,9 @@ OLD_OUTPUT_WORDS = ("table", "json", "npz")
               help="table, json, npz or npy (default: from FILE's extension; on standard "
                    "output a table on a terminal, else JSON).")
 @json_option
-@click.option("--timeout", type=float, default=None, help="Seconds before a step is aborted.")
+@click.option("--timeout", type=float, default=None, metavar="SECONDS",
+              help="Seconds the whole command may take: loading, validation, optimization "
+                   "and every step (exit 1 past it). Bounds a model that may loop forever.")
 @trace_option
 @optimize_option
 @max_memory_option
@@ -80,13 +86,14 @@ OLD_OUTPUT_WORDS = ("table", "json", "npz")
 @click.option("--address", default=None, metavar="ADDR",
               help="With --cluster: the Ray cluster to join (default: a local Ray that "
                    "starts and stops with the command).")
+@file_options
 def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: tuple[str, ...],
         inits: tuple[str, ...], steps: int, threads: int | None, outputs: tuple[str, ...],
         fmt: str | None, as_json: bool, timeout: float | None, trace_path: str | None,
         signature: str | None = None, no_optimize: bool = False,
         max_memory: int | None = None, checkpoint: str | None = None,
         cluster: str | None = None, address: str | None = None,
-        function: str | None = None, below: bool = False) -> None:
+        function: str | None = None, below: bool = False, grants=None) -> None:
     """Run GRAPH and print the fetched tensors.
 
     \b
@@ -113,6 +120,17 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
           --trace trace.json     # open in https://ui.perfetto.dev
       dfg run ps_mlp.pbtxt --cluster ray --init init --target train --steps 6 \\
           --fetch loss --feed x=@x.npy,y=@y.npy   # one Ray actor per task
+      dfg run untrusted.pb --fetch y --timeout 10 --max-memory 1G   # bounded
+
+    \b
+    A model you did not write may loop forever or allocate without end: --timeout SECONDS
+    bounds the whole command, --max-memory SIZE every allocation and every file it loads.
+    Files: its ops that touch files (SaveV2, RestoreV2, MergeV2Checkpoints, tables from
+    text files) may read only the model's own files (the SavedModel directory, the
+    checkpoint given or beside a .meta) and what --allow-read PATH grants, and write only
+    under --allow-write PATH (repeatable; symlinks and '..' resolved first); --allow-files
+    allows everything, as TensorFlow does. A refusal is one line naming the op, the node,
+    the path and the flag (exit 1).
 
     \b
     --cluster ray: each task's partition (`dfg partition`) runs in its own Ray actor,
@@ -121,6 +139,15 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
     Without --address a local Ray starts and stops with the command. Not with --signature,
     --checkpoint or --trace.
     """
+    with command_limits(timeout, max_memory):
+        _run(graph, fetches, feeds, targets, inits, steps, threads, outputs, fmt, as_json,
+             trace_path, signature, no_optimize, max_memory, checkpoint,
+             file_policy(grants, graph, checkpoint), cluster, address, function, below)
+
+
+def _run(graph, fetches, feeds, targets, inits, steps, threads, outputs, fmt, as_json,
+         trace_path, signature, no_optimize, max_memory, checkpoint, files, cluster, address,
+         function, below) -> None:
     from dfg.executor import Session
     from dfg.graphdef.errors import FailedPreconditionError, MissingFeedError
 
@@ -153,7 +180,8 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
     if below:
         from .savedmodel_view import run_graph
 
-        keys, values = run_graph(graph, fetches, feed_dict, targets, threads, timeout, steps)
+        keys, values = run_graph(graph, fetches, feed_dict, targets, threads, steps,
+                                 files=files, max_bytes=max_memory)
         _emit(fmt, keys, values, steps, out)
         return
     if signature is not None or function is not None or saved:
@@ -161,8 +189,9 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
             raise UsageError("--signature and --function both name what to run: give one")
         from .savedmodel_view import run_signature
 
-        keys, values = run_signature(graph, signature, fetches, feed_dict, threads, timeout,
-                                     steps, function=function)
+        keys, values = run_signature(graph, signature, fetches, feed_dict, threads, None,
+                                     steps, function=function, files=files,
+                                     max_bytes=max_memory)
         _emit(fmt, keys, values, steps, out)
         return
     if not fetches:
@@ -172,16 +201,16 @@ def run(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: t
     tracer = new_tracer(trace_path)
     more = {} if cluster is None else {"cluster": cluster, "address": address}
     with Session(g, threads=threads, optimize=session_optimize(no_optimize),
-                 max_bytes=max_memory, **more) as sess:
+                 max_bytes=max_memory, files=files, **more) as sess:
         try:
             restore_checkpoint(sess, graph, checkpoint)
             if inits:
-                sess.run([], feed_dict, targets=list(inits), timeout=timeout)
+                sess.run([], feed_dict, targets=list(inits), timeout=time_left())
             values = None
             with progress("steps", steps, enabled=steps > 1 and fmt != "json") as advance:
                 for _ in range(steps):
                     values = sess.run(list(fetches), feed_dict=feed_dict,
-                                      targets=list(targets), timeout=timeout,
+                                      targets=list(targets), timeout=time_left(),
                                       **({} if tracer is None else {"trace": tracer}))
                     advance()
         except MissingFeedError as e:

@@ -72,8 +72,8 @@ def render(d: dict[str, Any]) -> None:
 
 
 def run_graph(path: str, fetches: tuple[str, ...], feeds: dict[str, Any],
-              targets: tuple[str, ...], threads: int | None, timeout: float | None,
-              steps: int = 1) -> tuple[list[str], list[Any]]:
+              targets: tuple[str, ...], threads: int | None, steps: int = 1,
+              files: Any = None, max_bytes: int | None = None) -> tuple[list[str], list[Any]]:
     """``dfg run DIR --graph``: the SavedModel's graph below its signatures, variables
     restored and the init op run as for a signature; fetch, feed and target any tensor or
     node (a TF1 signature reading a tf.data iterator runs fed the iterator's outputs)."""
@@ -81,35 +81,38 @@ def run_graph(path: str, fetches: tuple[str, ...], feeds: dict[str, Any],
     from dfg.graphdef.errors import UsageError
 
     from .feeds import check_feeds
-    from .options import names
+    from .options import names, time_left
 
     fetch_list, target_list = names(fetches), names(targets)
     if not fetch_list and not target_list:
         raise UsageError("--graph needs --fetch (a tensor of the SavedModel's graph) or "
                          "--target")
-    with load(path, threads=threads) as model:
+    with load(path, threads=threads, files=files, max_bytes=max_bytes) as model:
         check_feeds(model.session.graph, feeds)
         values: list[Any] = []
         for _ in range(steps):
             values = model.session.run(fetch_list, feed_dict=feeds, targets=target_list,
-                                       timeout=timeout)
+                                       timeout=time_left())
     return fetch_list, values
 
 
 def run_signature(path: str, signature: str | None, fetches: tuple[str, ...],
                   feeds: dict[str, Any], threads: int | None, timeout: float | None,
-                  steps: int = 1, function: str | None = None) -> tuple[list[str], list[Any]]:
+                  steps: int = 1, function: str | None = None, files: Any = None,
+                  max_bytes: int | None = None) -> tuple[list[str], list[Any]]:
     """``dfg run DIR --signature S``: restore the variables, feed by input key, fetch by output
     key (default: every output). Returns the output keys and their values. ``function``: an
     object-graph concrete function's path instead (``dfg run DIR --function PATH``), fed by
-    its input names."""
+    its input names. ``timeout`` None: each step gets what is left of the command's --timeout
+    (options.time_left); ``files``: the Session's FilePolicy."""
     from dfg.executor.savedmodel import load, load_function
     from dfg.graphdef.errors import InvalidArgumentError
 
-    from .options import names
+    from .options import names, time_left
 
-    with (load_function(path, function, threads=threads) if function is not None
-          else load(path, threads=threads)) as model:
+    kw = {"threads": threads, "files": files, "max_bytes": max_bytes}
+    with (load_function(path, function, **kw) if function is not None
+          else load(path, **kw)) as model:
         sig = model.signature(signature)
         from dfg.graphdef import dtypes as D
 
@@ -135,7 +138,8 @@ def run_signature(path: str, signature: str | None, fetches: tuple[str, ...],
             raise InvalidArgumentError(f"signature '{sig.key}' needs: {hints}")
         values = None
         for _ in range(steps):
-            out = model.run(sig.key, feeds, keys, timeout=timeout)
+            out = model.run(sig.key, feeds, keys,
+                            timeout=timeout if timeout is not None else time_left())
             values = [out[k] for k in keys]
     return keys, values
 

@@ -25,7 +25,8 @@ def default_prefix(graph_path: str) -> str | None:
     if not graph_path.endswith(".meta"):
         return None
     prefix = graph_path[:-len(".meta")]
-    return prefix if os.path.isfile(prefix + ".index") else None
+    index = prefix + ".index"     # a FIFO counts too: reading it refuses it (exit 2)
+    return prefix if os.path.exists(index) and not os.path.isdir(index) else None
 
 
 def resolve_prefix(path: str) -> str:
@@ -34,8 +35,11 @@ def resolve_prefix(path: str) -> str:
     p = Path(path)
     if p.is_dir():
         state = p / "checkpoint"
-        if state.is_file():
-            for line in state.read_text().splitlines():
+        if state.exists() and not state.is_dir():
+            from dfg.graphdef.files import read_file
+
+            text = read_file(state, what="the checkpoint state file").decode("utf-8", "replace")
+            for line in text.splitlines():
                 if line.startswith("model_checkpoint_path:"):
                     name = line.split(":", 1)[1].strip().strip('"')
                     if not os.path.isabs(name) or not os.path.isfile(name + ".index"):
@@ -45,7 +49,7 @@ def resolve_prefix(path: str) -> str:
         raise NotFoundError(f"{path}: a directory without a 'checkpoint' state file")
     if path.endswith(".index"):
         path = path[:-len(".index")]
-    if not os.path.isfile(path + ".index"):
+    if not os.path.exists(path + ".index") or os.path.isdir(path + ".index"):
         raise NotFoundError(f"no checkpoint at {path} ({path}.index does not exist)")
     return path
 

@@ -141,10 +141,10 @@ def diff_tensors(name: str, a: Any, b: Any, rtol: float = DEFAULT_RTOL,
     return d
 
 
-def _session(graph: Any, threads: int, programs: str) -> Any:
+def _session(graph: Any, threads: int, programs: str, files: Any = None) -> Any:
     from .session import Session
 
-    return Session(graph, threads=threads, programs=programs)
+    return Session(graph, threads=threads, programs=programs, files=files)
 
 
 def _run(sess: Any, fetches: list[str], feeds: dict, targets: list[str]
@@ -186,10 +186,12 @@ def compare_graphs(a: Any, b: Any, fetches: list[str], feeds: dict[str, Any] | N
                    atol: float = DEFAULT_ATOL, threads_a: int = 1, threads_b: int = 1,
                    programs: str = "auto", seed: int = 0, bisect: bool = False,
                    batch: int = DEFAULT_BATCH,
-                   progress: Callable[[int, int], None] | None = None) -> CompareResult:
+                   progress: Callable[[int, int], None] | None = None,
+                   files: Any = None) -> CompareResult:
     """Run one step of ``a`` and of ``b`` (Graphs, GraphDefs or paths) on the same feeds and
     compare every fetch; with ``bisect``, also find the first differing node
-    (``progress(done, total)`` is called as bisecting goes)."""
+    (``progress(done, total)`` is called as bisecting goes). ``files``: both Sessions'
+    FilePolicy (None: everything allowed)."""
     from dfg.graphdef.io import load_graph
 
     ga, gb = load_graph(a), load_graph(b)
@@ -200,7 +202,8 @@ def compare_graphs(a: Any, b: Any, fetches: list[str], feeds: dict[str, Any] | N
     # a Placeholder that B does not have (e.g. optimized away) is not fed to it
     fb = {k: v for k, v in fa.items() if k.rpartition(":")[0] in gb}
     fed = {k: list(np.shape(v)) for k, v in fa.items()}
-    sa, sb = _session(ga, threads_a, programs), _session(gb, threads_b, programs)
+    sa = _session(ga, threads_a, programs, files)
+    sb = _session(gb, threads_b, programs, files)
     try:
         out_a, err_a = _run(sa, fetches, fa, targets)
         out_b, err_b = _run(sb, fetches, fb, targets)

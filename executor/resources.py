@@ -88,9 +88,12 @@ class ResourceHandle:
 class ResourceManager:
     """Resources living as long as the Session: ``(container, name) -> object``."""
 
-    def __init__(self) -> None:
+    def __init__(self, files: Any = None) -> None:
         self._lock = threading.Lock()          # guards _items
         self._items: dict[tuple[str, str], Any] = {}
+        # the Session's file policy (dfg.graphdef.files.FilePolicy), which file-touching
+        # kernels consult through files.check; None: everything allowed. Set once, read-only.
+        self.files = files
 
     def lookup_or_create(self, key: tuple[str, str], factory: Any) -> Any:
         with self._lock:

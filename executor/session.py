@@ -140,7 +140,13 @@ class Session:
     - ``"off"`` (``False``, or ``validate=False``): the graph as written, always.
 
     ``None`` reads ``DFG_OPTIMIZE`` (0/off, 1/auto, eager or lazy; unset: auto), which is
-    how CI runs the whole suite once per mode."""
+    how CI runs the whole suite once per mode.
+
+    ``files``: a :class:`dfg.graphdef.files.FilePolicy`, what the graph's file-touching ops
+    (SaveV2, RestoreV2, MergeV2Checkpoints, table initializers from text files: the kernels
+    registered with ``files=``) may read and write; they fail with PermissionDeniedError
+    outside it. None (the default for library users) allows everything, as TensorFlow
+    does; give ``FilePolicy(read=[...])`` to run a graph you did not write."""
 
     def __new__(cls, *args: Any, cluster: str | None = None, **kw: Any) -> Any:
         # ``cluster="ray"`` (and ``address``, ``default_task``): the graph partitioned by
@@ -154,7 +160,7 @@ class Session:
     def __init__(self, graph: Any, threads: int | None = None, device: str = "CPU",
                  validate: bool = True, programs: str = "auto",
                  max_bytes: int | None = None, optimize: bool | str | None = None,
-                 cluster: None = None) -> None:
+                 cluster: None = None, files: Any = None) -> None:
         from dfg.graphdef.io import load_graph
 
         self.graph: Graph = load_graph(graph)
@@ -181,7 +187,13 @@ class Session:
         # instead of node by node
         self.programs = programs
         self.max_bytes = default_max_bytes() if max_bytes is None else (max_bytes or None)
-        self.resources = ResourceManager()   # variables live here across runs
+        from dfg.graphdef.files import PERMISSIVE, FilePolicy
+
+        if files is not None and not isinstance(files, FilePolicy):
+            raise UsageError(f"files must be a FilePolicy or None, not {type(files).__name__}")
+        self.files = files if files is not None else PERMISSIVE
+        # variables live here across runs; kernels find the file policy here (ctx.resources)
+        self.resources = ResourceManager(self.files)
         self._lock = threading.Lock()        # guards _plans, _frames, _active and _closed
         self._active: set = set()            # StepControls of runs in flight
         self._closed = False

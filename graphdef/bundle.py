@@ -31,14 +31,23 @@ from typing import Any
 
 import numpy as np
 
+from dfg.schemas import types_pb2
+
 from . import dtypes as D
-from .errors import GraphLoadError, UnimplementedError, UnsupportedDTypeError
-from .tensors import format_shape, shape_from_proto
+from . import files
+from .errors import GraphLoadError, UnsupportedDTypeError
+from .tensors import format_shape
 
 TABLE_MAGIC = 0xDB4775248B80FB57
 FOOTER_SIZE = 48
 BLOCK_TRAILER_SIZE = 5
 HEADER_KEY = b""
+# the dtypes a stored tensor may have (no ref types, no DT_INVALID)
+_DATA_TYPES = frozenset(v for v in types_pb2.DataType.values() if 0 < v < 100)
+# sanity bounds of what an index may claim (far beyond any real checkpoint)
+MAX_SHARDS = 1 << 20
+MAX_DIM = 1 << 62
+MAX_RANK = 254
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 
 # --- crc32c (Castagnoli, reflected polynomial 0x82F63B78) -----------------------------------
@@ -171,12 +180,7 @@ def _block_entries(block: bytes, source: str) -> list[tuple[bytes, bytes]]:
 def read_table(path: str | os.PathLike[str]) -> list[tuple[bytes, bytes]]:
     """Every (key, value) of a LevelDB-format table file, in key order, checksums verified."""
     source = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise GraphLoadError("no such file", source=source) from None
-    except OSError as e:
-        raise GraphLoadError(f"cannot read: {e.strerror}", source=source) from None
+    data = files.read_file(path, what="the checkpoint index")
     if len(data) < FOOTER_SIZE:
         raise GraphLoadError(f"too short for a table ({len(data)} bytes, the footer alone is "
                              f"{FOOTER_SIZE})", source=source)
@@ -252,8 +256,29 @@ class BundleReader:
             raise GraphLoadError("the index has no bundle header (key '')",
                                  source=self.index_path)
         if self.header.endianness != 0:
-            raise UnimplementedError(f"{self.index_path}: big-endian checkpoints are not "
-                                     "supported")
+            # a model dfg cannot read: unreadable input (exit 2), like a corrupt one
+            raise GraphLoadError("bad bundle header: endianness is big-endian, which dfg does "
+                                 "not read (only little-endian checkpoints)",
+                                 source=self.index_path)
+        if not 0 <= self.header.num_shards <= MAX_SHARDS:
+            raise GraphLoadError(f"bad bundle header: num_shards is {self.header.num_shards} "
+                                 f"(0 to {MAX_SHARDS})", source=self.index_path)
+        for key, e in self._all_entries():
+            if len(e.slices) == 0 and not 0 <= e.shard_id < max(1, self.header.num_shards):
+                raise GraphLoadError(f"bad entry for key {key}: shard_id {e.shard_id} of "
+                                     f"{self.header.num_shards} shards", source=self.index_path)
+
+    def _all_entries(self) -> list[tuple[str, Any]]:
+        return [*self.entries.items(),
+                *((f"{n} slice {ext}", e) for (n, ext), e in self.slice_entries.items())]
+
+    def files_of(self, key: str) -> list[str]:
+        """The data shard files reading ``key`` opens (for the file gate)."""
+        entry = self.entry(key)
+        if not len(entry.slices):
+            return [self.shard_path(entry.shard_id)]
+        ids = {e.shard_id for (n, _), e in self.slice_entries.items() if n == key}
+        return [self.shard_path(i) for i in sorted(ids)]
 
     def keys(self) -> list[str]:
         return list(self.entries)
@@ -272,28 +297,37 @@ class BundleReader:
                                 f"{near}{' ...' if len(self.entries) > 8 else ''})") from None
 
     def shape(self, key: str) -> tuple[int, ...]:
-        return tuple(int(d) for d in shape_from_proto(self.entry(key).shape) or ())
+        return self._shape(key, self.entry(key))
+
+    def _shape(self, key: str, entry: Any) -> tuple[int, ...]:
+        """The entry's shape, every dimension checked: a stored tensor has a known rank and
+        dimensions from 0 to 2**62 (a claim of -2**63 is a corrupt index, not a crash)."""
+        proto = entry.shape
+        if proto.unknown_rank or any(not 0 <= d.size <= MAX_DIM for d in proto.dim) \
+                or len(proto.dim) > MAX_RANK:
+            dims = "unknown rank" if proto.unknown_rank else \
+                "[" + ",".join(str(d.size) for d in proto.dim[:MAX_RANK + 1]) + "]"
+            raise GraphLoadError(f"bad entry for key {key}: shape {dims} (dimensions must be "
+                                 f"0 to 2**62, rank at most {MAX_RANK})",
+                                 source=self.index_path)
+        return tuple(int(d.size) for d in proto.dim)
 
     def dtype(self, key: str) -> int:
-        return int(self.entry(key).dtype)
+        dt = int(self.entry(key).dtype)
+        if dt not in _DATA_TYPES:
+            raise GraphLoadError(f"bad entry for key {key}: dtype {dt} is not a TensorFlow "
+                                 "value dtype", source=self.index_path)
+        return dt
 
     def shard_path(self, shard_id: int) -> str:
         return f"{self.prefix}.data-{shard_id:05d}-of-{self.header.num_shards:05d}"
 
     def _raw(self, key: str, entry: Any) -> bytes:
         path = self.shard_path(entry.shard_id)
-        try:
-            with open(path, "rb") as f:
-                f.seek(entry.offset)
-                raw = f.read(entry.size)
-        except FileNotFoundError:
-            raise GraphLoadError(f"missing data shard for key {key}", source=path) from None
-        except OSError as e:
-            raise GraphLoadError(f"cannot read: {e.strerror}", source=path) from None
-        if len(raw) != entry.size:
-            raise GraphLoadError(f"key {key}: {entry.size} bytes expected at offset "
-                                 f"{entry.offset}, the file ends after {len(raw)}", source=path)
-        return raw
+        if not os.path.lexists(path):
+            raise GraphLoadError(f"missing data shard for key {key}", source=path)
+        # the file's length is checked before the entry's claimed size is allocated
+        return files.read_range(path, int(entry.offset), int(entry.size), what=f"key {key}")
 
     def read(self, key: str) -> np.ndarray:
         """The tensor stored under ``key``, checksum verified."""
@@ -305,9 +339,14 @@ class BundleReader:
     def _assemble(self, key: str, entry: Any) -> np.ndarray:
         """A partitioned variable's whole value, from the slices it was saved as."""
         shape = self.shape(key)
+        parts = [_extents(sl, shape, key, self.index_path) for sl in entry.slices]
+        # the slices must tile the shape before its buffer is allocated: each slice's read is
+        # bounded by its shard's size, so the whole is too
+        if sum(math.prod(n for _, n in ext) for ext in parts) != math.prod(shape):
+            raise GraphLoadError(f"bad entry for key {key}: its slices do not cover its shape "
+                                 f"{format_shape(shape)}", source=self.index_path)
         out: np.ndarray | None = None
-        for sl in entry.slices:
-            extents = _extents(sl, shape)
+        for sl, extents in zip(entry.slices, parts):
             part = self.slice_entries.get((key, extents))
             if part is None:   # a whole dimension may be keyed as start -1, length -1
                 whole = tuple((-1, -1) if not ext.HasField("length") else e
@@ -326,6 +365,9 @@ class BundleReader:
 
     def _read_entry(self, key: str, entry: Any, shape: tuple[int, ...]) -> np.ndarray:
         dt = int(entry.dtype)
+        if dt not in _DATA_TYPES:
+            raise GraphLoadError(f"bad entry for key {key}: dtype {dt} is not a TensorFlow "
+                                 "value dtype", source=self.index_path)
         try:
             np_dtype = D.to_numpy(dt)
         except UnsupportedDTypeError as e:
@@ -403,15 +445,24 @@ def read_bundle(prefix: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     return BundleReader(prefix).read_all()
 
 
-def _extents(sl: Any, shape: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+def _extents(sl: Any, shape: tuple[int, ...], key: str = "", source: str = ""
+             ) -> tuple[tuple[int, int], ...]:
     """(start, length) per dimension of a TensorSliceProto (a missing length: the whole
-    dimension)."""
+    dimension), checked to lie inside ``shape``."""
+    if len(sl.extent) != len(shape):
+        raise GraphLoadError(f"bad entry for key {key}: a slice of rank {len(sl.extent)} of "
+                             f"shape {format_shape(shape)}", source=source)
     out = []
     for d, ext in enumerate(sl.extent):
         if ext.HasField("length"):
-            out.append((int(ext.start), int(ext.length)))
+            start, length = int(ext.start), int(ext.length)
         else:
-            out.append((0, shape[d]))
+            start, length = 0, shape[d]
+        if start < 0 or length < 0 or start + length > shape[d]:
+            raise GraphLoadError(f"bad entry for key {key}: slice extent ({start}, {length}) "
+                                 f"is outside dimension {d} of {format_shape(shape)}",
+                                 source=source)
+        out.append((start, length))
     return tuple(out)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import struct
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -273,16 +273,24 @@ def write_bundle(prefix: str | os.PathLike[str], tensors: dict[str, Any] |
 
 
 def merge_bundles(prefixes: list[str], destination: str, delete_old_dirs: bool = True,
-                  allow_missing_files: bool = False) -> None:
+                  allow_missing_files: bool = False,
+                  gate: Callable[[str, str], object] | None = None) -> None:
     """TensorFlow's MergeV2Checkpoints: one bundle at ``destination`` holding every entry of
-    ``prefixes`` (shards renumbered in order, data files moved, old indexes removed)."""
+    ``prefixes`` (shards renumbered in order, data files moved, old indexes removed).
+    ``gate(mode, path)``: called before each file is touched ("read,write" for what is moved
+    or removed, "write" for what is written); it raises to refuse (graphdef/files.py)."""
     from dfg.schemas import tensor_bundle_pb2
 
     from .bundle import BundleReader, read_table
     from .errors import NotFoundError
 
+    def check(mode: str, path: str) -> None:
+        if gate is not None:
+            gate(mode, path)
+
     readers = []
     for p in prefixes:
+        check("read,write", p + ".index")
         if not os.path.exists(p + ".index"):
             if allow_missing_files:
                 continue
@@ -312,6 +320,13 @@ def merge_bundles(prefixes: list[str], destination: str, delete_old_dirs: bool =
         for s in range(max(1, r.header.num_shards)):
             moves.append((r.shard_path(s), f"{destination}.data-{base + s:05d}-of-{total:05d}"))
         base += max(1, r.header.num_shards)
+    for src, dst in moves:
+        check("read,write", src)
+        check("write", dst)
+    check("write", destination + ".index")
+    if delete_old_dirs:
+        for r in readers:
+            check("write", os.path.dirname(r.prefix) or ".")
     Path(destination).parent.mkdir(parents=True, exist_ok=True)
     for src, dst in moves:
         if os.path.exists(src):

@@ -136,6 +136,13 @@ class UnavailableError(OpError):
     tf_name = "UnavailableError"
 
 
+class PermissionDeniedError(OpError):
+    """An op asked for a file the user did not grant (graphdef/files.py: the file gate).
+    Exit 1: the run failed; the message names the flag that would allow it."""
+
+    tf_name = "PermissionDeniedError"
+
+
 __all__ = [
     "AbortedError",
     "DataLossError",
@@ -144,5 +151,5 @@ __all__ = [
     "OpError", "CancelledError", "InvalidArgumentError", "MissingFeedError",
     "DeadlineExceededError",
     "NotFoundError", "ResourceExhaustedError", "FailedPreconditionError", "OutOfRangeError",
-    "UnimplementedError", "InternalError",
+    "UnimplementedError", "InternalError", "PermissionDeniedError",
 ]

@@ -247,23 +247,30 @@ def find_recursion(graph_def: Any) -> list[list[str]]:
                            if fn in lib})
              for name, f in lib.functions.items()}
     cycles: list[list[str]] = []
-    color: dict[str, int] = {}
+    color: dict[str, int] = {}   # 1: on the current path, 2: done
     path: list[str] = []
-
-    def visit(n: str) -> None:  # iterative enough: call graphs are shallow
-        color[n] = 1
-        path.append(n)
-        for m in edges.get(n, ()):
-            if color.get(m) == 1:
-                cycles.append(path[path.index(m):] + [m])
-            elif m not in color:
-                visit(m)
-        path.pop()
-        color[n] = 2
-
-    for n in sorted(edges):
-        if n not in color:
-            visit(n)
+    # depth-first with an explicit stack (a chain of thousands of calls is just data):
+    # each frame is (function, iterator over its callees)
+    for root in sorted(edges):
+        if root in color:
+            continue
+        color[root] = 1
+        path.append(root)
+        stack = [(root, iter(edges.get(root, ())))]
+        while stack:
+            n, callees = stack[-1]
+            for m in callees:
+                if color.get(m) == 1:
+                    cycles.append(path[path.index(m):] + [m])
+                elif m not in color:
+                    color[m] = 1
+                    path.append(m)
+                    stack.append((m, iter(edges.get(m, ()))))
+                    break
+            else:
+                stack.pop()
+                path.pop()
+                color[n] = 2
     return cycles
 
 

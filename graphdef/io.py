@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import write_atomic
-from .errors import GraphLoadError, InvalidGraphError, UsageError
+from .errors import GraphLoadError, InvalidGraphError, ResourceExhaustedError, UsageError
 
 FORMATS = ("pb", "pbtxt", "json")
 _EXT = {".pb": "pb", ".graphdef": "pb", ".pbtxt": "pbtxt", ".txt": "pbtxt",
@@ -66,19 +66,24 @@ def detect_format(data: bytes, hint: str | None = None) -> str:
 
 def read_source(source: str | os.PathLike[str]) -> tuple[bytes, str]:
     """Bytes of a path or ``-`` (stdin), and the name to use in messages."""
+    from .files import current_read_limit, read_file
+
     if str(source) == "-":
-        return sys.stdin.buffer.read(), "<stdin>"
+        limit = current_read_limit()
+        data = sys.stdin.buffer.read() if limit is None else sys.stdin.buffer.read(limit + 1)
+        if limit is not None and len(data) > limit:
+            raise ResourceExhaustedError(f"more than the memory budget of {limit:,} bytes "
+                                         "(--max-memory)", source="<stdin>")
+        return data, "<stdin>"
     path = Path(source)
+    if path.is_dir():
+        raise GraphLoadError("is a directory, not a graph file", source=str(path))
     try:
-        return path.read_bytes(), str(path)
-    except FileNotFoundError:
-        raise GraphLoadError("no such file", source=str(path)) from None
-    except IsADirectoryError:
-        raise GraphLoadError("is a directory, not a graph file", source=str(path)) from None
+        # a regular file only (a FIFO or /dev/urandom is refused, not read forever), its
+        # size within --max-memory before it is read
+        return read_file(path, what="the graph file"), str(path)
     except MemoryError:
         raise GraphLoadError("too large to read into memory", source=str(path)) from None
-    except OSError as e:
-        raise GraphLoadError(f"cannot read: {e.strerror}", source=str(path)) from None
 
 
 _LONG_WORD = re.compile(r"\S{81,}")

@@ -265,7 +265,11 @@ class _Lowering:
                 new.attr[FUNCTION_ATTR].s = fname.encode()
                 new.attr[NODE_ATTR].s = nd.name.encode()
             self.index[new.name] = new
-        done = ["^" + names[c] for c in fdef.control_ret.values()]
+        # in the signature's control_output order, then by name: a proto map's own order
+        # varies from process to process, and the output must be the same bytes every time
+        order = [k for k in fdef.signature.control_output if k in fdef.control_ret]
+        order += sorted(set(fdef.control_ret) - set(order))
+        done = ["^" + names[fdef.control_ret[k]] for k in order]
         out_types = self.types_of(results, [t for _, t in sig.outputs])
         if results:
             op, inputs, extra = "IdentityN", results + done, {"T": out_types}

@@ -45,12 +45,14 @@ def saved_model_file(path: str | os.PathLike[str]) -> Path | None:
     if str(path) == "-":
         return None
     p = Path(path)
+    # anything by that name counts (a FIFO or a device too: reading it refuses it, with a
+    # message, rather than calling the folder "not a SavedModel")
     if p.is_dir():
         for name in (SAVED_MODEL_PB, SAVED_MODEL_PBTXT):
-            if (p / name).is_file():
+            if (p / name).exists() and not (p / name).is_dir():
                 return p / name
         return None
-    if p.name in (SAVED_MODEL_PB, SAVED_MODEL_PBTXT) and p.is_file():
+    if p.name in (SAVED_MODEL_PB, SAVED_MODEL_PBTXT) and p.exists() and not p.is_dir():
         return p
     return None
 
@@ -78,10 +80,9 @@ def load_saved_model_proto(path: str | os.PathLike[str]) -> Any:
     f = saved_model_file(path)
     if f is None:
         raise GraphLoadError("not a SavedModel: no saved_model.pb here", source=str(path))
-    try:
-        data = f.read_bytes()
-    except OSError as e:
-        raise GraphLoadError(f"cannot read: {e.strerror}", source=str(f)) from None
+    from .files import read_file
+
+    data = read_file(f, what="the SavedModel file")
     sm = saved_model_pb2.SavedModel()
     try:
         if f.name == SAVED_MODEL_PBTXT:
@@ -274,6 +275,65 @@ class SavedModelDir:
         self.directory = saved_model_file(self.path).parent
         self.meta_graph = select_meta_graph(self.saved_model, self.tags, str(self.directory))
         self._bundle = None
+        self._check_references()
+
+    def _check_references(self) -> None:
+        """Every graph name the MetaGraphDef's fields refer to (signature tensors, the
+        SaverDef's ops, the init op, asset tensors) names a node of its graph, and every
+        signature dtype and shape is one: else the model is corrupt (exit 2), said once,
+        naming the field, rather than failing later as a bad fetch."""
+        from dfg.schemas import types_pb2
+
+        from .graph import parse_tensor_name
+
+        mg = self.meta_graph
+        nodes = {nd.name for nd in mg.graph_def.node}
+        dtypes = set(types_pb2.DataType.values())
+
+        def fail(field: str, what: str) -> None:
+            raise GraphLoadError(f"corrupt SavedModel: {field} {what}",
+                                 source=str(self.directory))
+
+        def node_of(field: str, name: str) -> None:
+            try:
+                node = parse_tensor_name(name)[0] if name else ""
+            except Exception:  # noqa: BLE001 - any unparsable name is the same corruption
+                node = ""
+            if node.startswith("^"):
+                node = node[1:]
+            if not node or node not in nodes:
+                fail(field, f"names {name!r}, which is no node of the graph")
+
+        def tensor_info(field: str, info: Any) -> None:
+            kind = info.WhichOneof("encoding")
+            if kind == "name":
+                node_of(field + ".name", info.name)
+            elif kind == "coo_sparse":
+                sp = info.coo_sparse
+                for part in ("indices_tensor_name", "values_tensor_name",
+                             "dense_shape_tensor_name"):
+                    node_of(f"{field}.coo_sparse.{part}", getattr(sp, part))
+            elif kind == "composite_tensor":
+                for i, comp in enumerate(info.composite_tensor.components):
+                    tensor_info(f"{field}.composite_tensor.components[{i}]", comp)
+            if info.dtype not in dtypes:
+                fail(field + ".dtype", f"is {info.dtype}, not a TensorFlow dtype")
+            if any(d.size < -1 for d in info.tensor_shape.dim):
+                fail(field + ".tensor_shape", "has a dimension below -1 (unknown)")
+
+        for key in sorted(mg.signature_def):
+            sd = mg.signature_def[key]
+            for part in ("inputs", "outputs"):
+                for k in sorted(getattr(sd, part)):
+                    tensor_info(f"signature_def[{key!r}].{part}[{k!r}]", getattr(sd, part)[k])
+        if mg.HasField("saver_def"):
+            sv = mg.saver_def
+            for f in ("restore_op_name", "filename_tensor_name"):
+                if getattr(sv, f):
+                    node_of(f"saver_def.{f}", getattr(sv, f))
+        for i, a in enumerate(mg.asset_file_def):
+            if a.tensor_info.name:
+                node_of(f"asset_file_def[{i}].tensor_info.name", a.tensor_info.name)
 
     # --- what the MetaGraphDef holds ------------------------------------------------------
     @property
@@ -359,15 +419,38 @@ class SavedModelDir:
                 a = meta_graph_pb2.AssetFileDef()
                 any_.Unpack(a)
                 protos.append(a)
-        return {a.tensor_info.name: str(self.directory / "assets" / a.filename)
-                for a in protos if a.tensor_info.name}
+        out = {}
+        for a in protos:
+            if a.tensor_info.name:
+                out[a.tensor_info.name] = self._asset_path(a.filename)
+        return out
+
+    def _asset_path(self, filename: str) -> str:
+        """The path of an asset, which must lie inside ``assets/`` (or ``assets.extra/``)
+        once symlinks and ``..`` are resolved: an absolute name, ``../../etc/passwd`` or a
+        link out of the folder is a corrupt model (exit 2), never read nor written into a
+        frozen graph."""
+        from .files import inside
+
+        path = self.directory / "assets" / filename
+        real = os.path.realpath(path) if "\0" not in filename else ""
+        ok = bool(real) and not os.path.isabs(filename) and any(
+            inside(real, folder) and real != os.path.realpath(folder)
+            for folder in (self.directory / "assets", self.directory / "assets.extra"))
+        if not ok:
+            raise GraphLoadError(f"corrupt SavedModel: asset_file_def filename {filename!r} "
+                                 "is not a file inside its assets/ folder",
+                                 source=str(self.directory))
+        return str(path)
 
     # --- variables ------------------------------------------------------------------------
     @property
     def variables_prefix(self) -> str | None:
         """The checkpoint prefix of the variables (None when the model has none)."""
         prefix = self.directory / "variables" / "variables"
-        return str(prefix) if Path(str(prefix) + ".index").is_file() else None
+        # anything there but a folder (a FIFO too: reading it refuses it, exit 2)
+        index = Path(str(prefix) + ".index")
+        return str(prefix) if index.exists() and not index.is_dir() else None
 
     def bundle(self) -> Any:
         from .bundle import BundleReader

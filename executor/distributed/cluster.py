@@ -219,7 +219,7 @@ class ClusterSession:
                  validate: bool = True, programs: str = "auto",
                  max_bytes: int | None = None, optimize: bool | str | None = None,
                  cluster: str = "ray", address: str | None = None,
-                 default_task: str | None = None) -> None:
+                 default_task: str | None = None, files: Any = None) -> None:
         from dfg.graphdef.io import load_graph
 
         if cluster not in CLUSTERS:
@@ -233,7 +233,7 @@ class ClusterSession:
         self._parts = {t: Graph(gd) for t, gd in self.partitioning.graphs.items()}
         self._recv_of = {(tr.recv_task, tr.recv): tr for tr in self.partitioning.transfers}
         self._options = dict(device=device, validate=validate, programs=programs,
-                             max_bytes=max_bytes, optimize=optimize)
+                             max_bytes=max_bytes, optimize=optimize, files=files)
         self.threads = threads
         self._lock = threading.Lock()      # one step at a time; guards the fields below
         self._signatures: dict[tuple, dict[Task, tuple]] = {}

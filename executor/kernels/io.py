@@ -19,6 +19,7 @@ import threading
 import numpy as np
 
 from dfg.graphdef import dtypes as D
+from dfg.graphdef import files
 from dfg.graphdef.errors import InvalidArgumentError
 
 from .registry import KernelContext, kernel
@@ -57,10 +58,11 @@ def _scalar_str(x: np.ndarray, what: str) -> str:
         raise InvalidArgumentError(f"{what} must be a scalar string, found shape "
                                    f"{list(x.shape)}")
     v = x.reshape(-1)[0]
-    return v.decode("utf-8") if isinstance(v, bytes) else str(v)
+    # a path's bytes as the OS takes them (not UTF-8 ones too), as Python's os functions do
+    return v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else str(v)
 
 
-@kernel("RestoreV2")
+@kernel("RestoreV2", files="read")
 def restore_v2(ctx: KernelContext, prefix: np.ndarray, tensor_names: np.ndarray,
                shape_and_slices: np.ndarray):
     path = _scalar_str(prefix, "prefix")
@@ -71,9 +73,12 @@ def restore_v2(ctx: KernelContext, prefix: np.ndarray, tensor_names: np.ndarray,
         raise InvalidArgumentError(
             f"tensor_names ({len(names)}), shape_and_slices ({len(slices)}) and dtypes "
             f"({len(dtypes)}) must have the same length")
+    files.check(ctx, "read", path + ".index")
     reader = _reader(path)
     out = []
     for name, sl, want in zip(names, slices, dtypes):
+        for shard in reader.files_of(name):
+            files.check(ctx, "read", shard)
         have = reader.dtype(name)
         if want is not None and np.dtype(D.to_numpy(have)) != np.dtype(want):
             raise InvalidArgumentError(
@@ -155,7 +160,7 @@ def _strings(x: np.ndarray, what: str) -> list[str]:
     return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in x.reshape(-1)]
 
 
-@kernel("SaveV2")
+@kernel("SaveV2", files="write")
 def save_v2(ctx: KernelContext, prefix: np.ndarray, tensor_names: np.ndarray,
             shape_and_slices: np.ndarray, *tensors: np.ndarray):
     from dfg.graphdef.bundle_writer import write_bundle
@@ -171,6 +176,8 @@ def save_v2(ctx: KernelContext, prefix: np.ndarray, tensor_names: np.ndarray,
     items = []
     for name, spec, value in zip(names, slices, tensors):
         items.append((name, value, _parse_slice(spec, name, value) if spec.strip() else None))
+    for suffix in (".index", ".data-00000-of-00001"):
+        files.check(ctx, "write", path + suffix)
     write_bundle(path, items)
     with _READERS_LOCK:   # a cached reader of an overwritten bundle is stale
         for key in [k for k in _READERS if k[0] == path]:
@@ -178,7 +185,7 @@ def save_v2(ctx: KernelContext, prefix: np.ndarray, tensor_names: np.ndarray,
     return ()
 
 
-@kernel("MergeV2Checkpoints")
+@kernel("MergeV2Checkpoints", files="read,write")
 def merge_v2_checkpoints(ctx: KernelContext, checkpoint_prefixes: np.ndarray,
                          destination_prefix: np.ndarray):
     from dfg.graphdef.bundle_writer import merge_bundles
@@ -189,7 +196,8 @@ def merge_v2_checkpoints(ctx: KernelContext, checkpoint_prefixes: np.ndarray,
     dest = _scalar_str(destination_prefix, "destination_prefix")
     merge_bundles(_strings(checkpoint_prefixes, "checkpoint_prefixes"), dest,
                   bool(ctx.attrs.get("delete_old_dirs", True)),
-                  bool(ctx.attrs.get("allow_missing_files", False)))
+                  bool(ctx.attrs.get("allow_missing_files", False)),
+                  gate=lambda mode, p: files.check(ctx, mode, p))
     with _READERS_LOCK:
         for key in [k for k in _READERS if k[0] == dest]:
             del _READERS[key]

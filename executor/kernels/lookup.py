@@ -11,11 +11,13 @@ plain Python dicts keyed by the key's Python value (bytes for strings), guarded 
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from typing import Any
 
 import numpy as np
 
+from dfg.graphdef import files
 from dfg.graphdef.errors import (
     FailedPreconditionError,
     InternalError,
@@ -159,7 +161,7 @@ def _initialize(ctx: KernelContext, handle: Any, keys: np.ndarray, values: np.nd
 kernel("InitializeTableV2", "InitializeTable")(_initialize)
 
 
-@kernel("InitializeTableFromTextFileV2", "InitializeTableFromTextFile")
+@kernel("InitializeTableFromTextFileV2", "InitializeTableFromTextFile", files="read")
 def initialize_table_from_text_file(ctx: KernelContext, handle: Any, filename: np.ndarray):
     table = _table(ctx, handle)
     a = ctx.attrs
@@ -168,12 +170,13 @@ def initialize_table_from_text_file(ctx: KernelContext, handle: Any, filename: n
     delim = a.get("delimiter", "\t")
     delim = delim.encode() if isinstance(delim, str) else delim
     path = filename.item()
-    path = path.decode() if isinstance(path, bytes) else str(path)
-    try:
-        with open(path, "rb") as f:
-            lines = f.read().split(b"\n")
-    except OSError as e:
-        raise NotFoundError(f"{path}; {e.strerror}") from None
+    path = path.decode("utf-8", "surrogateescape") if isinstance(path, bytes) else str(path)
+    real = files.check(ctx, "read", path)
+    if not os.path.exists(real):
+        raise NotFoundError(f"{path}; No such file or directory")
+    # a regular file only, its size within the step's memory budget before it is read
+    with files.read_limit(ctx.max_bytes):
+        lines = files.read_file(real, source=path, what="the table file").split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
     if vocab_size != -1:

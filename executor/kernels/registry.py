@@ -63,6 +63,10 @@ class KernelDef:
     # ``{1}`` ... that gives exactly the kernel's result when every input is a NumPy scalar
     # (np.generic) of a numeric or bool dtype, e.g. ``"{0} + {1}"`` for AddV2. None: none.
     scalar: str | None = None
+    # Whether the kernel touches the file system: "read", "write" or "read,write"; such a
+    # kernel passes every path through the file gate (dfg.graphdef.files.check) first.
+    # None: it touches no file (tests/test_file_gate.py scans the kernels' source for it).
+    files: str | None = None
 
 
 _KERNELS: dict[tuple[str, str], KernelDef] = {}
@@ -70,16 +74,18 @@ _loaded = False
 
 
 def kernel(*ops: str, device: str = CPU, cheap: bool | None = None,
-           scalar: str | None = None) -> Callable:
+           scalar: str | None = None, files: str | None = None) -> Callable:
     """Register the decorated function as the kernel of each op in ``ops`` (``scalar``: its
-    scalar form, see KernelDef)."""
+    scalar form, ``files``: the file access it needs; see KernelDef)."""
+    if files not in (None, "read", "write", "read,write"):
+        raise ValueError(f"files must be None, 'read', 'write' or 'read,write', not {files!r}")
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         for op in ops:
             key = (op, device)
             if key in _KERNELS and _KERNELS[key].fn is not fn:
                 raise RuntimeError(f"two kernels registered for {op} on {device}")
-            _KERNELS[key] = KernelDef(op, fn, device, cheap, scalar)
+            _KERNELS[key] = KernelDef(op, fn, device, cheap, scalar, files)
         return fn
 
     return deco
@@ -118,6 +124,14 @@ def ops_with_kernels(device: str | None = None) -> dict[str, list[str]]:
         if device is None or dev == device:
             out.setdefault(op, []).append(dev)
     return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def file_ops(device: str | None = None) -> dict[str, str]:
+    """op -> the file access its kernel declares (``files=``): the ops behind the file gate,
+    from the registry itself."""
+    load_all()
+    return {op: kd.files for (op, dev), kd in sorted(_KERNELS.items())
+            if kd.files and (device is None or dev == device)}
 
 
 class KernelContext:
