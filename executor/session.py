@@ -331,6 +331,8 @@ class Session:
             if self._closed:
                 raise CancelledError("the session is closed")
             self._active.add(step.control)
+        if rendezvous is not None and hasattr(rendezvous, "attach"):
+            rendezvous.attach(step.control)   # its cancellation reaches this step from now
         try:
             out = step.run(values)
         except DfgError as e:

@@ -115,7 +115,9 @@ class Mailbox:
 
 
 class _StepRendezvous:
-    """What one task's step gives its Send/Recv kernels (kernels/sendrecv.py)."""
+    """What one task's step gives its Send/Recv kernels (kernels/sendrecv.py), and the
+    step's cancellation: Session.run attaches the step's control once it is registered, so
+    an abort that arrives while the step is still being planned is not lost."""
 
     __slots__ = ("actor", "step")
 
@@ -127,6 +129,9 @@ class _StepRendezvous:
 
     def recv(self, key: str, cb: Callable) -> None:
         self.actor.mailbox.get(self.step, key, cb)
+
+    def attach(self, control: Any) -> None:
+        self.actor.attach(self.step, control)
 
 
 class _TaskActor:
@@ -146,7 +151,10 @@ class _TaskActor:
         self.peers: dict[str, Any] = {}
         self.device = task + "/device:CPU:0"
         self._count_lock = threading.Lock()
-        self._steps: set[int] = set()   # steps in run_step now (guarded by _count_lock)
+        # guarded by _count_lock: steps in run_step now -> their StepControl once Session.run
+        # has registered it (None before), and aborts of those steps that came first
+        self._steps: dict[int, Any] = {}
+        self._aborted: dict[int, BaseException] = {}
 
     def ready(self) -> int:
         import os
@@ -177,14 +185,25 @@ class _TaskActor:
     def run_step(self, step: int, fetches: list[str], feeds: dict[str, Any],
                  targets: list[str], timeout: float | None) -> list[Any]:
         with self._count_lock:
-            self._steps.add(step)
+            self._steps[step] = None
         try:
             return self.session.run(fetches, feeds, targets, timeout=timeout,
                                     rendezvous=_StepRendezvous(self, step))
         finally:
             self.mailbox.close(step)
             with self._count_lock:
-                self._steps.discard(step)
+                self._steps.pop(step, None)
+                self._aborted.pop(step, None)
+
+    def attach(self, step: int, control: Any) -> None:
+        """Session.run registered ``step``'s control: cancel it now if the step was aborted
+        while it was being planned (Session.cancel reaches only registered steps)."""
+        with self._count_lock:
+            if step in self._steps:
+                self._steps[step] = control
+            err = self._aborted.get(step)
+        if err is not None:
+            control.cancel(err)
 
     def abort(self, step: int, message: str) -> None:
         err = CancelledError(message)
@@ -193,8 +212,12 @@ class _TaskActor:
         # keeps the step from ending in between; the driver starts no other step on this
         # task while it runs)
         with self._count_lock:
-            if step in self._steps:
-                self.session.cancel(err)
+            if step not in self._steps:
+                return
+            self._aborted[step] = err
+            control = self._steps[step]
+        if control is not None:
+            control.cancel(err)
 
 
 def _ray() -> Any:
