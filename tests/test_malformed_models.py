@@ -25,11 +25,19 @@ MALFORMED = DATA / "malformed"
 LIMIT_AS = 2 << 30
 HANG_GUARD_S = 120
 
-sys.path.insert(0, str(MALFORMED))
-try:
-    import generate  # type: ignore[import-not-found]
-finally:
-    sys.path.pop(0)
+def _load_generator():
+    """tests/data/malformed/generate.py under a name of its own (tests/data/hostile has a
+    generate.py too, imported as ``generate``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("malformed_generate",
+                                                  MALFORMED / "generate.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+generate = _load_generator()
 
 
 def _cap() -> None:
