@@ -297,13 +297,26 @@ class _Lowering:
         """Switch ``args`` on ``pred``, run ``then_fn``/``else_fn`` (each
         ``(prefix, args, pivot) -> (results, done node)``) and merge their results into
         ``out_node`` (rewritten in place) or a node named ``prefix``."""
+        switches, piv_t, piv_f = self._cond_open(prefix, pred, args, arg_types, controls)
+        outs_t, done_t = then_fn(prefix + "/then", [s + ":1" for s in switches], piv_t)
+        outs_f, done_f = else_fn(prefix + "/else", switches, piv_f)
+        return self._cond_close(prefix, piv_t, piv_f, outs_t, done_t, outs_f, done_f,
+                                out_types, out_node)
+
+    def _cond_open(self, prefix: str, pred: str, args: list[str], arg_types: list[int],
+                   controls: list[str]) -> tuple[list[str], str, str]:
+        """The Switches of a conditional: (the args' Switch nodes, then pivot, else pivot)."""
         sw = self.add(prefix + "/switch_pred", "Switch", [pred, pred] + controls, T=D.DT_BOOL)
         piv_t = self.add(prefix + "/pivot_t", "Identity", [sw + ":1"], T=D.DT_BOOL)
         piv_f = self.add(prefix + "/pivot_f", "Identity", [sw], T=D.DT_BOOL)
         switches = [self.add(f"{prefix}/switch_{i}", "Switch", [a, pred], T=t)
                     for i, (a, t) in enumerate(zip(args, arg_types))]
-        outs_t, done_t = then_fn(prefix + "/then", [s + ":1" for s in switches], piv_t)
-        outs_f, done_f = else_fn(prefix + "/else", switches, piv_f)
+        return switches, piv_t, piv_f
+
+    def _cond_close(self, prefix: str, piv_t: str, piv_f: str, outs_t: list[str], done_t: str,
+                    outs_f: list[str], done_f: str, out_types: list[int],
+                    out_node: Any = None) -> str:
+        """The Merges of a conditional's two sides, into ``out_node`` or a node ``prefix``."""
         merges = [self.add(f"{prefix}/merge_{j}", "Merge", [a, b], T=t, N=2)
                   for j, (a, b, t) in enumerate(zip(outs_t, outs_f, out_types))]
         if merges:
@@ -364,31 +377,34 @@ class _Lowering:
                         ["^" + gate], out_node=nd)
             return
 
-        def level(k: int, prefix: str, idx_k: str, args_k: list[str], controls: list[str],
-                  out_node: Any = None) -> str:
-            # branch k when idx_k == k, else the next level (the last branch at the end)
+        # Level k: branch k when the index is k, else level k+1 in the else side (the last
+        # branch at the end). Built forward (Switches and then-branches, level by level),
+        # then the Merges backward: a Case of thousands of branches is just data, no
+        # recursion.
+        opened = []
+        prefix, idx_k, args_k, controls = nd.name, idx, args, ctrl
+        for k in range(n - 1):
             anchor = self.add(prefix + "/index", "Identity", [idx_k] + controls,
                               T=D.DT_INT32)
             const = self.add(prefix + "/k", "Const", ["^" + anchor], dtype=D.DT_INT32,
                              value=("int32", k))
             pred = self.add(prefix + "/pred", "Equal", [anchor, const], T=D.DT_INT32)
+            switches, piv_t, piv_f = self._cond_open(prefix, pred, [anchor] + args_k,
+                                                     [D.DT_INT32] + arg_types, [])
             br = branches[k]
-            last = branches[n - 1]
-
-            def else_fn(p: str, switched: list[str], pivot: str) -> tuple[list[str], str]:
-                if k + 1 == n - 1:
-                    return self.inline(p, last.name, dict(last.attr), switched[1:],
-                                       ["^" + pivot])
-                q = level(k + 1, p, switched[0], switched[1:], ["^" + pivot])
-                return ([q if j == 0 else f"{q}:{j}" for j in range(len(out_types))], q)
-
-            def then_fn(p: str, switched: list[str], pivot: str) -> tuple[list[str], str]:
-                return self.inline(p, br.name, dict(br.attr), switched[1:], ["^" + pivot])
-
-            return self.cond(prefix, pred, [anchor] + args_k, [D.DT_INT32] + arg_types, [],
-                             then_fn, else_fn, out_types, out_node=out_node)
-
-        level(0, nd.name, idx, args, ctrl, out_node=nd)
+            outs_t, done_t = self.inline(prefix + "/then", br.name, dict(br.attr),
+                                         [s + ":1" for s in switches][1:], ["^" + piv_t])
+            opened.append((prefix, piv_t, piv_f, outs_t, done_t))
+            prefix, idx_k, args_k, controls = (prefix + "/else", switches[0], switches[1:],
+                                               ["^" + piv_f])
+        last = branches[n - 1]
+        # the else side of the last level: ``prefix`` is already that level's "/else"
+        outs_f, done_f = self.inline(prefix, last.name, dict(last.attr), args_k, controls)
+        for k in range(n - 2, -1, -1):
+            p, piv_t, piv_f, outs_t, done_t = opened[k]
+            q = self._cond_close(p, piv_t, piv_f, outs_t, done_t, outs_f, done_f, out_types,
+                                 out_node=nd if k == 0 else None)
+            outs_f, done_f = [q if j == 0 else f"{q}:{j}" for j in range(len(out_types))], q
 
     def lower_switch_n(self, nodes: list[Any]) -> None:
         renamed: dict[str, str] = {}   # "N:j" -> the tensor that now carries output j

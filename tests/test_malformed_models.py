@@ -25,11 +25,19 @@ MALFORMED = DATA / "malformed"
 LIMIT_AS = 2 << 30
 HANG_GUARD_S = 120
 
-sys.path.insert(0, str(MALFORMED))
-try:
-    import generate  # type: ignore[import-not-found]
-finally:
-    sys.path.pop(0)
+def _load_generator():
+    """tests/data/malformed/generate.py under a name of its own (tests/data/hostile has a
+    generate.py too, imported as ``generate``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("malformed_generate",
+                                                  MALFORMED / "generate.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+generate = _load_generator()
 
 
 def _cap() -> None:
@@ -265,3 +273,33 @@ def test_a_chain_of_a_thousand_nested_calls_validates_and_runs(tmp_path: Path) -
                                  "--json"])
     assert r.exit_code == 0, r.output
     assert '"value": 2.5' in r.stdout
+
+
+def test_a_case_of_three_thousand_branches_lowers_without_recursion() -> None:
+    """Case lowers to a chain of conditionals, one level per branch: built level by level,
+    not by recursion (3,000 branches was 'internal error: RecursionError')."""
+    import numpy as np
+
+    from dfg.executor import Session
+    from dfg.schemas import graph_pb2, types_pb2
+
+    f32, i32 = types_pb2.DT_FLOAT, types_pb2.DT_INT32
+    g = graph_pb2.GraphDef()
+    g.node.add(name="x", op="Placeholder").attr["dtype"].type = f32
+    g.node.add(name="i", op="Placeholder").attr["dtype"].type = i32
+    case = g.node.add(name="case", op="Case", input=["i", "x"])
+    case.attr["Tin"].list.type.append(f32)
+    case.attr["Tout"].list.type.append(f32)
+    for name, op, out in (("ident", "Identity", "output"), ("neg", "Neg", "y")):
+        f = g.library.function.add()
+        f.signature.name = name
+        f.signature.input_arg.add(name="x", type=f32)
+        f.signature.output_arg.add(name="y", type=f32)
+        f.node_def.add(name="c", op=op, input=["x"]).attr["T"].type = f32
+        f.ret["y"] = f"c:{out}:0"
+    for k in range(3000):
+        case.attr["branches"].list.func.add(name="neg" if k == 1500 else "ident")
+    with Session(g) as s:
+        for i, want in ((1500, -2.5), (0, 2.5), (2999, 2.5), (-7, 2.5), (4000, 2.5)):
+            got = s.run("case", {"x": np.float32(2.5), "i": np.int32(i)})
+            assert float(got) == want, i

@@ -437,13 +437,21 @@ class Editor:
         emitted: set[str] = set()
         seq: list[Any] = []
 
-        def emit(name: str) -> None:
-            for b in before.get(name, ()):
-                emit(b)
-            nd = nodes.get(name)
-            if nd is not None and name not in emitted:
-                emitted.add(name)
-                seq.append(nd)
+        def emit(root: str) -> None:
+            # what must come before a node first, depth-first with an explicit stack (a
+            # long chain of insertions is data, not recursion)
+            stack = [(root, iter(before.get(root, ())))]
+            while stack:
+                name, pending = stack[-1]
+                b = next(pending, None)
+                if b is not None:
+                    stack.append((b, iter(before.get(b, ()))))
+                    continue
+                stack.pop()
+                nd = nodes.get(name)
+                if nd is not None and name not in emitted:
+                    emitted.add(name)
+                    seq.append(nd)
 
         if before:
             for name in self._order:
