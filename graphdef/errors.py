@@ -26,6 +26,11 @@ class DfgError(Exception):
         self.function = function  # the library function the node comes from, if inlined
         super().__init__(self._render())
 
+    def __reduce__(self) -> tuple:
+        # pickled whole (a partitioned run's task raises it in another process), also for
+        # subclasses whose __init__ takes more than the message (MissingFeedError)
+        return _rebuild, (type(self), self.args, self.__dict__)
+
     def in_function(self, function: str, original: str) -> None:
         """Say that the node was inlined from ``function``, where it is named ``original``
         (the executor runs TF2 graphs lowered; see graphdef/lowering.py)."""
@@ -42,6 +47,13 @@ class DfgError(Exception):
         elif self.op:
             where.append(f"op {self.op}")
         return ": ".join(where + [self.message])
+
+
+def _rebuild(cls: type, args: tuple, state: dict) -> DfgError:
+    e = cls.__new__(cls)
+    e.args = args
+    e.__dict__.update(state)
+    return e
 
 
 class UsageError(DfgError):

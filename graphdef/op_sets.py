@@ -23,6 +23,12 @@ ENTER_OPS = frozenset({"Enter", "RefEnter"})
 EXIT_OPS = frozenset({"Exit", "RefExit"})
 MERGE_OPS = frozenset({"Merge", "RefMerge"})
 SWITCH_OPS = frozenset({"Switch", "RefSwitch"})
+SEND_OPS = frozenset({"_Send", "_HostSend"})
+RECV_OPS = frozenset({"_Recv", "_HostRecv"})
+# Ops that run live yet may output a dead tensor (a Switch's untaken side, a _Recv of a dead
+# value): ``^op`` does not carry that deadness, so a pass never moves a reader's wait from
+# such an output to the op itself.
+DEAD_OUTPUT_OPS = SWITCH_OPS | RECV_OPS
 NEXT_ITERATION_OPS = frozenset({"NextIteration", "RefNextIteration"})
 LOOP_COND_OPS = frozenset({"LoopCond"})
 CONTROL_FLOW_OPS = (ENTER_OPS | EXIT_OPS | MERGE_OPS | SWITCH_OPS | NEXT_ITERATION_OPS

@@ -5,9 +5,12 @@ Each node runs on the task its ``device`` names (``/job:J/replica:R/task:T``; mi
 or task mean 0). A node without a task goes where its colocation group goes (``_class:
 loc:@x``: x's task), else to the *default task*: the caller's, or ``/job:worker/.../task:0``
 when some node names job ``worker`` (where a TF1 client's master places unplaced ops), else
-the first task any node names in graph order. As TensorFlow does before partitioning,
-control-flow nodes move next to their data (Switch to its data input, Exit to its input,
-a non-ref Enter and NextIteration to their first consumer), so fewer values cross tasks.
+the first task any node names in graph order. As TensorFlow's placer does, a node whose input
+is a ref or a resource handle runs with that input's producer (an Assign with its variable, a
+TensorArray's ops with the TensorArray), whatever its own device says. As TensorFlow does
+before partitioning, control-flow nodes move next to their data (Switch to its data input,
+Exit to its input, a non-ref Enter and NextIteration to their first consumer), so fewer
+values cross tasks.
 
 Every edge between tasks becomes a ``_Send`` on the source task and a ``_Recv`` on the
 destination, one pair per distinct tensor and destination task (a ref-typed tensor gets a
@@ -41,9 +44,8 @@ from . import dtypes as D
 from .errors import InvalidGraphError
 from .frames import ENTER_OPS, EXIT_OPS, NEXT_ITERATION_OPS, ROOT, SWITCH_OPS, analyze_frames
 from .graph import CONTROL_SLOT, Graph
+from .op_sets import RECV_OPS, SEND_OPS  # noqa: F401 (re-exported: partitions' op names)
 
-SEND_OPS = frozenset({"_Send", "_HostSend"})
-RECV_OPS = frozenset({"_Recv", "_HostRecv"})
 # TensorFlow's send_device_incarnation identifies one life of a device; a dfg task's steps
 # are told apart by their step id in the rendezvous key, so every partition says 1.
 INCARNATION = 1
@@ -152,7 +154,28 @@ def place(graph: Graph, default_task: Task | None = None) -> tuple[dict[str, Tas
 
     for n in graph.nodes:
         placement[n.name] = resolve(n.name) or default
+    _colocate_ref_and_resource_edges(graph, placement)
     return placement, default
+
+
+def _colocate_ref_and_resource_edges(graph: Graph, placement: dict[str, Task]) -> None:
+    """A node taking a ref or a resource handle runs where that ref or resource lives, as
+    TensorFlow's placer colocates the two ends of such an edge (an Assign with its variable,
+    a TensorArray's reads and writes with the TensorArray): the state is in one process."""
+    from dfg.graphdef.opdefs.registry import SignatureError, registry
+
+    reg = registry()
+    for n in graph.topological_order():
+        if not n.inputs:
+            continue
+        try:
+            types = reg.input_types(n.proto)
+        except (SignatureError, KeyError):
+            continue
+        for (src, _slot), t in zip(n.inputs, types):
+            if (D.is_ref(t) or D.base(t) == D.DT_RESOURCE) and src in placement:
+                placement[n.name] = placement[src]
+                break
 
 
 def _colocate_control_flow(graph: Graph, placement: dict[str, Task], ref_out: Any) -> None:

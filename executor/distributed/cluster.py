@@ -23,6 +23,10 @@ How it maps onto Ray (design doc, principle 18):
   The key is TensorFlow's ``send_device;incarnation;recv_device;tensor_name;frame:iteration``
   plus the step id: frames and iterations of a while loop that spans tasks stay apart, and a
   late value from an aborted step never meets a later step.
+  Values are pushed when the Send runs (TensorFlow's receiver pulls them when its Recv
+  runs): a ref variable read on another task (not through its colocated ``w/read``) and
+  ordered after an update only by a control edge on the reading task may get the value from
+  before the update.
 - **Faults.** An error on one task aborts the step on every task (their Recvs stop waiting).
   An actor that dies during a step fails it with ``UnavailableError`` naming the task; the next
   run replaces the actor (its variables must be initialised again, which the error says).

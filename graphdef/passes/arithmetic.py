@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as D
-from ..frames import SWITCH_OPS
 from ..graph import Graph, without_gc
+from ..op_sets import DEAD_OUTPUT_OPS
 from .common import (
     Editor,
     EvalError,
@@ -399,7 +399,7 @@ class _Simplifier:
             if c is None or c.size == 0 or not np.all(c == 0):
                 continue
             xs = self.shapes.fully_known(x)
-            if xs is None or ed.op(x[0]) in SWITCH_OPS:
+            if xs is None or ed.op(x[0]) in DEAD_OUTPUT_OPS:
                 continue
             shape = broadcast_shapes(xs, c.shape)
             if shape is None or any(d is None for d in shape):

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as D
-from ..frames import CONTROL_FLOW_OPS, ENTER_OPS, EXIT_OPS, SWITCH_OPS, FrameAnalysis
+from ..frames import CONTROL_FLOW_OPS, ENTER_OPS, EXIT_OPS, FrameAnalysis
 from ..graph import CONTROL_SLOT, Graph, input_string, parse_input, parse_tensor_name
-from ..op_sets import INPUT_OPS
+from ..op_sets import DEAD_OUTPUT_OPS, INPUT_OPS
 from ..shapes import BROADCAST_OPS, SAME_SHAPE_OPS, broadcast_shapes, input_shape
 
 DEFAULT_MAX_CONST_BYTES = 1 << 20
@@ -334,10 +334,11 @@ class Editor:
         inputs and ``extra_controls`` (so deadness and ordering survive).
 
         Refused (False, nothing changed) when control readers exist and the producer is a
-        Switch: ``^switch`` is live even when the Switch output read here is dead, so moving
-        them would make a dead branch run (that Identity is a cond pivot).
+        Switch or a _Recv (op_sets.DEAD_OUTPUT_OPS): ``^switch`` is live even when the Switch
+        output read here is dead, so moving them would make a dead branch run (that Identity
+        is a cond pivot, or the Identity TF's partitioner puts after a control edge's _Recv).
         """
-        if self.control_readers(name) and self.op(tensor[0]) in SWITCH_OPS:
+        if self.control_readers(name) and self.op(tensor[0]) in DEAD_OUTPUT_OPS:
             return False
         carry = [*self._parse(name)[1], *extra_controls]
         self.replace_tensor((name, 0), tensor, carry)

@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as D
-from ..frames import SWITCH_OPS, analyze_frames
+from ..frames import analyze_frames
 from ..graph import Graph, without_gc
-from ..op_sets import INPUT_OPS
+from ..op_sets import DEAD_OUTPUT_OPS, INPUT_OPS
 from .common import (
     Editor,
     EvalError,
@@ -180,7 +180,7 @@ def _fold_shape(ed: Editor, prot: Protected, nd: Any, shapes: Shapes,
     out_dtype = D.to_numpy(D.base(out_types[0]))
     vals: list[Any] = []
     for t in data:
-        if ed.op(t[0]) in SWITCH_OPS:
+        if ed.op(t[0]) in DEAD_OUTPUT_OPS:
             return  # ^Switch is live even when this output is dead: deadness would be lost
         if nd.op == "Rank":
             s = shapes.of(t)

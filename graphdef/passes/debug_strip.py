@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtypes as D
-from ..frames import SWITCH_OPS
 from ..graph import Graph, without_gc
+from ..op_sets import DEAD_OUTPUT_OPS
 from .common import Editor, PassOptions, Protected, input_types
 
 DEBUG_OPS = frozenset({"Assert", "CheckNumerics", "CheckNumericsV2", "Print", "PrintV2"})
@@ -49,7 +49,7 @@ def _strip(ed: Editor, prot: Protected, nd: Any) -> None:
     srcs = [src for src, _ in data]
     extra = srcs[1:] if nd.op in FORWARDS else srcs      # deadness the readers must inherit
     needed = bool(ed.control_readers(name)) or bool(extra) and bool(ed.data_readers(name))
-    from_switch = any(ed.op(s) in SWITCH_OPS for s in (extra if not ed.control_readers(name)
+    from_switch = any(ed.op(s) in DEAD_OUTPUT_OPS for s in (extra if not ed.control_readers(name)
                                                          else srcs))
     if prot.keeps_name(name) or (needed and from_switch) or not data and ed.readers.get(name):
         _to_identity_n(ed, nd, data, controls, types)
