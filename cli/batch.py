@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .options import fetch_option, json_option
+from .options import fetch_option, file_options, file_policy, json_option
 
 
 @click.command()
@@ -34,9 +34,11 @@ from .options import fetch_option, json_option
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
               help="Rows per batch; a batch never spans two input files.")
 @json_option
+@file_options
 def batch(model: str, signature: str | None, fetches: tuple[str, ...],
           inputs: tuple[str, ...], input_key: str | None, out_dir: str, engine: str,
-          address: str | None, workers: int | None, batch_size: int, as_json: bool) -> None:
+          address: str | None, workers: int | None, batch_size: int, as_json: bool,
+          grants=None) -> None:
     """Run MODEL over every --input and write OUT_DIR/<input stem>.npz for each.
 
     MODEL is a SavedModel directory (--signature, default serving_default) or a frozen graph
@@ -72,6 +74,11 @@ def batch(model: str, signature: str | None, fetches: tuple[str, ...],
     Without --json a table of the files is printed, and a progress bar on a terminal.
 
     \b
+    Files: as for `dfg run`, the model's ops that touch files may read only the model's own
+    files unless --allow-read/--allow-write PATH or --allow-files grant more (the inputs
+    and OUT_DIR are dfg's to read and write, not the model's).
+
+    \b
     Examples:
       dfg batch model.pb --fetch probs --input shards/*.npz -o out/
       dfg batch saved_model --signature serving_default --input data.tfrecord \\
@@ -88,7 +95,8 @@ def batch(model: str, signature: str | None, fetches: tuple[str, ...],
         report = run_batch(model, inputs, out_dir, signature=signature, fetches=fetches,
                            engine=engine, address=address, workers=workers,
                            batch_size=batch_size, input_key=input_key, progress=advance,
-                           on_total=lambda n: advance(0, total=n))
+                           on_total=lambda n: advance(0, total=n),
+                           files=file_policy(grants, model))
     if as_json:
         emit_json(report)
     else:

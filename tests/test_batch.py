@@ -404,3 +404,48 @@ def test_subprocess_ray_local_instance(tmp_path):
     with np.load(tmp_path / "out" / "examples_0.npz") as got, \
             np.load(DATA / "examples_0_expected.npz") as want:
         np.testing.assert_allclose(got["scores"], want["scores"], rtol=1e-6, atol=1e-6)
+
+
+def _saving_graph(prefix: Path) -> str:
+    """y = x, with a SaveV2 of a constant to ``prefix`` as y's control input: a model that
+    writes a file whenever it runs."""
+    def strings(name: str, v: str) -> str:
+        return (f'node {{ name: "{name}" op: "Const" attr {{ key: "dtype" value {{ type: '
+                f'DT_STRING }} }} attr {{ key: "value" value {{ tensor {{ dtype: DT_STRING '
+                f'tensor_shape {{ {"dim { size: 1 }" if name != "prefix" else ""} }} '
+                f'string_val: "{v}" }} }} }} }}\n')
+
+    return (strings("prefix", str(prefix)) + strings("names", "w") + strings("slices", "")
+            + '''
+node { name: "w" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 1.5 } } } }
+node { name: "save" op: "SaveV2" input: "prefix" input: "names" input: "slices" input: "w"
+  attr { key: "dtypes" value { list { type: DT_FLOAT } } } }
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "y" op: "Identity" input: "x" input: "^save"
+  attr { key: "T" value { type: DT_FLOAT } } }
+''')
+
+
+def test_batch_model_writes_files_only_with_permission(tmp_path):
+    # issue 30: batch runs a stranger's model closed by default, like dfg run
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    graph = tmp_path / "g.pbtxt"
+    graph.write_text(_saving_graph(victim / "evil"))
+    x = np.arange(5, dtype=np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    args = ["batch", str(graph), "--fetch", "y", "--input", str(tmp_path / "in.npz"),
+            "--workers", "1", "--json"]
+    r = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "out1")])
+    assert r.exit_code == 1
+    report = json.loads(r.stdout)
+    assert report["files"][0]["status"] == "failed"
+    assert "SaveV2" in report["files"][0]["error"]
+    assert "--allow-write" in report["files"][0]["error"]
+    assert list(victim.iterdir()) == []      # nothing written
+    r = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "out2"),
+                                 "--allow-write", str(victim)])
+    assert r.exit_code == 0, r.output
+    np.testing.assert_array_equal(np.load(tmp_path / "out2" / "in.npz")["y"], x)
+    assert (victim / "evil.index").exists()

@@ -117,7 +117,8 @@ class Model:
     """
 
     def __init__(self, model: str, signature: str | None = None,
-                 fetches: Sequence[str] | None = None, threads: int | None = None) -> None:
+                 fetches: Sequence[str] | None = None, threads: int | None = None,
+                 files: Any = None) -> None:
         from dfg.executor.session import optimize_mode
         from dfg.graphdef.savedmodel import is_saved_model
 
@@ -131,7 +132,7 @@ class Model:
         if signature is not None or is_saved_model(self.path):
             from dfg.executor.savedmodel import load
 
-            self._loaded = load(self.path, threads=threads, optimize=optimize)
+            self._loaded = load(self.path, threads=threads, optimize=optimize, files=files)
             sig = self._loaded.signature(signature)
             self.signature: str | None = sig.key
             self.outputs = fetches or list(sig.outputs)
@@ -144,7 +145,8 @@ class Model:
 
             self.signature = None
             self.outputs = fetches
-            self.session = Session(load_graph(self.path), threads=threads, optimize=optimize)
+            self.session = Session(load_graph(self.path), threads=threads, optimize=optimize,
+                                   files=files)
 
     def run(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run one batch: ``{column: array}`` in, ``{output: array}`` out (rows kept)."""
@@ -206,8 +208,9 @@ class Predictor:
     def __init__(self, model: str, signature: str | None = None,
                  fetches: Sequence[str] | None = None, *, passthrough: Sequence[str] = (),
                  threads: int | None = None, worker_column: str | None = None,
-                 error_column: str | None = None, exit_once: str | None = None) -> None:
-        self.model = Model(model, signature, fetches, threads)
+                 error_column: str | None = None, exit_once: str | None = None,
+                 files: Any = None) -> None:
+        self.model = Model(model, signature, fetches, threads, files)
         self.passthrough = list(passthrough)
         self.worker_column = worker_column
         self.error_column = error_column
@@ -284,10 +287,11 @@ class BatchRun:
 
     def __init__(self, model: str, signature: str | None, fetches: Sequence[str],
                  inputs: Sequence[str], out_dir: str, batch_size: int,
-                 input_key: str | None = None) -> None:
+                 input_key: str | None = None, files: Any = None) -> None:
         if batch_size < 1:
             raise UsageError(f"--batch-size must be at least 1, not {batch_size}")
         self.model, self.signature, self.fetches = model, signature, list(fetches)
+        self.files = files   # the workers' FilePolicy (graphdef/files.py); None: permissive
         self.spec = describe_model(model, signature, fetches)
         self.batch_size = batch_size
         classified = [batch_inputs.classify(p) for p in inputs]
@@ -320,7 +324,7 @@ class BatchRun:
 
     def model_kwargs(self) -> dict[str, Any]:
         return {"model": self.model, "signature": self.signature,
-                "fetches": self.fetches or None}
+                "fetches": self.fetches or None, "files": self.files}
 
     def skip_finished(self) -> None:
         """Mark shards whose output exists as skipped (resuming a run)."""
@@ -418,11 +422,13 @@ def run_batch(model: str, inputs: Sequence[str], out_dir: str, *,
               engine: str = "local", address: str | None = None, workers: int | None = None,
               batch_size: int = 64, input_key: str | None = None,
               progress: Callable[[int], None] | None = None,
-              on_total: Callable[[int], None] | None = None) -> dict[str, Any]:
+              on_total: Callable[[int], None] | None = None,
+              files: Any = None) -> dict[str, Any]:
     """Run ``model`` over every input file and write ``OUT_DIR/<stem>.npz`` per file; returns
     the report ``dfg batch --json`` prints. ``progress(rows)`` is called as rows finish;
     ``on_total(rows)`` once the number of rows to run is known (after reading the inputs for
     Ray, as the local engine reads them: it may be called several times with the total so far).
+    ``files``: the FilePolicy every worker's Session gets (None: permissive).
     """
     if engine not in ("local", "ray"):
         raise UsageError(f"--engine {engine}: local or ray")
@@ -430,7 +436,7 @@ def run_batch(model: str, inputs: Sequence[str], out_dir: str, *,
         raise UsageError("--address joins a Ray cluster: give --engine ray too")
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be at least 1, not {workers}")
-    run = BatchRun(model, signature, fetches, inputs, out_dir, batch_size, input_key)
+    run = BatchRun(model, signature, fetches, inputs, out_dir, batch_size, input_key, files)
     run.skip_finished()
     n = workers or max(1, min(os.cpu_count() or 1, 4))
     marker = os.environ.get(EXIT_ONCE_ENV) or None
