@@ -10,13 +10,14 @@ parent's iteration, run to completion there), each cond branch an ``if`` on its 
 slot (the untaken side's nodes never run: dead values need no sentinel), each cond Merge a
 conditional expression picking the taken side's value.
 
-0-d values are kept cheap: a kernel with a scalar form (``KernelDef.scalar``: AddV2's is
-``{0} + {1}``) is written as that expression guarded by a type test, so on NumPy scalars it
-costs a tenth of a ufunc call on 0-d arrays; on anything else the guard falls back to the
-kernel. Scalars come from 0-d constants (converted once, at compile time), from 0-d inputs at
-program entry and from 0-d kernel outputs read by scalar forms; they are turned back into 0-d
-arrays (``A``) before any other kernel sees them and on the way out, so kernels and callers
-only ever see arrays.
+0-d values are kept cheap: a kernel with a scalar form valid for the node's dtypes
+(``registry.ScalarForm``: AddV2's is ``{0} + {1}`` for real numbers, never bfloat16) is
+written as that expression guarded by a type test, so on NumPy scalars it costs a tenth of a
+ufunc call on 0-d arrays; on anything else the guard falls back to the kernel. Scalars come
+from 0-d constants (converted once, at compile time), from 0-d inputs at program entry and
+from 0-d kernel outputs read by scalar forms; they are turned back into 0-d arrays (``A``)
+before any other kernel sees them and on the way out, so kernels and callers only ever see
+arrays.
 """
 
 from __future__ import annotations
@@ -50,8 +51,11 @@ def to_scalar(v: Any) -> Any:
 
 
 def scalar_form(item: Any) -> str | None:
+    """The expression generated code computes ``item`` with on NumPy scalars, if its kernel has
+    a scalar form valid for the node's input dtypes (``ScalarForm.applies``); else None."""
     kd = kernels.lookup(item.op)
-    return kd.scalar if kd is not None and item.num_outputs == 1 else None
+    form = kd.scalar if kd is not None and item.num_outputs == 1 else None
+    return form.expr if form is not None and form.applies(item.input_dtypes) else None
 
 
 class Emitter:

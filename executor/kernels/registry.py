@@ -52,6 +52,31 @@ BF16_ATTRS = "_bfloat16_attrs"
 
 
 @dataclass(frozen=True)
+class ScalarForm:
+    """A kernel's scalar form, for compiled programs (codegen.py): a Python expression over
+    ``{0}``, ``{1}`` ... that gives bit for bit the kernel's result when every input is a
+    NumPy scalar (np.generic) of one of ``dtypes`` (TensorFlow DataType enums), e.g.
+    ``"{0} + {1}"`` for AddV2. A node whose inputs have another dtype runs its kernel. Never
+    bfloat16: it binds as float32, and only the kernel call rounds its results
+    (``kernel_call.call``); tests/test_fast_paths.py checks every declared dtype."""
+
+    expr: str
+    dtypes: frozenset[int]
+
+    def __post_init__(self) -> None:
+        from dfg.graphdef import dtypes as D
+
+        bad = self.dtypes & {D.DT_BFLOAT16, D.DT_STRING, D.DT_COMPLEX64, D.DT_COMPLEX128,
+                             D.DT_RESOURCE, D.DT_VARIANT}
+        if bad:
+            raise RuntimeError(f"scalar form {self.expr!r} cannot honour dtypes {sorted(bad)}")
+
+    def applies(self, input_types: Any) -> bool:
+        """Whether it computes the kernel's result for a node with these input types."""
+        return bool(input_types) and all(t % 100 in self.dtypes for t in input_types)
+
+
+@dataclass(frozen=True)
 class KernelDef:
     op: str
     fn: Callable[..., Any]
@@ -59,10 +84,8 @@ class KernelDef:
     # True: always run inline on the scheduling thread; False: always dispatch to the pool;
     # None: let the executor decide from the measured cost.
     cheap: bool | None = None
-    # The kernel's scalar form, for compiled programs: a Python expression over ``{0}``,
-    # ``{1}`` ... that gives exactly the kernel's result when every input is a NumPy scalar
-    # (np.generic) of a numeric or bool dtype, e.g. ``"{0} + {1}"`` for AddV2. None: none.
-    scalar: str | None = None
+    # the kernel's scalar form and the dtypes it is valid for (ScalarForm); None: none
+    scalar: ScalarForm | None = None
 
 
 _KERNELS: dict[tuple[str, str], KernelDef] = {}
@@ -70,7 +93,7 @@ _loaded = False
 
 
 def kernel(*ops: str, device: str = CPU, cheap: bool | None = None,
-           scalar: str | None = None) -> Callable:
+           scalar: ScalarForm | None = None) -> Callable:
     """Register the decorated function as the kernel of each op in ``ops`` (``scalar``: its
     scalar form, see KernelDef)."""
 
