@@ -60,7 +60,6 @@ import time
 from typing import Any
 
 from . import codegen, kernel_call
-from .blas import BLAS_OPS
 from .kernel_call import call
 from .plan import (
     CF_PROGRAM,
@@ -113,7 +112,7 @@ class _Program:
     def serial_kernels(self) -> list[NodeItem]:
         """Its BLAS products (found once; ``kernels`` is complete when a program runs)."""
         if self._serial is None:
-            self._serial = [k for k in self.kernels if k.op in BLAS_OPS]
+            self._serial = [k for k in self.kernels if k.spec.blas]
         return self._serial
 
 
@@ -510,7 +509,7 @@ def compile_frame(lay: FrameLayout, enters: list[NodeItem], all_inputs: dict,
         prog.loop = _compile_loop(nest, lay, enters, slots)
     except _Reject:
         return None
-    # a ref variable's in-place update (plan.REF_WRITERS) keeps the loop node by node: its
+    # a ref variable's in-place update (OpSpec.writes_ref) keeps the loop node by node: its
     # readers (v/read entered into the loop) must see the buffer change, and a program's
     # slots hold 0-d values as scalars, copies
     if any(k.writes_ref for k in nest.kernels):

@@ -30,7 +30,7 @@ from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
 from . import _einsum, _native
 from ._select import where
-from .registry import BF16_ATTRS, KernelContext, ScalarForm, kernel
+from .registry import BF16_ATTRS, KernelContext, ScalarForm, kernel, lookup
 
 Array = np.ndarray
 
@@ -725,18 +725,8 @@ for _op, _fn in _COMPLEX_PART.items():
 def add_n(ctx: KernelContext, *xs: Array) -> Array:
     if not xs:
         raise InvalidArgumentError("AddN needs at least one input, found none")
-    if not isinstance(xs[0], np.ndarray):  # variant values: their family adds them
-        from .ragged import add_ragged, is_ragged_variant
-        if is_ragged_variant(xs[0]):
-            acc = xs[0]
-            for x in xs[1:]:
-                acc = add_ragged(acc, x)
-            return acc
-        from .optional import add_n_optionals, is_optional
-        if is_optional(xs[0]):
-            return add_n_optionals(xs)
-        from .tensor_list import add_n_lists
-        return add_n_lists(xs)
+    if not isinstance(xs[0], np.ndarray):  # variant values: their family's handler (OpSpec)
+        return lookup("AddN").on_variant(ctx, *xs)
     first = xs[0]
     for i, x in enumerate(xs[1:], 1):
         if x.shape != first.shape:
@@ -850,7 +840,7 @@ def _matmul(a: Array, b: Array, out: np.dtype) -> Array:
     return _as(np.matmul(a, b), out)
 
 
-@kernel("MatMul")
+@kernel("MatMul", heavy=True, blas=True)
 def matmul(ctx: KernelContext, a: Array, b: Array) -> Array:
     for i, m in enumerate((a, b)):
         if m.ndim != 2:
@@ -897,24 +887,24 @@ def _batch_matmul(ctx: KernelContext, x: Array, y: Array, broadcast: bool,
     return _matmul(xa, ya, out)
 
 
-@kernel("BatchMatMul")
+@kernel("BatchMatMul", heavy=True, blas=True)
 def batch_matmul(ctx: KernelContext, x: Array, y: Array) -> Array:
     return _batch_matmul(ctx, x, y, False, x.dtype)
 
 
-@kernel("BatchMatMulV2")
+@kernel("BatchMatMulV2", heavy=True, blas=True)
 def batch_matmul_v2(ctx: KernelContext, x: Array, y: Array) -> Array:
     return _batch_matmul(ctx, x, y, True, x.dtype)
 
 
-@kernel("BatchMatMulV3")
+@kernel("BatchMatMulV3", heavy=True, blas=True)
 def batch_matmul_v3(ctx: KernelContext, x: Array, y: Array) -> Array:
     out = ctx.attrs.get("Tout")
     out = np.dtype(out) if out is not None else np.result_type(x, y)
     return _batch_matmul(ctx, x, y, True, out)
 
 
-@kernel("Einsum")
+@kernel("Einsum", heavy=True, blas=True)
 def einsum(ctx: KernelContext, *inputs: Array) -> Array:
     equation = str(ctx.attrs.get("equation", "")).replace(" ", "")
     lhs, arrow, rest = equation.partition("->")
