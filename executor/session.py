@@ -29,7 +29,7 @@ from dfg.graphdef.tensors import format_shape
 from . import blas, malloc
 from .executor import Step, WorkerPool
 from .plan import Plan, build_plan
-from .programs import add_programs
+from .program_compile import add_programs
 from .resources import ResourceManager
 
 
