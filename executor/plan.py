@@ -10,6 +10,7 @@ decisions, with one update policy documented there).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,9 +108,16 @@ class NodeItem(BoundKernel):
 
 
 class PlanStats:
-    """What steps learn about a plan: measured kernel costs and whether each program runs.
+    """A plan's runtime: what steps learn about it and make for it (measured kernel costs,
+    whether each program runs, programs' compiled code, whether a step ran it and what the
+    optimizer did), kept apart from the plan, which is immutable once built (as TensorFlow
+    keeps KernelStats apart from its ImmutableExecutorState).
 
-    The one mutable part of a plan. Update policy: a kernel's cost is an exponential average
+    ``lock`` guards ``compiled`` (code is compiled once, by the first step that needs it);
+    ``interpreted`` only grows (a lost race compiles one step later); the costs and decisions
+    are written without a lock (see below).
+
+    Update policy: a kernel's cost is an exponential average
     of its measured runs (µs; -1 until measured) that halves the gap to a faster run and
     moves a fifth of the way to a slower one, counting it at most 4x the average (``record``),
     written by whichever thread ran it (a lost update only delays a decision); a compiled
@@ -142,6 +150,15 @@ class PlanStats:
     MODE_SETTLE_RUNS = 3   # node-by-node steps before the program is first tried
 
     def __init__(self, num_ids: int) -> None:
+        self.lock = threading.Lock()
+        # program id -> its compiled code (codegen), False: it stays interpreted
+        self.compiled: dict[int, Any] = {}
+        self.interpreted: set[int] = set()   # straight-line programs interpreted once
+        # the session's (session.py, under its lock): a step has run the plan; the run-time
+        # optimizer's report; built unoptimized, its optimization due after its first run
+        self.ran = False
+        self.optimized: Any = None
+        self.deferred = False
         self.cost_us = [-1.0] * num_ids
         # item id -> a cost set by ``pin``: measurements no longer move it
         self.pinned: dict[int, float] = {}
@@ -189,6 +206,15 @@ class PlanStats:
         us = max(0.0, us) / max(1, kernel_calls)
         c = self.program_cost.get(prog.id)
         self.program_cost[prog.id] = us if c is None else 0.8 * c + 0.2 * us
+
+    def compile_once(self, prog: Any, compile_fn: Any) -> Any:
+        """``prog``'s compiled code, made by ``compile_fn(prog)`` on first use (under
+        ``lock``: two steps never compile one program twice)."""
+        with self.lock:
+            code = self.compiled.get(prog.id)
+            if code is None:
+                code = self.compiled[prog.id] = compile_fn(prog)
+            return code
 
     def pin(self, item: NodeItem, us: float) -> None:
         """Fix ``item``'s cost at ``us`` microseconds: the decisions that follow from measured
@@ -274,11 +300,23 @@ class Plan:
     inputs: dict[int, list[Any]] = field(default_factory=dict)
     controls: dict[int, list[NodeItem]] = field(default_factory=dict)
     stats: PlanStats = field(default_factory=lambda: PlanStats(0))
-    optimized: Any = None  # the run-time optimizer's report for this plan, if it ran
-    # built unoptimized by a Session whose optimization waits for the signature's second run
-    # (session.py, optimize="lazy"); ``ran``: a step has run it, so the next one optimizes
-    deferred: bool = False
-    ran: bool = False
+
+    # what changes while steps run lives in the plan's runtime (PlanStats); these read it
+    @property
+    def optimized(self) -> Any:
+        """The run-time optimizer's report for this plan, if it ran."""
+        return self.stats.optimized
+
+    @property
+    def deferred(self) -> bool:
+        """Built unoptimized by a Session whose optimization waits for the signature's second
+        run (session.py, optimize="lazy")."""
+        return self.stats.deferred
+
+    @property
+    def ran(self) -> bool:
+        """A step has run the plan (a deferred one is optimized next)."""
+        return self.stats.ran
 
     @property
     def reads_ref_variables(self) -> bool:

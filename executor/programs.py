@@ -85,6 +85,12 @@ class _Program:
     def runs(self) -> bool:
         return self.stats.program_runs(self)
 
+    @property
+    def compiled(self) -> Any:
+        """Its compiled code (codegen's result; None: not yet; False: it stays interpreted),
+        kept in the plan's runtime."""
+        return self.stats.compiled.get(self.id)
+
     def blocking_kernels(self) -> bool:
         """Whether a kernel is registered to run on the pool (``cheap=False``: it may block,
         waiting for a kernel the program would run after it)."""
@@ -113,7 +119,6 @@ class LoopProgram(_Program):
         self.exit_slots: list[int] = []
         self.loop: LoopIR                         # the frame's loop
         self.loops: list[LoopIR] = []             # every loop of the nest, by index
-        self.compiled: Any = None   # codegen.compile_loop's result (False: interpret)
 
     def __call__(self, ctx: Any, *enter_values: Any) -> list[Any]:
         state = ctx.step
@@ -123,10 +128,8 @@ class LoopProgram(_Program):
         if tracer is not None or compiled is False:
             return self._interpret(ctx, enter_values, tracer, ctl)
         if compiled is None:
-            try:
-                compiled = self.compiled = codegen.compile_loop(self)
-            except (SyntaxError, RecursionError, MemoryError):  # too deep for CPython
-                self.compiled = False
+            compiled = self.stats.compile_once(self, _compile_loop)
+            if compiled is False:
                 return self._interpret(ctx, enter_values, tracer, ctl)
         fn, template, items = compiled
         contexts = [kernel_call.context(k, ctx.resources, state, max_bytes=ctx.max_bytes)
@@ -146,6 +149,13 @@ class LoopProgram(_Program):
         run = Interpreter(self, ctx, vals, tracer, ctl)
         run.loop(self.loop)
         return [vals[s] for s in self.exit_slots]
+
+
+def _compile_loop(prog: LoopProgram) -> Any:
+    try:
+        return codegen.compile_loop(prog)
+    except (SyntaxError, RecursionError, MemoryError):  # too deep for CPython
+        return False
 
 
 class StraightLineProgram(_Program):
@@ -168,11 +178,9 @@ class StraightLineProgram(_Program):
         self._build = build   # program_compile's step builder: (program, plan) -> bool
         self._built: bool | None = None if plan is not None else True
         self._build_lock = threading.Lock()
-        self.compiled: Any = None   # codegen.compile_straight_line's result, or False
-        # Compiled on the second run: the first one interprets the steps, as compiling costs
-        # more than running once (Python's compile() of a 1000-kernel function: ~30 ms
-        # against ~2 ms to interpret it; the compiled step then takes 0.02 ms)
-        self.interpreted = False
+        # Compiled on the second run (PlanStats.compiled): the first one interprets the steps,
+        # as compiling costs more than running once (Python's compile() of a 1000-kernel
+        # function: ~30 ms against ~2 ms to interpret it; the compiled step then takes 0.02 ms)
 
     def ready(self) -> bool:
         """Whether the program can run, its steps built on first call."""
@@ -187,9 +195,10 @@ class StraightLineProgram(_Program):
             max_bytes: int | None, tracer: Any = None) -> list[Any]:
         if tracer is None:
             compiled = self.compiled
-            if compiled is None and self.interpreted:
-                compiled = self.compiled = codegen.compile_straight_line(self) or False
-            self.interpreted = True
+            if compiled is None and self.id in self.stats.interpreted:
+                compiled = self.stats.compile_once(
+                    self, lambda p: codegen.compile_straight_line(p) or False)
+            self.stats.interpreted.add(self.id)
             if compiled:
                 fn, template, items = compiled
                 contexts = [kernel_call.context(k, resources, step_state, max_bytes=max_bytes)

@@ -204,7 +204,7 @@ class Session:
         if optimize and not defer:
             graph, report = self._optimized(fetches, feeds, targets)
             if deferred is not None and _same_step(self.graph, graph, deferred):
-                deferred.optimized, deferred.deferred = report, False
+                deferred.stats.optimized, deferred.stats.deferred = report, False
                 return deferred
             if graph is not self.graph:
                 frames = analyze_frames(graph)
@@ -214,8 +214,8 @@ class Session:
             frames = self._frames
         plan = add_programs(build_plan(graph, frames, fetches, feeds, targets, self.device,
                                        self.max_bytes))
-        plan.optimized = report
-        plan.deferred = defer
+        plan.stats.optimized = report
+        plan.stats.deferred = defer
         return plan
 
     def _lazy(self, fetches: list[str], feeds: list[str], targets: list[str]) -> bool:
@@ -279,7 +279,7 @@ class Session:
         values = {key: self._convert_feed(plan, key, v) for key, v in feed_items}
         step = Step(plan, self.resources, self._pool, timeout, self.programs, trace,
                     self.max_bytes)
-        plan.ran = True
+        plan.stats.ran = True
         with self._lock:
             if self._closed:
                 raise CancelledError("the session is closed")
