@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from .kernel_call import call
-from .kernels import registry as kernels
 from .program_ir import If, KernelStep, LoopIR, Select, kernel_steps
 
 # NumPy scalar types the scalar forms handle (numeric and bool; not strings or objects)
@@ -54,8 +53,7 @@ def to_scalar(v: Any) -> Any:
 def scalar_form(item: Any) -> str | None:
     """The expression generated code computes ``item`` with on NumPy scalars, if its kernel has
     a scalar form valid for the node's input dtypes (``ScalarForm.applies``); else None."""
-    kd = kernels.lookup(item.op)
-    form = kd.scalar if kd is not None and item.num_outputs == 1 else None
+    form = item.spec.scalar if item.num_outputs == 1 else None
     return form.expr if form is not None and form.applies(item.input_dtypes) else None
 
 
