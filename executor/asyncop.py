@@ -11,35 +11,16 @@ ready nodes meanwhile, and wakes on ``done`` through the step's completion queue
 (executor/distributed/cluster.py aborts the step's rendezvous). A plan with an async kernel
 runs node by node: compiled programs call kernels synchronously.
 
-Transfer ops (``runs_dead``) run even when their inputs are dead, as TensorFlow runs its
+An async kernel is declared in its op's record (``kernel(..., start=fn, runs_dead=...)``,
+kernels/registry.py OpSpec). Transfer ops (``runs_dead``) run even when their inputs are dead, as TensorFlow runs its
 Send/Recv, so every send meets its receive: a dead input is sent as dead (``None``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 PENDING = object()     # what a start function returns when ``done`` will be called later
-
-# op -> start function; ops that run on dead inputs. Filled by the kernel families
-# (kernels/sendrecv.py) at import, read by plan.py when it binds a node.
-ASYNC_KERNELS: dict[str, Callable[..., Any]] = {}
-RUNS_DEAD: set[str] = set()
-
-
-def async_kernel(*ops: str, runs_dead: bool = False) -> Callable:
-    """Register the decorated ``start(ctx, args, where, done)`` for each op in ``ops``."""
-
-    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        for op in ops:
-            ASYNC_KERNELS[op] = fn
-            if runs_dead:
-                RUNS_DEAD.add(op)
-        return fn
-
-    return deco
-
 
 def where(tagged: tuple) -> tuple[str, int]:
     """(frame_id, iteration) of a tagged node: the chain of frame names, each with the

@@ -73,15 +73,10 @@ def configure(executor_threads: int) -> int | None:
         return min(lc.get_num_threads() for lc in ctl.lib_controllers)
 
 
-# Products that run on BLAS's own thread pool. With more than one BLAS thread, two of them at
-# once oversubscribe the cores (each spins up a full pool); the scheduler runs them one at a
-# time through GATE while other kernels go on in parallel, as TensorFlow shares one intra-op
-# pool among its kernels.
-BLAS_OPS = frozenset({
-    "MatMul", "_FusedMatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum",
-    "Conv2D", "_FusedConv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "Conv3D",
-    "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2",
-})
+# Products that run on BLAS's own thread pool (their records say so: ``OpSpec.blas``). With
+# more than one BLAS thread, two of them at once oversubscribe the cores (each spins up a full
+# pool); the scheduler runs them one at a time through GATE while other kernels go on in
+# parallel, as TensorFlow shares one intra-op pool among its kernels.
 GATE = threading.Lock()
 
 

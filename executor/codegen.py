@@ -1,6 +1,6 @@
 """Compiled programs: a program's steps turned into the source of one Python function.
 
-Interpreting a program (``programs.run_steps``) costs, per kernel, a loop turn, list indexing
+Interpreting a program (``program_interp.run_steps``) costs, per kernel, a loop turn, list indexing
 for every argument and result, and the bookkeeping around them. Generated code keeps every
 value in a local variable named after its slot (``s12``: node names never become code), calls
 the one kernel call (``kernel_call.call``) with the arguments written out, and checks the
@@ -10,13 +10,14 @@ parent's iteration, run to completion there), each cond branch an ``if`` on its 
 slot (the untaken side's nodes never run: dead values need no sentinel), each cond Merge a
 conditional expression picking the taken side's value.
 
-0-d values are kept cheap: a kernel with a scalar form (``KernelDef.scalar``: AddV2's is
-``{0} + {1}``) is written as that expression guarded by a type test, so on NumPy scalars it
-costs a tenth of a ufunc call on 0-d arrays; on anything else the guard falls back to the
-kernel. Scalars come from 0-d constants (converted once, at compile time), from 0-d inputs at
-program entry and from 0-d kernel outputs read by scalar forms; they are turned back into 0-d
-arrays (``A``) before any other kernel sees them and on the way out, so kernels and callers
-only ever see arrays.
+0-d values are kept cheap: a kernel with a scalar form valid for the node's dtypes
+(``registry.ScalarForm``: AddV2's is ``{0} + {1}`` for real numbers, never bfloat16) is
+written as that expression guarded by a type test, so on NumPy scalars it costs a tenth of a
+ufunc call on 0-d arrays; on anything else the guard falls back to the kernel. Scalars come
+from 0-d constants (converted once, at compile time), from 0-d inputs at program entry and
+from 0-d kernel outputs read by scalar forms; they are turned back into 0-d arrays (``A``)
+before any other kernel sees them and on the way out, so kernels and callers only ever see
+arrays.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .kernel_call import call
-from .kernels import registry as kernels
+from .program_ir import If, KernelStep, LoopIR, Select, kernel_steps
 
 # NumPy scalar types the scalar forms handle (numeric and bool; not strings or objects)
 SCALAR_TYPES = frozenset(np.dtype(c).type for c in "?bBhHiIlLqQefd")
@@ -50,8 +51,10 @@ def to_scalar(v: Any) -> Any:
 
 
 def scalar_form(item: Any) -> str | None:
-    kd = kernels.lookup(item.op)
-    return kd.scalar if kd is not None and item.num_outputs == 1 else None
+    """The expression generated code computes ``item`` with on NumPy scalars, if its kernel has
+    a scalar form valid for the node's input dtypes (``ScalarForm.applies``); else None."""
+    form = item.spec.scalar if item.num_outputs == 1 else None
+    return form.expr if form is not None and form.applies(item.input_dtypes) else None
 
 
 class Emitter:
@@ -64,9 +67,9 @@ class Emitter:
     def line(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
 
-    def steps(self, depth: int, steps: list[tuple], scalar_read: set[int],
+    def steps(self, depth: int, steps: list[KernelStep], scalar_read: set[int],
               free: bool) -> None:
-        """The code of ``(item, arg slots, first out slot, stateful, frees)`` steps.
+        """The code of kernel steps (program_ir.KernelStep).
         ``scalar_read``: slots some scalar form reads (outputs written there are converted);
         ``free``: clear each slot after its last reader (straight-line programs)."""
         for item, args, out, _stateful, frees in steps:
@@ -104,7 +107,7 @@ class Emitter:
         return fn
 
 
-def scalar_reads(steps: list[tuple]) -> set[int]:
+def scalar_reads(steps: list[KernelStep]) -> set[int]:
     """Slots read by kernels that have a scalar form."""
     out: set[int] = set()
     for item, args, _o, _s, _f in steps:
@@ -144,24 +147,8 @@ def compile_loop(prog: Any) -> tuple[Callable, list[Any], list[Any]]:
     """``fn(T, E, K, C, ctl) -> (exit values, iterations per loop)`` for a loop program (E:
     the Enters' values): its loop, the loops nested in it and the conds in their bodies, as
     nested ``while``/``if`` statements of one function."""
-    from .programs import If, LoopIR, Select
-
     em = Emitter()
-    all_steps: list[tuple] = []
-
-    def collect(stmts: list) -> None:
-        for st in stmts:
-            if type(st) is tuple:
-                all_steps.append(st)
-            elif type(st) is If:
-                collect(st.block)
-            elif type(st) is LoopIR:
-                collect(st.pre)
-                collect(st.body)
-
-    collect(prog.loop.pre)
-    collect(prog.loop.body)
-    reads = scalar_reads(all_steps)
+    reads = scalar_reads(list(kernel_steps([prog.loop])))
     # a value written where a scalar form reads it is converted on the way in
     t = template_line(em, prog.template, reads)
     for k, slot in enumerate(prog.enter_slots):
@@ -173,7 +160,7 @@ def compile_loop(prog: Any) -> tuple[Callable, list[Any], list[Any]]:
         if not stmts:
             em.line(depth, "pass")
         for st in stmts:
-            if type(st) is tuple:
+            if type(st) is KernelStep:
                 em.steps(depth, [st], reads, free=False)
             elif type(st) is If:
                 em.line(depth, f"if {'' if st.side else 'not '}s{st.pred}:")

@@ -23,14 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from dfg.graphdef.errors import InternalError, InvalidArgumentError, OpError
+from dfg.graphdef.errors import InvalidArgumentError, OpError
 
 from . import blas, kernel_call
 from .asyncop import PENDING, where
 from .cancel import WATCHDOG, StepControl, deadline_error
 from .kernel_call import call_timed, checked_outputs, quiet
+from .kernels import control_flow
 from .kernels.registry import KernelContext
-from .plan import CONST, FORWARD, HEAVY_OPS, MERGE_INDEX, SWITCH, NodeItem, Plan
+from .plan import CONST, FORWARD, SWITCH, NodeItem, Plan
 from .programs import CONTROL_KEY
 from .propagator import FramePropagator, SimplePropagator
 
@@ -39,7 +40,7 @@ _NONES = [[None] * n for n in range(64)]
 # Kernels measured above this many microseconds go to the pool (when there is other work).
 EXPENSIVE_US = 200.0
 # Unmeasured kernels with an input this large are assumed expensive: ops presumed heavy
-# (plan.HEAVY_OPS) from 32K elements, any other op from 1M. NumPy's elementwise kernels take
+# (``OpSpec.heavy``) from 32K elements, any other op from 1M. NumPy's elementwise kernels take
 # 2-9 us on 32K float32 elements and 0.1-0.3 ms on 1M here: below 1M a trip to the pool
 # (tens of us) costs more than it can overlap; with 32K for every op, the first step of the
 # Transformer bench sent its Mul/Add/Softmax there and took 1.4 ms more than the second.
@@ -220,11 +221,11 @@ class Step:
                     if kind == FORWARD:
                         outputs = args
                     elif kind == SWITCH:
-                        outputs = (None, args[0]) if args[1] else (args[0], None)
+                        outputs = control_flow.switch(args[0], args[1])
                     elif kind == CONST:
                         outputs = item.const_out
                     else:
-                        outputs = _merge(args)
+                        outputs = control_flow.merge(args)
                 else:
                     if item.async_start is not None:
                         try:
@@ -337,14 +338,6 @@ def _start_async(tagged: tuple, args: list, ctx: KernelContext, done: queue.Simp
         raise kernel_call.kernel_error(item, e, args) from None
 
 
-def _merge(args: list) -> tuple:
-    """A Merge: its first live input and that input's index (int32)."""
-    for i, x in enumerate(args):
-        if x is not None:
-            return (x, MERGE_INDEX[i] if i < 64 else np.asarray(i, dtype=np.int32))
-    raise InternalError("Merge ran without a live input")
-
-
 def _output_in_root(tagged: tuple) -> bool:
     """Whether the outputs of this run of a node land in the root frame (fetchable)."""
     frame = tagged[1]
@@ -359,7 +352,7 @@ _GATE = blas.GATE if blas.gated() else None
 def _run_kernel(tagged: tuple, args: list, ctx: KernelContext, tracer: Any) -> tuple:
     """The scheduler's kernel call (inline or on a worker): the one kernel call, or the
     tracer's timed wrapper of it; BLAS products one at a time (blas.GATE says why)."""
-    if _GATE is not None and tagged[0].op in blas.BLAS_OPS:
+    if _GATE is not None and tagged[0].spec.blas:
         with _GATE:
             return _call(tagged, args, ctx, tracer)
     return _call(tagged, args, ctx, tracer)
@@ -378,14 +371,14 @@ def _expensive(item: NodeItem, args: list, stats: Any) -> bool:
     4-28 ms, in whole scheduler ticks, against 2 of 100 from the main thread; the MLP bench's
     first step stalled past 5 ms in 12 of 25 new Sessions (median 2.7 ms), and in none with
     its products inline (median 1.1 ms). Warm steps were equal within noise."""
-    if _GATE is not None and item.op in blas.BLAS_OPS:
+    if _GATE is not None and item.spec.blas:
         return False
     if item.cheap is not None:
         return not item.cheap
     c = stats.cost_us[item.id]
     if c >= 0:
         return c > EXPENSIVE_US
-    large = LARGE_INPUT if item.op in HEAVY_OPS else LARGE_ANY_INPUT
+    large = LARGE_INPUT if item.spec.heavy else LARGE_ANY_INPUT
     for a in args:
         if type(a) is np.ndarray and a.size >= large:
             return True

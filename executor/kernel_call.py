@@ -44,11 +44,13 @@ quiet = np.errstate  # ``with quiet(all="ignore"):`` around a step's kernel call
 class BoundKernel:
     """A node bound to its kernel: everything :func:`call` needs, nothing about scheduling.
 
-    Immutable once bound. ``deref`` lists the inputs that may arrive as ref objects (a
+    Immutable once bound. ``spec`` is the op's registry record (``OpSpec``: every per-op
+    fact); ``fn``, ``cheap`` and ``size_check`` are its kernel, cost class and estimator,
+    copied for the hot paths. ``deref`` lists the inputs that may arrive as ref objects (a
     ``VariableRef``) and must be read first; ``size_check`` is the op's output-size estimator
     (None for ops whose outputs cannot outgrow their inputs by much)."""
 
-    __slots__ = ("name", "op", "fn", "cheap", "attrs", "num_inputs", "num_outputs",
+    __slots__ = ("name", "op", "spec", "fn", "cheap", "attrs", "num_inputs", "num_outputs",
                  "input_dtypes", "out_types", "out_dtypes", "deref", "stateful", "size_check",
                  "bf16_out")
 
@@ -101,7 +103,7 @@ def bind(node: Any, device: str = kernels.CPU, into: BoundKernel | None = None
         _BOUND[key] = bound
     k = into if into is not None else BoundKernel()
     k.name = proto.name
-    (k.op, k.fn, k.cheap, attrs, k.num_inputs, k.num_outputs, k.input_dtypes, k.out_types,
+    (k.op, k.spec, k.fn, k.cheap, attrs, k.num_inputs, k.num_outputs, k.input_dtypes, k.out_types,
      k.out_dtypes, k.deref, k.stateful, k.size_check, k.bf16_out) = bound
     attrs = dict(attrs)      # a node's own dict: what one kernel does to it stays there
     if tensors:
@@ -123,14 +125,14 @@ def _bind_signature(proto: Any, opdef: Any, device: str) -> tuple:
         raise UnimplementedError(f"no {device} kernel for op {proto.op}", node=proto.name,
                                  op=proto.op)
     return (
-        proto.op, kd.fn, kd.cheap, bind_attrs(opdef, proto, _key_attrs(opdef)[0]),
+        proto.op, kd, kd.fn, kd.cheap, bind_attrs(opdef, proto, _key_attrs(opdef)[0]),
         len(in_types), len(out_types),
         in_types, out_types, [numpy_dtype(t) for t in out_types],
         tuple(i for i, t in enumerate(in_types) if not D.is_ref(t)),
         # ops on refs (V1 queues, TensorArrays, stacks, Assign ...) act on state: they get
         # the run's context (cancel flag, step state) as stateful ops do
         bool(opdef.is_stateful) or any(D.is_ref(t) for t in in_types),
-        limits.estimator(proto.op),
+        kd.estimate,
         # bfloat16 outputs (held as float32) are rounded after the kernel: see dtypes._NP
         tuple(i for i, t in enumerate(out_types) if D.base(t) == D.DT_BFLOAT16
               and not D.is_ref(t)))
@@ -146,12 +148,12 @@ def bind_op(op: str, attrs: dict[str, Any], device: str = kernels.CPU) -> BoundK
     opdef = registry().get(op)
     k = BoundKernel()
     k.name = k.op = op
-    k.fn, k.cheap, k.attrs = kd.fn, kd.cheap, attrs
+    k.spec, k.fn, k.cheap, k.attrs = kd, kd.fn, kd.cheap, attrs
     k.num_inputs, k.num_outputs = -1, None
     k.input_dtypes, k.out_types, k.out_dtypes = [], [], []
     k.deref = ()
     k.stateful = bool(opdef is not None and opdef.is_stateful)
-    k.size_check = limits.estimator(op)
+    k.size_check = kd.estimate
     k.bf16_out = ()
     return k
 
@@ -231,6 +233,23 @@ def _round_bf16(k: BoundKernel, res: Any) -> Any:
             if o.dtype.kind in "fiub":
                 outs[i] = D.round_bfloat16(o)
     return outs[0] if single else outs
+
+
+def call_op(ctx: KernelContext | None, op: str, args: list, attrs: dict | None = None) -> Any:
+    """A kernel calling another op's kernel (``ResourceGatherNd`` gathering with GatherNd,
+    a variant's ZerosLike of its elements): bound by op name (attrs as the kernel sees them;
+    type attrs left out are taken from ``args``), through :func:`call`, with a context from
+    :func:`context` carrying the caller's resources, step state, deadline and budget. Errors
+    name the calling node. The result is what the kernel returned."""
+    from .kernels.registry import complete_attrs
+
+    args = list(args)
+    k = bind_op(op, complete_attrs(op, dict(attrs or {}), args))
+    if ctx is None:
+        return call(k, args, context(k))
+    k.name = ctx.node
+    return call(k, args, context(k, ctx.resources, ctx.step, deadline=ctx.deadline,
+                                 frame=ctx.frame, max_bytes=ctx.max_bytes))
 
 
 def call_timed(k: BoundKernel, args: list, ctx: KernelContext) -> tuple[Any, float]:

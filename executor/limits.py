@@ -3,9 +3,10 @@ before the kernel allocates it.
 
 Most ops' outputs are about as large as their inputs, which already exist: they need no
 check. The few whose output can be far larger than their inputs (Fill, Tile, Range,
-BroadcastTo, Gather, MatMul, string widths and joins, ...) register an estimator here:
-``fn(k, args) -> bytes``, from the input shapes and values and the bound attrs (``k.attrs``).
-``kernel_call.call`` runs it when the step has a budget (``KernelContext.max_bytes``).
+BroadcastTo, Gather, MatMul, string widths and joins, ...) have an estimator, written here
+and declared on the op's registry record (``OpSpec.estimate``): ``fn(k, args) -> bytes``,
+from the input shapes and values and the bound attrs (``k.attrs``). ``kernel_call.call``
+runs it when the step has a budget (``KernelContext.max_bytes``).
 
 An estimator is an upper bound of what the outputs will hold, computed without allocating:
 arithmetic on shapes and on the few small inputs that say a size (``dims``, ``multiples``,
@@ -32,15 +33,10 @@ import numpy as np
 
 from dfg.graphdef.errors import ResourceExhaustedError
 
-# op -> estimator(k, args) -> bytes the outputs will need (an upper bound is fine)
-ESTIMATORS: dict[str, Callable[[Any, list], int]] = {}
+from .kernels.registry import declare
 
 # one string element: the object array's 8-byte pointer and CPython's 33-byte bytes header
 STR_OVERHEAD = 41
-
-
-def estimator(op: str) -> Callable[[Any, list], int] | None:
-    return ESTIMATORS.get(op)
 
 
 def check(k: Any, args: list, max_bytes: int) -> None:
@@ -52,9 +48,10 @@ def check(k: Any, args: list, max_bytes: int) -> None:
 
 
 def register(*ops: str) -> Callable:
+    """Declare the decorated ``fn(k, args) -> bytes`` as the estimator of ``ops`` (it lives in
+    their registry records: ``OpSpec.estimate``)."""
     def deco(fn: Callable[[Any, list], int]) -> Callable[[Any, list], int]:
-        for op in ops:
-            ESTIMATORS[op] = fn
+        declare(*ops, estimate=fn)
         return fn
     return deco
 
@@ -492,8 +489,8 @@ for _op in ("Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "DivNoNan", "FloorDi
             "Atan2", "Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
             "LogicalAnd", "LogicalOr", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "LeftShift",
             "RightShift", "Xdivy", "Xlogy", "Xlog1py", "MulNoNan", "Mod", "ApproximateEqual"):
-    ESTIMATORS[_op] = _broadcast2
-ESTIMATORS["SelectV2"] = _broadcast3
+    declare(_op, estimate=_broadcast2)
+declare("SelectV2", estimate=_broadcast3)
 
 
 @register("Complex")

@@ -10,6 +10,7 @@ decisions, with one update policy documented there).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,27 +35,22 @@ from dfg.graphdef.op_sets import INPUT_OPS
 from dfg.graphdef.opdefs.registry import SignatureError, registry
 from dfg.graphdef.shapes import input_shape
 
-from .asyncop import ASYNC_KERNELS, RUNS_DEAD
-from .blas import BLAS_OPS, gated
+from .blas import gated
 from .kernel_call import BoundKernel, bind, bind_attrs, context  # noqa: F401 (bind_attrs)
 from .kernels import registry as kernels
+from .kernels.control_flow import MERGE_INDEX  # noqa: F401 (programs read it here)
 
-# Ops the scheduler runs without calling a kernel: 1 forwards its one input, 2 is a Switch
-# (input to the output the predicate picks), 3 a Merge (first live input and its index), 4 a
-# Const (its value, bound at plan time: ``NodeItem.const_out``).
-FORWARD, SWITCH, MERGE, CONST = 1, 2, 3, 4
+# Ops the scheduler runs without calling a kernel (``NodeItem.transfer``, from the op's
+# record ``OpSpec.transfer``): FORWARD, SWITCH, MERGE (kernels/control_flow.py says what they
+# do) and CONST (its value, bound at plan time: ``NodeItem.const_out``).
+FORWARD, SWITCH, MERGE, CONST = (kernels.FORWARD, kernels.SWITCH, kernels.MERGE,
+                                 kernels.CONST)
 # How the frame propagator treats a node's outputs (NodeItem.cf_kind): in its own iteration,
 # into a child frame, out to the parent frame, or into the next iteration.
 # CF_PROGRAM marks a frame's loop program (programs.py), run as one pseudo node.
 CF_NONE, CF_ENTER, CF_EXIT, CF_NEXT_ITERATION, CF_PROGRAM = 0, 1, 2, 3, 4
-TRANSFER = {**dict.fromkeys(("Identity", "Enter", "Exit", "NextIteration", "LoopCond",
-                             "StopGradient", "Snapshot", "RefIdentity", "RefEnter", "RefExit",
-                             "RefNextIteration"), FORWARD),
-            "Switch": SWITCH, "RefSwitch": SWITCH, "Merge": MERGE, "RefMerge": MERGE}
-
-
-# a Merge's value_index output for its first 64 inputs, made once
-MERGE_INDEX = [np.asarray(i, dtype=np.int32) for i in range(64)]
+# the record of a node the plan adds itself (a loop program)
+PSEUDO_SPEC = kernels.OpSpec("LoopProgram", None)
 
 
 class NodeItem(BoundKernel):
@@ -102,6 +98,7 @@ class NodeItem(BoundKernel):
         """A node the plan adds itself (a loop program): stateful, unchecked outputs."""
         item = cls(idx)
         item.name, item.op, item.fn, item.cheap, item.attrs = name, op, fn, None, {}
+        item.spec = PSEUDO_SPEC
         item.num_inputs, item.num_outputs = len(input_types), len(out_types)
         item.input_dtypes, item.out_types = list(input_types), list(out_types)
         item.out_dtypes = [None] * len(out_types)
@@ -115,9 +112,16 @@ class NodeItem(BoundKernel):
 
 
 class PlanStats:
-    """What steps learn about a plan: measured kernel costs and whether each program runs.
+    """A plan's runtime: what steps learn about it and make for it (measured kernel costs,
+    whether each program runs, programs' compiled code, whether a step ran it and what the
+    optimizer did), kept apart from the plan, which is immutable once built (as TensorFlow
+    keeps KernelStats apart from its ImmutableExecutorState).
 
-    The one mutable part of a plan. Update policy: a kernel's cost is an exponential average
+    ``lock`` guards ``compiled`` (code is compiled once, by the first step that needs it);
+    ``interpreted`` only grows (a lost race compiles one step later); the costs and decisions
+    are written without a lock (see below).
+
+    Update policy: a kernel's cost is an exponential average
     of its measured runs (µs; -1 until measured) that halves the gap to a faster run and
     moves a fifth of the way to a slower one, counting it at most 4x the average (``record``),
     written by whichever thread ran it (a lost update only delays a decision); a compiled
@@ -128,7 +132,7 @@ class PlanStats:
     interpreter) exceeds ``PROGRAM_LEAVE_US``, and comes back only when every kernel's
     average, measured node by node, falls to ``PROGRAM_ENTER_US`` again.
 
-    BLAS products (convolutions, matmuls: ``blas.BLAS_OPS``) do not count in a straight-line
+    BLAS products (convolutions, matmuls: ``OpSpec.blas``) do not count in a straight-line
     program while they are gated (``blas.gated``): node by node they run one at a time too,
     each on every core (BLAS's threads, the native kernels' pool), so all node by node could
     overlap with them is cheap kernels, and it pays a scheduling trip per node for that. A
@@ -150,7 +154,18 @@ class PlanStats:
     MODE_SETTLE_RUNS = 3   # node-by-node steps before the program is first tried
 
     def __init__(self, num_ids: int) -> None:
+        self.lock = threading.Lock()
+        # program id -> its compiled code (codegen), False: it stays interpreted
+        self.compiled: dict[int, Any] = {}
+        self.interpreted: set[int] = set()   # straight-line programs interpreted once
+        # the session's (session.py, under its lock): a step has run the plan; the run-time
+        # optimizer's report; built unoptimized, its optimization due after its first run
+        self.ran = False
+        self.optimized: Any = None
+        self.deferred = False
         self.cost_us = [-1.0] * num_ids
+        # item id -> a cost set by ``pin``: measurements no longer move it
+        self.pinned: dict[int, float] = {}
         self.program_on: dict[int, bool] = {}    # program item id -> current decision
         # program item id -> mean µs per kernel call in its compiled runs (EMA)
         self.program_cost: dict[int, float] = {}
@@ -196,7 +211,26 @@ class PlanStats:
         c = self.program_cost.get(prog.id)
         self.program_cost[prog.id] = us if c is None else 0.8 * c + 0.2 * us
 
+    def compile_once(self, prog: Any, compile_fn: Any) -> Any:
+        """``prog``'s compiled code, made by ``compile_fn(prog)`` on first use (under
+        ``lock``: two steps never compile one program twice)."""
+        with self.lock:
+            code = self.compiled.get(prog.id)
+            if code is None:
+                code = self.compiled[prog.id] = compile_fn(prog)
+            return code
+
+    def pin(self, item: NodeItem, us: float) -> None:
+        """Fix ``item``'s cost at ``us`` microseconds: the decisions that follow from measured
+        costs (inline or pool, program or node by node) become those of a machine where it
+        costs that, whatever this one measures (tests: a busy machine must not change what
+        they assert; tools comparing modes)."""
+        self.pinned[item.id] = us
+        self.cost_us[item.id] = us
+
     def record(self, item: NodeItem, secs: float) -> None:
+        if self.pinned and item.id in self.pinned:
+            return
         c = self.cost_us[item.id]
         us = secs * 1e6
         if c < 0:
@@ -220,37 +254,19 @@ class PlanStats:
             leave = self.PROGRAM_LEAVE_US
             if self.program_cost.get(prog.id, 0.0) > leave or any(
                     cost[k.id] > leave for k in prog.kernels
-                    if k.cheap is None and not (serial and k.op in BLAS_OPS)):
+                    if k.cheap is None and not (serial and k.spec.blas)):
                 on = False
                 self.program_cost.pop(prog.id, None)
         else:
             enter = self.PROGRAM_ENTER_US
             # a gated product must have been measured (its cost is what a program's mean
             # leaves out): the first step, node by node, measures it
-            on = all(k.cheap or (serial and k.op in BLAS_OPS and cost[k.id] >= 0) or (
+            on = all(k.cheap or (serial and k.spec.blas and cost[k.id] >= 0) or (
                 k.cheap is None and (
-                cost[k.id] <= enter if cost[k.id] >= 0 else not statically_heavy(k)))
+                cost[k.id] <= enter if cost[k.id] >= 0 else not k.spec.heavy))
                 for k in prog.kernels)
         self.program_on[prog.id] = on
         return on
-
-
-# Ops whose kernels are presumed expensive until measured: the first step of a plan holding
-# one runs node by node (where they can run in parallel); anything else is presumed cheap.
-HEAVY_OPS = frozenset({
-    "Conv2D", "Conv3D", "DepthwiseConv2dNative", "Conv2DBackpropInput", "Conv2DBackpropFilter",
-    "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MatMul", "BatchMatMul",
-    "BatchMatMulV2", "BatchMatMulV3", "Einsum", "_FusedConv2D", "_FusedMatMul",
-    "_FusedDepthwiseConv2dNative", "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3",
-    "MaxPool", "AvgPool", "MaxPool3D", "AvgPool3D", "Conv2DTranspose", "FFT", "IFFT",
-    "RFFT", "IRFFT", "MatrixInverse", "Svd", "Qr", "SelfAdjointEigV2", "Cholesky",
-    "MatrixSolve", "LSTMBlockCell", "CropAndResize", "ResizeBilinear", "ResizeBicubic",
-    "NonMaxSuppressionV3", "NonMaxSuppressionV4", "NonMaxSuppressionV5",
-})
-
-
-def statically_heavy(item: NodeItem) -> bool:
-    return item.op in HEAVY_OPS
 
 
 @dataclass
@@ -265,12 +281,6 @@ class FrameLayout:
     parallel_iterations: int = 10
     exits: list[NodeItem] = field(default_factory=list)
     program: Any = None   # a LoopProgram when the frame is a loop nest programs.py compiles
-
-
-# Ops that update a ref variable's buffer in place (resources.VariableRef.store): readers of
-# the buffer see their writes, so where they run among the ready nodes matters (executor.py
-# runs them after the other ready work; programs.py keeps their steps node by node).
-REF_WRITERS = ("Assign", "Scatter", "Apply", "SparseApply", "CountUpTo", "StridedSliceAssign")
 
 
 @dataclass
@@ -294,11 +304,23 @@ class Plan:
     inputs: dict[int, list[Any]] = field(default_factory=dict)
     controls: dict[int, list[NodeItem]] = field(default_factory=dict)
     stats: PlanStats = field(default_factory=lambda: PlanStats(0))
-    optimized: Any = None  # the run-time optimizer's report for this plan, if it ran
-    # built unoptimized by a Session whose optimization waits for the signature's second run
-    # (session.py, optimize="lazy"); ``ran``: a step has run it, so the next one optimizes
-    deferred: bool = False
-    ran: bool = False
+
+    # what changes while steps run lives in the plan's runtime (PlanStats); these read it
+    @property
+    def optimized(self) -> Any:
+        """The run-time optimizer's report for this plan, if it ran."""
+        return self.stats.optimized
+
+    @property
+    def deferred(self) -> bool:
+        """Built unoptimized by a Session whose optimization waits for the signature's second
+        run (session.py, optimize="lazy")."""
+        return self.stats.deferred
+
+    @property
+    def ran(self) -> bool:
+        """A step has run the plan (a deferred one is optimized next)."""
+        return self.stats.ran
 
     @property
     def has_async(self) -> bool:
@@ -562,14 +584,17 @@ def _make_item(node: Any, idx: int, device: str = kernels.CPU,
         if item.is_enter else 0
     item.deref = ()   # the plan sets it from the producers' output types
     # transfer ops only move a value; the scheduler does that itself, skipping two calls
-    item.transfer = TRANSFER.get(op, 0)
-    value = attrs.get("value")
-    if op == "Const" and type(value) is np.ndarray and value.dtype == item.out_dtypes[0]:
-        item.transfer = CONST
-        item.const_out = (value,)
-    item.writes_ref = op.startswith(REF_WRITERS) and any(D.is_ref(t) for t in item.input_dtypes)
-    item.async_start = ASYNC_KERNELS.get(op)
-    item.runs_dead = op in RUNS_DEAD
+    spec = item.spec
+    item.transfer = spec.transfer
+    if item.transfer == CONST:
+        value = attrs.get("value")
+        if type(value) is np.ndarray and value.dtype == item.out_dtypes[0]:
+            item.const_out = (value,)
+        else:
+            item.transfer = 0
+    item.writes_ref = spec.writes_ref and any(D.is_ref(t) for t in item.input_dtypes)
+    item.async_start = spec.start
+    item.runs_dead = spec.runs_dead
     # stateless kernels see only their attrs: one context serves every run; stateful ones
     # (variables, TensorArrays, stacks) get a per-run context carrying the step's state
     if not item.stateful:

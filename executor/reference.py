@@ -2,7 +2,8 @@
 
 Simple, slow and single-threaded, written from TensorFlow's control-flow rules rather than
 from the executor: it shares nothing with ``executor.py``/``propagator.py`` but the one kernel
-call (``kernel_call``). Control-flow ops are interpreted here, every other node runs its kernel.
+call (``kernel_call``) and what Switch and Merge do to values (``kernels/control_flow.py``).
+Control-flow ops are interpreted here, every other node runs its kernel.
 
 The model (TensorFlow v1 control flow, ``core/common_runtime/propagator_state.cc`` and "Dynamic
 Control Flow in Large-Scale Machine Learning"):
@@ -53,6 +54,7 @@ from dfg.graphdef.opdefs.registry import registry
 from dfg.graphdef.prune import dependencies
 
 from .kernel_call import BoundKernel, bind, call, context, numpy_dtype, quiet
+from .kernels import control_flow
 from .resources import ResourceManager
 
 DEAD = None          # an output slot that carries no value
@@ -326,12 +328,12 @@ class Reference:
             return True
         if any(x is PENDING for x in ctrl):
             return False
-        for i, (r, (_src, k)) in enumerate(zip(data, node.inputs)):
-            if isinstance(r, Ran) and r.out(k) is not DEAD:
-                v = r.out(k)
-                fr.cur[node.name] = Ran(False, (v if node.op == "RefMerge" else _read(v),
-                                                np.asarray(i, dtype=np.int32)))
-                return True
+        live = [r.out(k) if isinstance(r, Ran) and r.out(k) is not DEAD else None
+                for r, (_src, k) in zip(data, node.inputs)]
+        if any(v is not None for v in live):
+            v, index = control_flow.merge(live)
+            fr.cur[node.name] = Ran(False, (v if node.op == "RefMerge" else _read(v), index))
+            return True
         from_enter = any(isinstance(r, Ran) and self.graph.node(src).op in ENTER_OPS
                          for r, (src, _k) in zip(data, node.inputs))
         if from_enter or all(isinstance(r, Ran) for r in data):
@@ -351,7 +353,7 @@ class Reference:
                 raise InvalidArgumentError(f"the predicate must be a scalar, found shape "
                                            f"{list(p.shape)}", node=node.name, op=op)
             data = data if op == "RefSwitch" else _read(data)
-            return (DEAD, data) if bool(p) else (data, DEAD)
+            return tuple(DEAD if v is None else v for v in control_flow.switch(data, bool(p)))
         if op in ENTER_OPS or op in EXIT_OPS or op in NEXT_ITERATION_OPS \
                 or op in LOOP_COND_OPS:
             return (args[0] if op.startswith("Ref") else _read(args[0]),)

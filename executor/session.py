@@ -29,7 +29,7 @@ from dfg.graphdef.tensors import format_shape
 from . import blas, malloc
 from .executor import Step, WorkerPool
 from .plan import Plan, build_plan
-from .programs import add_programs
+from .program_compile import add_programs
 from .resources import ResourceManager
 
 
@@ -245,7 +245,7 @@ class Session:
         if optimize and not defer:
             graph, report = self._optimized(fetches, feeds, targets)
             if deferred is not None and _same_step(self.graph, graph, deferred):
-                deferred.optimized, deferred.deferred = report, False
+                deferred.stats.optimized, deferred.stats.deferred = report, False
                 return deferred
             if graph is not self.graph:
                 frames = analyze_frames(graph)
@@ -255,8 +255,8 @@ class Session:
             frames = self._frames
         plan = add_programs(build_plan(graph, frames, fetches, feeds, targets, self.device,
                                        self.max_bytes))
-        plan.optimized = report
-        plan.deferred = defer
+        plan.stats.optimized = report
+        plan.stats.deferred = defer
         return plan
 
     def _lazy(self, fetches: list[str], feeds: list[str], targets: list[str]) -> bool:
@@ -326,7 +326,7 @@ class Session:
             from .kernels.sendrecv import RENDEZVOUS_KEY
 
             step.step_state[RENDEZVOUS_KEY] = rendezvous
-        plan.ran = True
+        plan.stats.ran = True
         with self._lock:
             if self._closed:
                 raise CancelledError("the session is closed")

@@ -135,6 +135,33 @@ def _umask() -> int:
     return mask
 
 
+def _hold_signals() -> object:
+    """Block SIGTERM/SIGINT/SIGHUP (main thread, where our handlers run); the old mask, or
+    None where signals cannot be blocked."""
+    if threading.current_thread() is not threading.main_thread() \
+            or not hasattr(signal, "pthread_sigmask"):
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+
+
+def _release_signals(held: object) -> None:
+    if held is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _open_temp(path: Path, dest: object) -> tuple[int, Path]:
+    """Create the temp file for a write to ``path``: (its descriptor, its name)."""
+    for serial in range(100):
+        tmp = temp_name(path, serial=serial)
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), tmp
+        except FileExistsError:
+            continue  # another write of ours to the same path (a thread)
+        except OSError as e:
+            raise UsageError(f"cannot write: {e.strerror}", source=str(dest)) from None
+    raise UsageError("cannot write: too many temporary files", source=str(dest))
+
+
 def write_atomic(dest: str | os.PathLike[str], data: bytes | Iterable[bytes]) -> None:
     """Write ``data`` (bytes, or chunks of bytes) to ``dest`` atomically; ``-`` is stdout.
 
@@ -152,21 +179,17 @@ def write_atomic(dest: str | os.PathLike[str], data: bytes | Iterable[bytes]) ->
         path = Path(".") / path
     remove_stale(path)
     with _cleanup_on_signals():
-        tmp = None
-        fd = -1
-        for serial in range(100):
-            tmp = temp_name(path, serial=serial)
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                break
-            except FileExistsError:
-                continue  # another write of ours to the same path (a thread)
-            except OSError as e:
-                raise UsageError(f"cannot write: {e.strerror}", source=str(dest)) from None
-        if fd < 0:
-            raise UsageError("cannot write: too many temporary files", source=str(dest))
+        # Signals are held off from before the temp file exists until the code that removes
+        # it on the way out knows its name: one landing in between would leave it behind.
+        held = _hold_signals()
+        tmp: Path | None = None
+        f = None
         try:
-            with os.fdopen(fd, "wb") as f:
+            fd, tmp = _open_temp(path, dest)
+            f = os.fdopen(fd, "wb")
+            _release_signals(held)   # a signal that came meanwhile is handled here
+            held = None
+            with f:
                 for c in chunks:
                     f.write(c)
                 f.flush()
@@ -178,8 +201,14 @@ def write_atomic(dest: str | os.PathLike[str], data: bytes | Iterable[bytes]) ->
             os.chmod(tmp, mode)
             os.replace(tmp, path)
         except BaseException as e:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            if f is not None:
+                with contextlib.suppress(OSError):
+                    f.close()
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            if held is not None:
+                _release_signals(held)   # may raise for a pending signal: cleanup is done
             if isinstance(e, OSError) and not isinstance(e, _Interrupted):
                 raise UsageError(f"cannot write: {e.strerror or e}", source=str(dest)) from None
             raise

@@ -42,13 +42,12 @@ def _long_loop(fail_at: int | None, n: int = 1_000_000):
 @pytest.mark.parametrize("programs,threads", MODES)
 def test_an_error_in_the_first_iteration_of_a_long_loop_surfaces_at_once(programs, threads):
     gd = _long_loop(fail_at=1)
+    # 2**31 - 1 iterations would take hours: the step ends with the Assert's error, not with
+    # the deadline, only if the error stops the loop at once (however busy the machine)
     with Session(gd, threads=threads, programs=programs) as sess:
-        t0 = time.perf_counter()
         with pytest.raises(InvalidArgumentError) as e:
-            sess.run("result", {"n": 1_000_000})
-        took = time.perf_counter() - t0
+            sess.run("result", {"n": 2**31 - 1}, timeout=120)
     assert "check" in str(e.value)
-    assert took < 0.5, f"the error took {took:.2f} s to surface"
 
 
 @pytest.mark.parametrize("programs,threads", MODES)
@@ -61,11 +60,9 @@ def test_the_loop_gives_the_same_value_in_every_mode(programs, threads):
 def test_a_timeout_is_the_same_outcome_in_every_mode(programs, threads):
     gd = _long_loop(None)
     with Session(gd, threads=threads, programs=programs) as sess:
-        # far too short for a million iterations: every mode times out, soon after
-        t0 = time.perf_counter()
+        # far too short for 2**31 - 1 iterations (hours): only the deadline ends the step
         with pytest.raises(DeadlineExceededError):
-            sess.run("result", {"n": 1_000_000}, timeout=0.05)
-        assert time.perf_counter() - t0 < 0.5
+            sess.run("result", {"n": 2**31 - 1}, timeout=0.05)
         # far too long to matter: every mode gives the value
         assert int(sess.run("result", {"n": 100}, timeout=30)) == 99 * 100
 
@@ -94,10 +91,22 @@ def test_close_during_a_run_cancels_it(programs):
 
 def test_cancel_keeps_the_session_usable():
     with Session(_long_loop(None), threads=2) as sess:
-        t = threading.Timer(0.1, sess.cancel)
+        # cancel until the run has started and stopped (a busy machine may take longer than
+        # any fixed delay to start it); 2**31 - 1 iterations would take hours
+        stop = threading.Event()
+
+        def canceller() -> None:
+            while not stop.wait(0.05):
+                sess.cancel()
+
+        t = threading.Thread(target=canceller)
         t.start()
-        with pytest.raises(CancelledError):
-            sess.run("result", {"n": 10_000_000})
+        try:
+            with pytest.raises(CancelledError):
+                sess.run("result", {"n": 2**31 - 1})
+        finally:
+            stop.set()
+            t.join()
         assert int(sess.run("result", {"n": 10})) == 90
 
 

@@ -12,7 +12,6 @@ import ast
 import io
 import json
 import keyword
-import time
 import tokenize
 from pathlib import Path
 
@@ -310,22 +309,20 @@ def _long_nest(fail_at: int | None):
 
 @pytest.mark.parametrize("programs,threads", MODES)
 def test_an_error_in_the_first_iteration_of_a_long_nest_surfaces_at_once(programs, threads):
+    # 2**31 - 1 iterations would take hours: the step ends with the Assert's error, not with
+    # the deadline, only if the error stops the nest at once (however busy the machine)
     with Session(_long_nest(fail_at=1), threads=threads, programs=programs) as sess:
-        t0 = time.perf_counter()
         with pytest.raises(InvalidArgumentError) as e:
-            sess.run("result", {"n": 1_000_000})
-        took = time.perf_counter() - t0
+            sess.run("result", {"n": 2**31 - 1}, timeout=120)
     assert "check" in str(e.value)
-    assert took < 0.5, f"the error took {took:.2f} s to surface"
 
 
 @pytest.mark.parametrize("programs,threads", MODES)
 def test_a_timeout_in_a_nest_is_the_same_outcome_in_every_mode(programs, threads):
     with Session(_long_nest(None), threads=threads, programs=programs) as sess:
-        t0 = time.perf_counter()
+        # hours of iterations: only the deadline ends the step
         with pytest.raises(DeadlineExceededError):
-            sess.run("result", {"n": 1_000_000}, timeout=0.05)
-        assert time.perf_counter() - t0 < 0.5
+            sess.run("result", {"n": 2**31 - 1}, timeout=0.05)
         # 3 per iteration below 5, 6 from there on: 5 * 3 + 5 * 6 for n = 10
         assert int(sess.run("result", {"n": 10}, timeout=30)) == 45
 

@@ -2,7 +2,7 @@
 
 Hypothesis draws graphs (tests/graphgen.py) with nested while loops (depth <= 3), conds
 inside loop bodies and loops inside branches, and ref variables updated by AssignAdd in loops
-and branches. Each runs in one Session per drawn (programs, threads) configuration, as the
+and branches. Each runs in one Session per drawn (programs, optimize, threads) configuration, as the
 reference does: the variables' initializer, the fetches twice (the second run uses the cached
 plan and measured costs, and sees the variables the first one updated), then the variables.
 Integers and booleans must be equal; floats (float64) equal to rounding (rtol 1e-9).
@@ -11,8 +11,9 @@ Integers and booleans must be equal; floats (float64) equal to rounding (rtol 1e
 a nightly run sets thousands). Examples are derandomized (the same every run) unless
 ``DFG_HYPOTHESIS_RANDOM=1``; a failure is shrunk only with ``DFG_HYPOTHESIS_SHRINK=1``.
 
-The Session runs the graph as written (``optimize=False``, where the Session has that option):
-this is the executor against the oracle. The Session's per-signature optimizer is checked the
+Configurations are drawn from every mode: programs never/always/auto x the Session's
+per-signature optimizer off/auto/eager x 1, 2 or 8 threads. The deeply nested graphs run as
+written (``optimize=False``): the executor against the oracle. The optimizer is checked the
 same way (it once dropped AssignAdds in loops; the test at the end pins that case).
 """
 
@@ -36,7 +37,9 @@ RANDOM = os.environ.get("DFG_HYPOTHESIS_RANDOM") == "1"
 # shrinking a failure can take minutes on these graphs: only when asked
 SHRINK = os.environ.get("DFG_HYPOTHESIS_SHRINK") == "1"
 PHASES = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if SHRINK else [])
-CONFIGS = [(m, t) for m in ("never", "always", "auto") for t in (1, 2, 8)]
+# every mode: programs x the per-signature optimizer x threads
+CONFIGS = [(m, o, t) for m in ("never", "always", "auto") for o in ("off", "auto", "eager")
+           for t in (1, 2, 8)]
 # the executor itself, not the per-signature optimizer in front of it (tested apart below)
 AS_WRITTEN = {"optimize": False} if "optimize" in inspect.signature(Session).parameters else {}
 
@@ -57,15 +60,17 @@ def _steps(runner: Reference | Session, case: Case) -> list[list[np.ndarray]]:
     return out
 
 
-def _check(case: Case, configs: list[tuple[str, int]], **session_kw: Any) -> None:
+def _check(case: Case, configs: list[tuple[str, str, int]], **session_kw: Any) -> None:
     expected = _steps(Reference(case.graph_def), case)
-    for programs, threads in configs:
-        with Session(case.graph_def, threads=threads, programs=programs, **session_kw) as sess:
+    for programs, optimize, threads in configs:
+        kw = {"optimize": optimize, **session_kw}
+        with Session(case.graph_def, threads=threads, programs=programs, **kw) as sess:
             got = _steps(sess, case)
         for step, (want, have) in enumerate(zip(expected, got)):
             names = case.variables if step == 2 else case.fetches
             for name, w, h in zip(names, want, have):
-                what = f"{name} (step {step}, programs={programs}, threads={threads})"
+                what = (f"{name} (step {step}, programs={programs}, optimize={optimize}, "
+                        f"threads={threads})")
                 h = np.asarray(h)
                 assert h.dtype == w.dtype and h.shape == w.shape, what
                 if w.dtype.kind == "f":
@@ -80,7 +85,7 @@ def _check(case: Case, configs: list[tuple[str, int]], **session_kw: Any) -> Non
 @given(control_flow_graphs(), st.lists(st.sampled_from(CONFIGS), min_size=2, max_size=2,
                                        unique=True))
 def test_random_control_flow_graphs_match_the_reference(case: Case, configs: list) -> None:
-    _check(case, configs, **AS_WRITTEN)
+    _check(case, configs)
 
 
 @_settings(0.25)
@@ -89,9 +94,9 @@ def test_deeply_nested_random_graphs_match_the_reference(case: Case, config: tup
     _check(case, [config], **AS_WRITTEN)
 
 
-# the Session with its per-signature optimizer (the default) against the oracle too
+# the Session with its per-signature optimizer on against the oracle too
 @_settings(0.25)
-@given(control_flow_graphs(), st.sampled_from(CONFIGS))
+@given(control_flow_graphs(), st.sampled_from([c for c in CONFIGS if c[1] != "off"]))
 def test_random_graphs_through_the_optimizing_session_match_the_reference(
         case: Case, config: tuple) -> None:
     _check(case, [config])

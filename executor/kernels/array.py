@@ -16,7 +16,7 @@ import numpy as np
 
 from dfg.graphdef.errors import InvalidArgumentError
 
-from .registry import KernelContext, kernel
+from .registry import KernelContext, kernel, lookup
 
 _INT32_MAX = 2**31 - 1
 
@@ -576,15 +576,8 @@ def fill(ctx: KernelContext, dims: np.ndarray, value: np.ndarray) -> np.ndarray:
 
 @kernel("ZerosLike")
 def zeros_like(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
-    if not isinstance(x, np.ndarray):  # a variant value: its family handles it
-        from .ragged import is_ragged_variant, zeros_like_ragged
-        if is_ragged_variant(x):
-            return zeros_like_ragged(x)
-        from .optional import is_optional, zeros_like_optional
-        if is_optional(x):
-            return zeros_like_optional(x)
-        from .tensor_list import zeros_like_list
-        return zeros_like_list(x)
+    if not isinstance(x, np.ndarray):  # a variant value: its family's handler (OpSpec)
+        return lookup("ZerosLike").on_variant(ctx, x)
     if x.dtype == object:
         return np.full(x.shape, b"", dtype=object)
     return np.zeros(x.shape, dtype=x.dtype)
@@ -1052,9 +1045,10 @@ def _sorted_like_tf(row: list) -> list[int]:
 
 @kernel("TopK")
 def top_k(ctx: KernelContext, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    v, i = top_k_v2(KernelContext(ctx.node, ctx.op, {"index_type": np.int32}), x,
-                    np.asarray(int(ctx.attrs["k"])))
-    return v, i
+    from ..kernel_call import call_op
+
+    return tuple(call_op(ctx, "TopKV2", [x, np.asarray(int(ctx.attrs["k"]), np.int32)],
+                         {"sorted": ctx.attrs.get("sorted", True), "index_type": np.int32}))
 
 
 def _unique(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

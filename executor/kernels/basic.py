@@ -9,10 +9,11 @@ import numpy as np
 
 from dfg.graphdef.errors import InvalidArgumentError, MissingFeedError
 
-from .registry import KernelContext, kernel
+from .registry import CONST, FORWARD, KernelContext, kernel
 
 
-@kernel("Const", "HostConst", cheap=True)
+@kernel("Const", cheap=True, transfer=CONST)
+@kernel("HostConst", cheap=True)
 def const(ctx):
     # bound once at plan time; kernels never mutate their inputs, so sharing is safe
     return ctx.attrs["value"]
@@ -32,8 +33,9 @@ def placeholder(ctx):
         placeholder=ctx.node, dtype=dts, shape=shape_s)
 
 
-@kernel("PlaceholderWithDefault", "Identity", "StopGradient", "PreventGradient", "Snapshot",
-        "RefIdentity", "EnsureShape", "CheckNumericsV2", cheap=True)
+@kernel("Identity", "StopGradient", "Snapshot", "RefIdentity", cheap=True, transfer=FORWARD)
+@kernel("PlaceholderWithDefault", "PreventGradient", "EnsureShape", "CheckNumericsV2",
+        cheap=True)
 def identity(ctx, x):
     if ctx.op == "EnsureShape":
         want = ctx.attrs.get("shape")

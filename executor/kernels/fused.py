@@ -224,7 +224,7 @@ def _conv_call(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
     return _epilogue(ctx, y, args, first, add, act, fmt, (x, f))
 
 
-@kernel("_FusedConv2D")
+@kernel("_FusedConv2D", heavy=True, blas=True)
 def fused_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray, *args: Any) -> np.ndarray:
     if (ctx.attrs.get("filter_format") or "HWIO") != "HWIO":
         raise UnimplementedError(
@@ -234,13 +234,13 @@ def fused_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray, *args: Any) -
     return _conv_call(nn.conv2d, ctx, x, f, args)
 
 
-@kernel("_FusedDepthwiseConv2dNative")
+@kernel("_FusedDepthwiseConv2dNative", heavy=True)
 def fused_depthwise_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray,
                            *args: Any) -> np.ndarray:
     return _conv_call(nn.depthwise_conv2d, ctx, x, f, args)
 
 
-@kernel("_FusedMatMul")
+@kernel("_FusedMatMul", heavy=True, blas=True)
 def fused_matmul(ctx: KernelContext, a: np.ndarray, b: np.ndarray, *args: Any) -> np.ndarray:
     first, add, act = _plan(ctx, args)
     if a.ndim != 2 or b.ndim != 2:

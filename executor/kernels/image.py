@@ -215,7 +215,7 @@ def non_max_suppression_v2(ctx: KernelContext, boxes: np.ndarray, scores: np.nda
     return sel
 
 
-@kernel("NonMaxSuppressionV3")
+@kernel("NonMaxSuppressionV3", heavy=True)
 def non_max_suppression_v3(ctx: KernelContext, boxes: np.ndarray, scores: np.ndarray,
                            max_output_size: np.ndarray, iou_threshold: np.ndarray,
                            score_threshold: np.ndarray) -> np.ndarray:
@@ -223,7 +223,7 @@ def non_max_suppression_v3(ctx: KernelContext, boxes: np.ndarray, scores: np.nda
     return sel
 
 
-@kernel("NonMaxSuppressionV4")
+@kernel("NonMaxSuppressionV4", heavy=True)
 def non_max_suppression_v4(ctx: KernelContext, boxes: np.ndarray, scores: np.ndarray,
                            max_output_size: np.ndarray, iou_threshold: np.ndarray,
                            score_threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -234,7 +234,7 @@ def non_max_suppression_v4(ctx: KernelContext, boxes: np.ndarray, scores: np.nda
     return sel, valid
 
 
-@kernel("NonMaxSuppressionV5")
+@kernel("NonMaxSuppressionV5", heavy=True)
 def non_max_suppression_v5(ctx: KernelContext, boxes: np.ndarray, scores: np.ndarray,
                            max_output_size: np.ndarray, iou_threshold: np.ndarray,
                            score_threshold: np.ndarray, soft_nms_sigma: np.ndarray,
@@ -264,7 +264,7 @@ def _round_half_away(v: np.ndarray) -> np.ndarray:
     return fl + (v - fl >= np.float32(0.5))
 
 
-@kernel("CropAndResize")
+@kernel("CropAndResize", heavy=True)
 def crop_and_resize(ctx: KernelContext, image: np.ndarray, boxes: np.ndarray,
                     box_ind: np.ndarray, crop_size: np.ndarray) -> np.ndarray:
     if image.ndim != 4:
@@ -422,7 +422,7 @@ def _combine4(parts: list[np.ndarray], w: np.ndarray) -> np.ndarray:
     return acc
 
 
-@kernel("ResizeBicubic")
+@kernel("ResizeBicubic", heavy=True)
 def resize_bicubic(ctx: KernelContext, images: np.ndarray, size: np.ndarray) -> np.ndarray:
     oh, ow, align, half = _resize_args(ctx, images, size)
     img = images.astype(_F32, copy=False)

@@ -34,7 +34,7 @@ def _adj(x: np.ndarray) -> np.ndarray:
     return np.conj(np.swapaxes(x, -1, -2))
 
 
-@kernel("MatrixInverse")
+@kernel("MatrixInverse", heavy=True)
 def matrix_inverse(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     _square(x)
     if ctx.attrs.get("adjoint", False):
@@ -64,7 +64,7 @@ def log_matrix_determinant(ctx: KernelContext, x: np.ndarray) -> tuple[np.ndarra
     return np.asarray(sign, dtype=x.dtype), np.asarray(logdet, dtype=x.dtype)
 
 
-@kernel("Cholesky")
+@kernel("Cholesky", heavy=True)
 def cholesky(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     _square(x)
     if x.size == 0:
@@ -82,7 +82,7 @@ def cholesky(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     return out.reshape(x.shape)
 
 
-@kernel("Qr")
+@kernel("Qr", heavy=True)
 def qr(ctx: KernelContext, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if x.ndim < 2:
         raise InvalidArgumentError(f"input must have rank >= 2, got {x.ndim}")
@@ -91,7 +91,7 @@ def qr(ctx: KernelContext, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return q.astype(x.dtype), r.astype(x.dtype)
 
 
-@kernel("Svd")
+@kernel("Svd", heavy=True)
 def svd(ctx: KernelContext, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if x.ndim < 2:
         raise InvalidArgumentError(f"input must have rank >= 2, got {x.ndim}")
@@ -105,7 +105,7 @@ def svd(ctx: KernelContext, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     return s.astype(real), u.astype(x.dtype), _adj(vh).astype(x.dtype)
 
 
-@kernel("SelfAdjointEigV2")
+@kernel("SelfAdjointEigV2", heavy=True)
 def self_adjoint_eig_v2(ctx: KernelContext, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     _square(x)
     real = np.finfo(x.dtype).dtype if x.dtype.kind == "c" else x.dtype
@@ -125,7 +125,7 @@ def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return x
 
 
-@kernel("MatrixSolve")
+@kernel("MatrixSolve", heavy=True)
 def matrix_solve(ctx: KernelContext, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     _square(a)
     if b.ndim < 2 or a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]:

@@ -25,11 +25,12 @@ from typing import Any
 
 import numpy as np
 
+from dfg.graphdef import dtypes as D
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
 from . import _einsum, _native
 from ._select import where
-from .registry import BF16_ATTRS, KernelContext, kernel
+from .registry import BF16_ATTRS, KernelContext, ScalarForm, kernel, lookup
 
 Array = np.ndarray
 
@@ -117,6 +118,62 @@ def _floor_mod_real(x: Array, y: Array) -> Array:
     return where(shift, r + y, r)
 
 
+def _mul(x: Array, y: Array) -> Array:
+    if x.dtype.kind != "c":
+        return np.multiply(x, y)
+    # TensorFlow's complex product is the textbook one, each product and sum rounded in the
+    # part's precision; numpy's SIMD loop fuses a product into the sum (FMA), which differs
+    # in the last bit about half the time and compounds in a loop (z*z + c)
+    xr, xi, yr, yi = x.real, x.imag, y.real, y.imag
+    out = np.empty(np.broadcast_shapes(x.shape, y.shape), x.dtype)
+    out.real = xr * yr - xi * yi
+    out.imag = xr * yi + xi * yr
+    both = np.isnan(out.real) & np.isnan(out.imag)
+    if both.any():
+        _mul_recover(out, both, *np.broadcast_arrays(xr, xi, yr, yi))
+    return out
+
+
+def _mul_recover(out: Array, where_: Array, a: Array, b: Array, c: Array, d: Array) -> None:
+    """C99 Annex G's rule for a product that came out NaN + NaN i (C's complex multiply,
+    which TensorFlow's std::complex uses): an infinite factor makes an infinite product."""
+    a, b, c, d = (v[where_].copy() for v in (a, b, c, d))
+    one, zero = a.dtype.type(1), a.dtype.type(0)
+
+    def box(p: Array, q: Array, r: Array, s: Array, m: Array) -> None:
+        # p, q infinite-ish factor -> (+-1 or +-0); NaNs of the other factor -> +-0
+        p[m] = np.copysign(np.where(np.isinf(p[m]), one, zero), p[m])
+        q[m] = np.copysign(np.where(np.isinf(q[m]), one, zero), q[m])
+        r[m] = np.where(np.isnan(r[m]), np.copysign(zero, r[m]), r[m])
+        s[m] = np.where(np.isnan(s[m]), np.copysign(zero, s[m]), s[m])
+
+    ac, bd, ad, bc = a * c, b * d, a * d, b * c
+    inf_z = np.isinf(a) | np.isinf(b)
+    box(a, b, c, d, inf_z)
+    inf_w = np.isinf(c) | np.isinf(d)
+    box(c, d, a, b, inf_w)
+    recalc = inf_z | inf_w
+    over = ~recalc & (np.isinf(ac) | np.isinf(bd) | np.isinf(ad) | np.isinf(bc))
+    for v in (a, b, c, d):
+        v[over] = np.where(np.isnan(v[over]), np.copysign(zero, v[over]), v[over])
+    recalc |= over
+    inf = a.dtype.type(np.inf)
+    re = np.where(recalc, inf * (a * c - b * d), out.real[where_])
+    im = np.where(recalc, inf * (a * d + b * c), out.imag[where_])
+    out.real[where_] = re
+    out.imag[where_] = im
+
+
+def _maximum(x: Array, y: Array) -> Array:
+    # TensorFlow's max (NaN propagated) is x < y ? y : x: of two equal values (-0.0 and
+    # 0.0) it gives x; numpy's gives its second argument (checked in tests/test_fast_paths.py)
+    return np.maximum(y, x)
+
+
+def _minimum(x: Array, y: Array) -> Array:
+    return np.minimum(y, x)
+
+
 def _pow_int(x: Array, y: Array) -> Array:
     if np.count_nonzero(y < 0):
         raise InvalidArgumentError("Integers to negative integer powers are not allowed")
@@ -166,7 +223,7 @@ _BINARY: dict[str, tuple[Callable[[Array, Array], Any], Callable[[Array, Array],
     "Add": (np.add, np.add),
     "AddV2": (np.add, np.add),
     "Sub": (np.subtract, np.subtract),
-    "Mul": (np.multiply, np.multiply),
+    "Mul": (_mul, np.multiply),
     "Div": (_true_div, _trunc_div_int),
     "RealDiv": (_true_div, _trunc_div_int),
     "TruncateDiv": (_trunc_div_real, _trunc_div_int),
@@ -175,8 +232,8 @@ _BINARY: dict[str, tuple[Callable[[Array, Array], Any], Callable[[Array, Array],
     "TruncateMod": (np.fmod, _trunc_mod_int),
     "Mod": (np.fmod, _trunc_mod_int),
     "Pow": (np.power, _pow_int),
-    "Maximum": (np.maximum, np.maximum),
-    "Minimum": (np.minimum, np.minimum),
+    "Maximum": (_maximum, np.maximum),
+    "Minimum": (_minimum, np.minimum),
     "SquaredDifference": (_squared_difference, _squared_difference),
     "DivNoNan": (_div_no_nan, _div_no_nan),
     "MulNoNan": (_mul_no_nan, _mul_no_nan),
@@ -227,16 +284,26 @@ def _compare_kernel(fn: Callable) -> Callable[..., Array]:
     return run
 
 
-# Scalar forms for compiled programs (registry.KernelDef.scalar): on NumPy scalars of one
-# numeric dtype these operators compute what the kernels compute on 0-d arrays (same dtype,
-# same rounding, integer wrap-around), at a tenth of the cost. Division, modulo and powers are
-# absent: their integer semantics differ from TensorFlow's.
+# Scalar forms for compiled programs (registry.ScalarForm): on NumPy scalars of one of the
+# listed dtypes these operators compute what the kernels compute on 0-d arrays (same dtype,
+# same rounding, integer wrap-around), at a tenth of the cost. Not bfloat16 (held as float32,
+# rounded by the kernel call only), complex (numpy's scalar product is not TF's) nor strings;
+# division, modulo and powers are absent: their integer semantics differ from TensorFlow's.
+_REAL = frozenset({D.DT_HALF, D.DT_FLOAT, D.DT_DOUBLE, D.DT_INT8, D.DT_INT16, D.DT_INT32,
+                   D.DT_INT64, D.DT_UINT8, D.DT_UINT16, D.DT_UINT32, D.DT_UINT64})
+_SIGNED = _REAL - {D.DT_UINT8, D.DT_UINT16, D.DT_UINT32, D.DT_UINT64}
+_BOOLS = frozenset({D.DT_BOOL})
 SCALAR_FORMS = {
-    "Add": "{0} + {1}", "AddV2": "{0} + {1}", "Sub": "{0} - {1}", "Mul": "{0} * {1}",
-    "Less": "{0} < {1}", "LessEqual": "{0} <= {1}", "Greater": "{0} > {1}",
-    "GreaterEqual": "{0} >= {1}", "Equal": "{0} == {1}", "NotEqual": "{0} != {1}",
-    "LogicalAnd": "{0} & {1}", "LogicalOr": "{0} | {1}", "LogicalNot": "~{0}",
-    "Neg": "-{0}",
+    "Add": ScalarForm("{0} + {1}", _REAL), "AddV2": ScalarForm("{0} + {1}", _REAL),
+    "Sub": ScalarForm("{0} - {1}", _REAL), "Mul": ScalarForm("{0} * {1}", _REAL),
+    "Less": ScalarForm("{0} < {1}", _REAL), "LessEqual": ScalarForm("{0} <= {1}", _REAL),
+    "Greater": ScalarForm("{0} > {1}", _REAL),
+    "GreaterEqual": ScalarForm("{0} >= {1}", _REAL),
+    "Equal": ScalarForm("{0} == {1}", _REAL | _BOOLS),
+    "NotEqual": ScalarForm("{0} != {1}", _REAL | _BOOLS),
+    "LogicalAnd": ScalarForm("{0} & {1}", _BOOLS), "LogicalOr": ScalarForm("{0} | {1}", _BOOLS),
+    "LogicalNot": ScalarForm("~{0}", _BOOLS),
+    "Neg": ScalarForm("-{0}", _SIGNED),
 }
 
 
@@ -658,18 +725,8 @@ for _op, _fn in _COMPLEX_PART.items():
 def add_n(ctx: KernelContext, *xs: Array) -> Array:
     if not xs:
         raise InvalidArgumentError("AddN needs at least one input, found none")
-    if not isinstance(xs[0], np.ndarray):  # variant values: their family adds them
-        from .ragged import add_ragged, is_ragged_variant
-        if is_ragged_variant(xs[0]):
-            acc = xs[0]
-            for x in xs[1:]:
-                acc = add_ragged(acc, x)
-            return acc
-        from .optional import add_n_optionals, is_optional
-        if is_optional(xs[0]):
-            return add_n_optionals(xs)
-        from .tensor_list import add_n_lists
-        return add_n_lists(xs)
+    if not isinstance(xs[0], np.ndarray):  # variant values: their family's handler (OpSpec)
+        return lookup("AddN").on_variant(ctx, *xs)
     first = xs[0]
     for i, x in enumerate(xs[1:], 1):
         if x.shape != first.shape:
@@ -783,7 +840,7 @@ def _matmul(a: Array, b: Array, out: np.dtype) -> Array:
     return _as(np.matmul(a, b), out)
 
 
-@kernel("MatMul")
+@kernel("MatMul", heavy=True, blas=True)
 def matmul(ctx: KernelContext, a: Array, b: Array) -> Array:
     for i, m in enumerate((a, b)):
         if m.ndim != 2:
@@ -830,24 +887,24 @@ def _batch_matmul(ctx: KernelContext, x: Array, y: Array, broadcast: bool,
     return _matmul(xa, ya, out)
 
 
-@kernel("BatchMatMul")
+@kernel("BatchMatMul", heavy=True, blas=True)
 def batch_matmul(ctx: KernelContext, x: Array, y: Array) -> Array:
     return _batch_matmul(ctx, x, y, False, x.dtype)
 
 
-@kernel("BatchMatMulV2")
+@kernel("BatchMatMulV2", heavy=True, blas=True)
 def batch_matmul_v2(ctx: KernelContext, x: Array, y: Array) -> Array:
     return _batch_matmul(ctx, x, y, True, x.dtype)
 
 
-@kernel("BatchMatMulV3")
+@kernel("BatchMatMulV3", heavy=True, blas=True)
 def batch_matmul_v3(ctx: KernelContext, x: Array, y: Array) -> Array:
     out = ctx.attrs.get("Tout")
     out = np.dtype(out) if out is not None else np.result_type(x, y)
     return _batch_matmul(ctx, x, y, True, out)
 
 
-@kernel("Einsum")
+@kernel("Einsum", heavy=True, blas=True)
 def einsum(ctx: KernelContext, *inputs: Array) -> Array:
     equation = str(ctx.attrs.get("equation", "")).replace(" ", "")
     lhs, arrow, rest = equation.partition("->")

@@ -70,14 +70,14 @@ def _geometry(ctx: KernelContext, fmt: str, x_shape: tuple[int, ...], kh: int,
 # Convolutions
 
 
-@kernel("Conv2D")
+@kernel("Conv2D", heavy=True, blas=True)
 def conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
     a = ctx.attrs
     return _conv.conv2d(x, f, a.get("strides"), a.get("padding"), a.get("dilations"),
                         a.get("data_format") or "NHWC", a.get("explicit_paddings"))
 
 
-@kernel("DepthwiseConv2dNative")
+@kernel("DepthwiseConv2dNative", heavy=True)
 def depthwise_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
     a = ctx.attrs
     return _conv.depthwise_conv2d(x, f, a.get("strides"), a.get("padding"),
@@ -93,7 +93,7 @@ def _sizes_vector(v: np.ndarray, name: str) -> list[int]:
     return [int(s) for s in v]
 
 
-@kernel("Conv2DBackpropInput")
+@kernel("Conv2DBackpropInput", heavy=True, blas=True)
 def conv2d_backprop_input(ctx: KernelContext, input_sizes: np.ndarray, f: np.ndarray,
                           dy: np.ndarray) -> np.ndarray:
     """Gradient of Conv2D with respect to its input (a transposed convolution)."""
@@ -156,7 +156,7 @@ def _scatter_taps(dcols: np.ndarray, g: _Geom) -> np.ndarray:
     return dx.transpose(1, 2, 3, 0)
 
 
-@kernel("Conv2DBackpropFilter")
+@kernel("Conv2DBackpropFilter", heavy=True, blas=True)
 def conv2d_backprop_filter(ctx: KernelContext, x: np.ndarray, filter_sizes: np.ndarray,
                            dy: np.ndarray) -> np.ndarray:
     """Gradient of Conv2D with respect to its filter: patches^T @ out_backprop."""
@@ -289,7 +289,7 @@ def _max_pool(ctx: KernelContext, x: np.ndarray, ksize: Any, strides: Any) -> np
                           ctx.attrs.get("explicit_paddings"))
 
 
-@kernel("MaxPool")
+@kernel("MaxPool", heavy=True)
 def max_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     return _max_pool(ctx, x, ctx.attrs.get("ksize"), ctx.attrs.get("strides"))
 
@@ -300,7 +300,7 @@ def max_pool_v2(ctx: KernelContext, x: np.ndarray, ksize: np.ndarray,
     return _max_pool(ctx, x, _sizes_vector(ksize, "ksize"), _sizes_vector(strides, "strides"))
 
 
-@kernel("AvgPool")
+@kernel("AvgPool", heavy=True)
 def avg_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     a = ctx.attrs
     return _conv.avg_pool(x, a.get("ksize"), a.get("strides"), a.get("padding"),
@@ -378,13 +378,13 @@ def _fused_batch_norm(ctx: KernelContext, x: np.ndarray, scale: np.ndarray,
             new_var.astype(u, copy=False), saved_mean, saved_var) + extra
 
 
-@kernel("FusedBatchNorm", "FusedBatchNormV2")
+@kernel("FusedBatchNorm", "FusedBatchNormV2", heavy=True)
 def fused_batch_norm(ctx: KernelContext, x: np.ndarray, scale: np.ndarray, offset: np.ndarray,
                      mean: np.ndarray, variance: np.ndarray) -> tuple[np.ndarray, ...]:
     return _fused_batch_norm(ctx, x, scale, offset, mean, variance, reserve_3=False)
 
 
-@kernel("FusedBatchNormV3")
+@kernel("FusedBatchNormV3", heavy=True)
 def fused_batch_norm_v3(ctx: KernelContext, x: np.ndarray, scale: np.ndarray,
                         offset: np.ndarray, mean: np.ndarray,
                         variance: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -629,7 +629,7 @@ def _lerp_table(out_size: int, in_size: int, align: bool,
     return lower, upper, (src - fl).astype(np.float32)
 
 
-@kernel("ResizeBilinear")
+@kernel("ResizeBilinear", heavy=True)
 def resize_bilinear(ctx: KernelContext, images: np.ndarray, size: np.ndarray) -> np.ndarray:
     oh, ow, align, half = _resize_args(ctx, images, size)
     img = images.astype(np.float32, copy=False)
@@ -775,7 +775,7 @@ def _windows_3d(shape: tuple[int, ...], ksize: tuple[int, ...], strides: list[in
             for i in range(3)]
 
 
-@kernel("Conv3D")
+@kernel("Conv3D", heavy=True, blas=True)
 def conv3d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
     """NDHWC convolution as im2col (one strided-view copy of the padded input) plus a matmul.
 
@@ -839,7 +839,7 @@ def _patches_3d(x: np.ndarray, geo: list[tuple[int, int]], ks: tuple[int, ...],
         yield n0, n1, np.ascontiguousarray(win).reshape(-1, k)
 
 
-@kernel("Conv3DBackpropInputV2")
+@kernel("Conv3DBackpropInputV2", heavy=True, blas=True)
 def conv3d_backprop_input_v2(ctx: KernelContext, input_sizes: np.ndarray, f: np.ndarray,
                              dy: np.ndarray) -> np.ndarray:
     """Gradient of Conv3D with respect to its input (Keras' Conv3DTranspose).
@@ -927,7 +927,7 @@ def _conv3d_backprop_filter(ctx: KernelContext, x: np.ndarray, fs: list[int],
     return df.reshape(fs).astype(dt, copy=False)
 
 
-@kernel("Conv3DBackpropFilterV2")
+@kernel("Conv3DBackpropFilterV2", heavy=True, blas=True)
 def conv3d_backprop_filter_v2(ctx: KernelContext, x: np.ndarray, filter_sizes: np.ndarray,
                               dy: np.ndarray) -> np.ndarray:
     return _conv3d_backprop_filter(ctx, x, _sizes_vector(filter_sizes, "filter_sizes"), dy,
@@ -975,7 +975,7 @@ def _pool3d_taps(x: np.ndarray, geo: list[tuple[int, int]], ks: list[int],
             yield tuple(out_idx), tuple(in_idx)
 
 
-@kernel("MaxPool3D")
+@kernel("MaxPool3D", heavy=True)
 def max_pool3d(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     geo, ks, st = _pool3d_params(ctx, x)
     shape = (x.shape[0],) + tuple(o for o, _ in geo) + (x.shape[4],)
@@ -998,7 +998,7 @@ def max_pool3d(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     return out
 
 
-@kernel("AvgPool3D")
+@kernel("AvgPool3D", heavy=True)
 def avg_pool3d(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     geo, ks, st = _pool3d_params(ctx, x)
     shape = (x.shape[0],) + tuple(o for o, _ in geo) + (x.shape[4],)

@@ -19,7 +19,7 @@ import numpy as np
 from dfg.graphdef import dtypes as D
 from dfg.graphdef.errors import InvalidArgumentError
 
-from .registry import KernelContext, kernel
+from .registry import KernelContext, declare, kernel
 
 
 class OptionalValue:
@@ -109,14 +109,14 @@ def zeros_like_optional(x: OptionalValue) -> OptionalValue:
     own family's ZerosLike)."""
     if x.components is None:
         return x
-    from .array import zeros_like
+    from ..kernel_call import call_op
 
-    return OptionalValue(tuple(zeros_like(None, c) for c in x.components))
+    return OptionalValue(tuple(call_op(None, "ZerosLike", [c]) for c in x.components))
 
 
 def add_n_optionals(xs: Any) -> OptionalValue:
     """OptionalBinaryAdd over the inputs, pairwise from the left."""
-    from .math import add_n
+    from ..kernel_call import call_op
 
     acc = xs[0]
     for x in xs[1:]:
@@ -131,6 +131,10 @@ def add_n_optionals(xs: Any) -> OptionalValue:
             raise InvalidArgumentError(
                 "Cannot add optionals because they have different numbers of components ("
                 f"{len(acc.components)} vs. {len(x.components)}).")
-        acc = OptionalValue(tuple(add_n(None, a, b)
+        acc = OptionalValue(tuple(call_op(None, "AddN", [a, b])
                                   for a, b in zip(acc.components, x.components)))
     return acc
+
+
+declare("ZerosLike", variant=(OptionalValue, lambda ctx, x: zeros_like_optional(x)))
+declare("AddN", "AccumulateNV2", variant=(OptionalValue, lambda ctx, *xs: add_n_optionals(xs)))

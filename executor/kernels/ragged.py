@@ -31,7 +31,7 @@ import numpy as np
 
 from dfg.graphdef.errors import InvalidArgumentError, NotFoundError
 
-from .registry import KernelContext, kernel
+from .registry import KernelContext, declare, kernel
 from .string import fingerprint64
 
 _I64 = np.int64
@@ -1042,3 +1042,14 @@ def add_ragged(a: Any, b: Any) -> Any:
     for pos in np.ndindex(*a.shape):
         out[pos] = one(a[pos], b[pos])
     return out
+
+
+def _add_n_ragged(ctx: KernelContext, *xs: Any) -> Any:
+    acc = xs[0]
+    for x in xs[1:]:
+        acc = add_ragged(acc, x)
+    return acc
+
+
+declare("ZerosLike", variant=(RaggedVariant, lambda ctx, x: zeros_like_ragged(x)))
+declare("AddN", "AccumulateNV2", variant=(RaggedVariant, _add_n_ragged))

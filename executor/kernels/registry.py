@@ -1,4 +1,5 @@
-"""The one kernel registry: op type (and device) -> kernel function.
+"""The one kernel registry: op type (and device) -> its record (``OpSpec``): the kernel function
+and every fact the rest of dfg needs about the op.
 
 A kernel is a plain function ``fn(ctx, *inputs)``:
 
@@ -29,8 +30,8 @@ Register with the decorator; family modules are listed once in :data:`FAMILIES`:
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -52,31 +53,108 @@ BF16_ATTRS = "_bfloat16_attrs"
 
 
 @dataclass(frozen=True)
-class KernelDef:
+class ScalarForm:
+    """A kernel's scalar form, for compiled programs (codegen.py): a Python expression over
+    ``{0}``, ``{1}`` ... that gives bit for bit the kernel's result when every input is a
+    NumPy scalar (np.generic) of one of ``dtypes`` (TensorFlow DataType enums), e.g.
+    ``"{0} + {1}"`` for AddV2. A node whose inputs have another dtype runs its kernel. Never
+    bfloat16: it binds as float32, and only the kernel call rounds its results
+    (``kernel_call.call``); tests/test_fast_paths.py checks every declared dtype."""
+
+    expr: str
+    dtypes: frozenset[int]
+
+    def __post_init__(self) -> None:
+        from dfg.graphdef import dtypes as D
+
+        bad = self.dtypes & {D.DT_BFLOAT16, D.DT_STRING, D.DT_COMPLEX64, D.DT_COMPLEX128,
+                             D.DT_RESOURCE, D.DT_VARIANT}
+        if bad:
+            raise RuntimeError(f"scalar form {self.expr!r} cannot honour dtypes {sorted(bad)}")
+
+    def applies(self, input_types: Any) -> bool:
+        """Whether it computes the kernel's result for a node with these input types."""
+        return bool(input_types) and all(t % 100 in self.dtypes for t in input_types)
+
+
+# How the scheduler treats an op without calling its kernel (OpSpec.transfer): 1 forwards its
+# one input, 2 is a Switch, 3 a Merge (control_flow.py defines both), 4 a Const (its value,
+# bound at plan time). 0: the kernel runs.
+FORWARD, SWITCH, MERGE, CONST = 1, 2, 3, 4
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """Everything dfg knows about one op's kernel on one device: the one record the plan,
+    programs, codegen, limits and the scheduler ask (nothing else keeps per-op facts).
+
+    Facts about the kernel are declared where it registers (``kernel(...)``); facts computed
+    elsewhere are attached to the record by name (``declare``: limits.py's size estimators,
+    a variant family's handlers). Frozen; records are replaced, never changed, and only while
+    ``load_all`` imports the families."""
+
     op: str
-    fn: Callable[..., Any]
+    fn: Callable[..., Any] | None
     device: str = CPU
     # True: always run inline on the scheduling thread; False: always dispatch to the pool;
-    # None: let the executor decide from the measured cost.
+    # None: let the executor decide from the measured cost
     cheap: bool | None = None
-    # The kernel's scalar form, for compiled programs: a Python expression over ``{0}``,
-    # ``{1}`` ... that gives exactly the kernel's result when every input is a NumPy scalar
-    # (np.generic) of a numeric or bool dtype, e.g. ``"{0} + {1}"`` for AddV2. None: none.
-    scalar: str | None = None
-    # Whether the kernel touches the file system: "read", "write" or "read,write"; such a
+    # presumed expensive until measured (convolutions, products, decompositions): a plan's
+    # first step runs node by node, and from 32K input elements the op goes to the pool
+    heavy: bool = False
+    # the kernel's scalar form and the dtypes it is valid for (ScalarForm); None: none
+    scalar: ScalarForm | None = None
+    # runs on BLAS's own threads: one at a time (blas.GATE), left out of a straight-line
+    # program's mean cost (plan.PlanStats)
+    blas: bool = False
+    # the output-size estimator ``fn(bound kernel, args) -> bytes`` (limits.py); None: the
+    # outputs cannot outgrow the inputs by much
+    estimate: Callable[[Any, list], int] | None = None
+    # FORWARD/SWITCH/MERGE/CONST: moved by the scheduler without a kernel call; 0: not
+    transfer: int = 0
+    # updates a ref variable's buffer in place, when the node has a ref input (the executor
+    # runs it after other ready work; programs keep such a step node by node)
+    writes_ref: bool = False
+    # type of a variant value (TensorList, Optional, ragged) -> handler(ctx, *inputs): what
+    # the op does when its first input is one (ZerosLike, AddN)
+    variants: Mapping[type, Callable[..., Any]] = field(default_factory=dict)
+    # whether the kernel touches the file system: "read", "write" or "read,write"; such a
     # kernel passes every path through the file gate (dfg.graphdef.files.check) first.
-    # None: it touches no file (tests/test_file_gate.py scans the kernels' source for it).
+    # None: it touches no file (tests/test_file_gate.py scans the kernels' source for it)
     files: str | None = None
+    # an asynchronous kernel's ``start(ctx, args, where, done)`` (executor/asyncop.py: it may
+    # finish later, as a _Recv does); the scheduler calls it instead of ``fn``, and a plan
+    # holding one runs node by node. None: the kernel is synchronous
+    start: Callable[..., Any] | None = None
+    # runs even when its inputs are dead (Send/Recv: a dead value crosses as dead)
+    runs_dead: bool = False
+
+    def on_variant(self, ctx: Any, *inputs: Any) -> Any:
+        """Run the handler the first input's variant family declared for this op."""
+        fn = self.variants.get(type(inputs[0]))
+        if fn is None:
+            from dfg.graphdef.errors import InvalidArgumentError
+
+            raise InvalidArgumentError(
+                f"{self.op} is not defined for a {type(inputs[0]).__name__} (variant kinds it "
+                f"takes: {', '.join(sorted(t.__name__ for t in self.variants)) or 'none'})")
+        return fn(ctx, *inputs)
 
 
-_KERNELS: dict[tuple[str, str], KernelDef] = {}
+KernelDef = OpSpec   # the name kernel tests and benchmarks know
+
+_KERNELS: dict[tuple[str, str], OpSpec] = {}
+# facts declared (``declare``) for ops whose kernel has not registered yet
+_PENDING: dict[str, dict[str, Any]] = {}
 _loaded = False
 
 
 def kernel(*ops: str, device: str = CPU, cheap: bool | None = None,
-           scalar: str | None = None, files: str | None = None) -> Callable:
-    """Register the decorated function as the kernel of each op in ``ops`` (``scalar``: its
-    scalar form, ``files``: the file access it needs; see KernelDef)."""
+           scalar: ScalarForm | None = None, heavy: bool = False, blas: bool = False,
+           transfer: int = 0, writes_ref: bool = False, files: str | None = None,
+           start: Callable[..., Any] | None = None, runs_dead: bool = False) -> Callable:
+    """Register the decorated function as the kernel of each op in ``ops``, with the facts
+    of its record (see OpSpec)."""
     if files not in (None, "read", "write", "read,write"):
         raise ValueError(f"files must be None, 'read', 'write' or 'read,write', not {files!r}")
 
@@ -85,10 +163,42 @@ def kernel(*ops: str, device: str = CPU, cheap: bool | None = None,
             key = (op, device)
             if key in _KERNELS and _KERNELS[key].fn is not fn:
                 raise RuntimeError(f"two kernels registered for {op} on {device}")
-            _KERNELS[key] = KernelDef(op, fn, device, cheap, scalar, files)
+            spec = OpSpec(op, fn, device, cheap, heavy, scalar, blas, transfer=transfer,
+                          writes_ref=writes_ref, files=files, start=start,
+                          runs_dead=runs_dead)
+            pending = _PENDING.get(op)
+            _KERNELS[key] = replace(spec, **pending) if pending else spec
         return fn
 
     return deco
+
+
+def declare(*ops: str, estimate: Callable[[Any, list], int] | None = None,
+            variant: tuple[type, Callable[..., Any]] | None = None) -> None:
+    """Attach a fact computed outside the kernel's family to the records of ``ops`` (on every
+    device): an output-size estimator (limits.py), or a ``(variant type, handler)``."""
+    for op in ops:
+        pending = _PENDING.setdefault(op, {})
+        if estimate is not None:
+            pending["estimate"] = estimate
+        if variant is not None:
+            pending["variants"] = {**pending.get("variants", {}), variant[0]: variant[1]}
+        for key, spec in _KERNELS.items():
+            if key[0] == op:
+                _KERNELS[key] = replace(spec, **pending)
+
+
+def declared_without_kernel() -> list[str]:
+    """Ops a fact was declared for that have no kernel (a misspelt name, say)."""
+    load_all()
+    have = {op for op, _dev in _KERNELS}
+    return sorted(op for op in _PENDING if op not in have)
+
+
+def specs(device: str = CPU) -> dict[str, OpSpec]:
+    """op -> its record on ``device``."""
+    load_all()
+    return {op: s for (op, dev), s in _KERNELS.items() if dev == device}
 
 
 def load_all() -> None:
@@ -102,12 +212,15 @@ def load_all() -> None:
         except ModuleNotFoundError as e:
             if e.name != f"{__package__}.{fam}":
                 raise
-    from .. import devices  # noqa: F401  optional devices register their kernels
+    from .. import (
+        devices,  # noqa: F401  optional devices register their kernels
+        limits,  # noqa: F401  size estimators are declared on the records
+    )
 
     _loaded = True
 
 
-def lookup(op: str, device: str = CPU) -> KernelDef | None:
+def lookup(op: str, device: str = CPU) -> OpSpec | None:
     load_all()
     return _KERNELS.get((op, device))
 

@@ -120,7 +120,7 @@ def _check_peep(peephole: bool, cell: int, *ws: np.ndarray) -> None:
             _eq(wt.shape[0], cell, f"{name}.dim_size(0) != cell_size")
 
 
-@kernel("LSTMBlockCell")
+@kernel("LSTMBlockCell", heavy=True)
 def lstm_block_cell(ctx: KernelContext, x, cs_prev, h_prev, w, wci, wcf, wco, b):
     a = ctx.attrs
     _, _, cell = _check_cell(x, cs_prev, h_prev, w, wci, wcf, wco, b)

@@ -14,7 +14,7 @@ from typing import Any
 
 from dfg.graphdef.errors import FailedPreconditionError, InternalError
 
-from ..asyncop import PENDING, async_kernel
+from ..asyncop import PENDING
 from .registry import kernel
 
 RENDEZVOUS_KEY = "dfg.rendezvous"
@@ -35,7 +35,6 @@ def _rendezvous(ctx: Any) -> Any:
     return r
 
 
-@async_kernel("_Send", "_HostSend", runs_dead=True)
 def send(ctx: Any, args: list, where: tuple[str, int], done: Any) -> tuple:
     value = args[0]
     _rendezvous(ctx).send(rendezvous_key(ctx.attrs, where), ctx.attrs["recv_device"],
@@ -43,7 +42,6 @@ def send(ctx: Any, args: list, where: tuple[str, int], done: Any) -> tuple:
     return ()
 
 
-@async_kernel("_Recv", "_HostRecv", runs_dead=True)
 def recv(ctx: Any, args: list, where: tuple[str, int], done: Any) -> Any:
     def arrived(value: Any, is_dead: bool, error: BaseException | None) -> None:
         done(None if error is not None else (None if is_dead else value,), error)
@@ -52,9 +50,12 @@ def recv(ctx: Any, args: list, where: tuple[str, int], done: Any) -> Any:
     return PENDING
 
 
-# The registry's entries (the op has a kernel; `dfg ops` lists it). The scheduler calls the
-# async forms above; a caller without frames (a compiled program, folding) cannot.
-@kernel("_Send", "_HostSend", "_Recv", "_HostRecv", cheap=True)
+# The records: the scheduler calls the async forms above (``start``); a caller without frames
+# (a compiled program, folding) has only ``fn``, which refuses.
 def sync_transfer(ctx: Any, *args: Any) -> Any:
     _rendezvous(ctx)
     raise InternalError(f"{ctx.op} runs only node by node (it is asynchronous)")
+
+
+kernel("_Send", "_HostSend", cheap=True, start=send, runs_dead=True)(sync_transfer)
+kernel("_Recv", "_HostRecv", cheap=True, start=recv, runs_dead=True)(sync_transfer)

@@ -163,8 +163,8 @@ def _complex_fft(rank: int, forward: bool):
 
 
 for _r, _suffix in ((1, ""), (2, "2D"), (3, "3D")):
-    kernel(f"FFT{_suffix}")(_complex_fft(_r, True))
-    kernel(f"IFFT{_suffix}")(_complex_fft(_r, False))
+    kernel(f"FFT{_suffix}", heavy=True)(_complex_fft(_r, True))
+    kernel(f"IFFT{_suffix}", heavy=True)(_complex_fft(_r, False))
 
 
 # --- RFFT, IRFFT (1-3D) -----------------------------------------------------------------------
@@ -186,8 +186,8 @@ def _real_fft(rank: int, forward: bool):
 
 
 for _r, _suffix in ((1, ""), (2, "2D"), (3, "3D")):
-    kernel(f"RFFT{_suffix}")(_real_fft(_r, True))
-    kernel(f"IRFFT{_suffix}")(_real_fft(_r, False))
+    kernel(f"RFFT{_suffix}", heavy=True)(_real_fft(_r, True))
+    kernel(f"IRFFT{_suffix}", heavy=True)(_real_fft(_r, False))
 
 
 # --- FFTND, IFFTND, RFFTND, IRFFTND -----------------------------------------------------------

@@ -41,7 +41,7 @@ def _update(ctx, ref: VariableRef, fn) -> VariableRef:
     return ref
 
 
-@kernel("Assign", cheap=True)
+@kernel("Assign", cheap=True, writes_ref=True)
 def assign(ctx, ref: VariableRef, value: np.ndarray):
     if ctx.attrs.get("validate_shape", True) and ref.value is not None \
             and ref.value.shape != value.shape:
@@ -61,13 +61,13 @@ def _read_for_update(ref: VariableRef, old: np.ndarray | None) -> np.ndarray:
     return old
 
 
-@kernel("AssignAdd", cheap=True)
+@kernel("AssignAdd", cheap=True, writes_ref=True)
 def assign_add(ctx, ref: VariableRef, value: np.ndarray):
     return _update(ctx, ref, lambda old: np.add(_read_for_update(ref, old), value,
                                                 dtype=_read_for_update(ref, old).dtype))
 
 
-@kernel("AssignSub", cheap=True)
+@kernel("AssignSub", cheap=True, writes_ref=True)
 def assign_sub(ctx, ref: VariableRef, value: np.ndarray):
     return _update(ctx, ref, lambda old: np.subtract(_read_for_update(ref, old), value,
                                                      dtype=_read_for_update(ref, old).dtype))
@@ -264,24 +264,21 @@ def _resource_scatter(how: str, nd: bool):
 
 
 for _how in _SCATTER_COMBINE:
-    kernel(f"Scatter{_how}")(_ref_scatter(_how, False))
+    kernel(f"Scatter{_how}", writes_ref=True)(_ref_scatter(_how, False))
     kernel(f"ResourceScatter{_how}")(_resource_scatter(_how, False))
 for _how in ("Update", "Add", "Sub", "Min", "Max"):
-    kernel(f"ScatterNd{_how}")(_ref_scatter(_how, True))
+    kernel(f"ScatterNd{_how}", writes_ref=True)(_ref_scatter(_how, True))
     kernel(f"ResourceScatterNd{_how}")(_resource_scatter(_how, True))
 
 
 @kernel("ResourceGatherNd")
 def resource_gather_nd(ctx, handle: ResourceHandle, indices: np.ndarray):
-    from .registry import KernelContext, lookup
+    from ..kernel_call import call_op
 
-    params = _var(ctx, handle).value
-    inner = KernelContext(ctx.node, "GatherNd", {"Tparams": params.dtype,
-                                                  "Tindices": indices.dtype})
-    return lookup("GatherNd").fn(inner, params, indices)
+    return call_op(ctx, "GatherNd", [_var(ctx, handle).value, indices])
 
 
-@kernel("CountUpTo", cheap=True)
+@kernel("CountUpTo", cheap=True, writes_ref=True)
 def count_up_to(ctx, ref: VariableRef):
     limit = ctx.attrs["limit"]
     with ref.lock:
@@ -340,7 +337,7 @@ def _slice_assign(ctx, old: np.ndarray, begin: np.ndarray, end: np.ndarray,
     return out
 
 
-@kernel("StridedSliceAssign")
+@kernel("StridedSliceAssign", writes_ref=True)
 def strided_slice_assign(ctx, ref: VariableRef, begin: np.ndarray, end: np.ndarray,
                          strides: np.ndarray, value: np.ndarray):
     return _update(ctx, ref, lambda old: _slice_assign(

@@ -36,7 +36,7 @@ import numpy as np
 from dfg.graphdef import dtypes as D
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
-from .registry import KernelContext, kernel
+from .registry import KernelContext, declare, kernel
 from .tensor_array import PartialShape, _compatible, _fmt, _fully_defined, _merge, _zeros
 
 Entry = Any  # np.ndarray, a nested TensorList (variant elements), or None (uninitialized)
@@ -763,9 +763,9 @@ def zeros_like_list(x: Any) -> TensorList:
                     f"Trying to compute zeros_like for unsupported dtype {_dtname(dt)}")
             out.append(np.zeros(v.shape, v.dtype))
         else:   # a variant element (a list, an Optional cond_v2 accumulated): its own kind's
-            from .array import zeros_like
+            from ..kernel_call import call_op
 
-            out.append(zeros_like(None, v))
+            out.append(call_op(None, "ZerosLike", [v]))
     return tl.derive(out)
 
 
@@ -776,9 +776,9 @@ def _add_entries(a: Entry, b: Entry) -> Entry:
         return a
     if not isinstance(a, _TENSOR) or not isinstance(b, _TENSOR):
         if as_list(a) is None:   # another variant (an Optional): AddN adds its kind
-            from .math import add_n
+            from ..kernel_call import call_op
 
-            return add_n(None, a, b)
+            return call_op(None, "AddN", [a, b])
         return _add_two(_list(a), _list(b))
     if a.shape != b.shape:
         raise InvalidArgumentError(
@@ -814,3 +814,7 @@ def add_n_lists(xs: Sequence[Any]) -> TensorList:
     for x in xs[1:]:
         acc = _add_two(acc, _list(x))
     return acc
+
+
+declare("ZerosLike", variant=(TensorList, lambda ctx, x: zeros_like_list(x)))
+declare("AddN", "AccumulateNV2", variant=(TensorList, lambda ctx, *xs: add_n_lists(xs)))

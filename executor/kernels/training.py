@@ -305,7 +305,7 @@ def _register() -> None:
         for op, make, arg_names, sparse in forms:
             k = make(n_slots, arg_names, fn, sparse)
             k.__name__ = k.__qualname__ = op
-            kernel(op)(k)
+            kernel(op, writes_ref=make is _ref_kernel)(k)
 
 
 _register()

@@ -1,0 +1,247 @@
+"""Every fast path gives exactly what the kernel it replaces gives.
+
+For every op whose registry record declares a fast path (a scalar form, ``OpSpec.scalar``, or
+a transfer the scheduler does without a kernel call, ``OpSpec.transfer``), on every dtype its
+OpDef allows (bfloat16, float16, float32/64, the integers at their ends, complex, bool,
+strings where allowed) and on 0-d and small tensors with NaN, inf and -0.0:
+
+* ``scalar``: the expression compiled programs write for the node (``codegen.scalar_form``,
+  None where the form does not hold the dtype) on NumPy scalars, against the kernel call on
+  0-d arrays;
+* ``straight-line``, ``loop``, ``node-by-node``: the op in a graph run by a Session as a
+  compiled straight-line program, inside a while loop compiled as a loop program, and node by
+  node, against the reference interpreter (executor/reference.py), which runs every kernel
+  through the one kernel call.
+
+Results must be identical: same dtype and shape, same bits but NaN payloads (signed zeros
+included). The count of (op, dtype, path) triples checked is printed and asserted.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dfg.executor import Session, codegen
+from dfg.executor.kernel_call import bind, call, context, quiet
+from dfg.executor.kernels.registry import specs
+from dfg.executor.reference import Reference
+from dfg.graphdef import builder as B
+from dfg.graphdef import dtypes as D
+from dfg.graphdef.opdefs.registry import registry
+from dfg.schemas.node_def_pb2 import NodeDef
+
+# transfers the scheduler does inline outside loops (Switch/Merge/Enter... are control flow:
+# tests/test_random_graphs.py and the conformance cases check them in every mode)
+TRANSFER_OPS = ("Identity", "StopGradient", "Snapshot")
+
+
+ALL_TYPES = (D.DT_BFLOAT16, D.DT_HALF, D.DT_FLOAT, D.DT_DOUBLE, D.DT_INT8, D.DT_UINT8,
+             D.DT_INT16, D.DT_UINT16, D.DT_INT32, D.DT_UINT32, D.DT_INT64, D.DT_UINT64,
+             D.DT_COMPLEX64, D.DT_COMPLEX128, D.DT_BOOL, D.DT_STRING)
+
+
+def fast_path_ops() -> list[str]:
+    ss = specs()
+    return sorted([op for op, s in ss.items() if s.scalar is not None] + list(TRANSFER_OPS))
+
+
+def allowed_types(op: str) -> list[int]:
+    od = registry().get(op)
+    attr = next((a for a in od.attr if a.name == "T"), None)
+    if attr is None:   # a fixed input type (LogicalAnd: bool)
+        return [od.input_arg[0].type]
+    # no list: any type (Identity)
+    return sorted(attr.allowed_values.list.type) or sorted(ALL_TYPES)
+
+
+def type_attrs(op: str, dt: int) -> dict[str, int]:
+    return {"T": dt} if any(a.name == "T" for a in registry().get(op).attr) else {}
+
+
+def values(dt: int) -> list[Any]:
+    """Interesting 0-d values of ``dt`` (bfloat16 as float32 values already rounded)."""
+    if dt == D.DT_BOOL:
+        return [False, True]
+    if dt == D.DT_STRING:
+        return [b"", b"a", b"ab", b"\xff"]
+    npdt = D.to_numpy(dt)
+    if npdt.kind in "iu":
+        info = np.iinfo(npdt)
+        vs = {0, 1, 7, info.max, info.max - 1, info.min, info.min + 1, info.max // 3 + 1}
+        if npdt.kind == "i":
+            vs |= {-1, -3}
+        return sorted(vs)
+    if npdt.kind == "c":
+        return [0j, -0.0 + 1j, 1.5 - 2j, complex(np.inf, 1), complex(np.nan, 0),
+                complex(-np.inf, -np.inf), 1e30 + 1e30j]
+    big = {D.DT_HALF: 65504.0, D.DT_BFLOAT16: 3.3895e38}.get(dt, float(np.finfo(npdt).max))
+    tiny = {D.DT_HALF: 6e-8, D.DT_BFLOAT16: 1e-39}.get(dt, float(np.finfo(npdt).tiny) / 4)
+    return [0.0, -0.0, 1.0, -1.5, 0.1, 1 / 3, 255.5, big, -big, tiny, np.inf, -np.inf, np.nan]
+
+
+def feed_dtype(dt: int) -> np.dtype:
+    return np.dtype(object) if dt == D.DT_STRING else D.to_numpy(dt)
+
+
+def as_array(vs: Any, dt: int) -> np.ndarray:
+    a = np.array(vs, dtype=feed_dtype(dt))
+    return D.round_bfloat16(a) if dt == D.DT_BFLOAT16 else a
+
+
+def arity(op: str) -> int:
+    return len(registry().get(op).input_arg)
+
+
+def node(op: str, dt: int) -> NodeDef:
+    nd = NodeDef(name="n", op=op)
+    if type_attrs(op, dt):
+        nd.attr["T"].type = dt
+    for i in range(arity(op)):
+        nd.input.append(f"x{i}")
+    return nd
+
+
+def same(a: Any, b: Any, what: str) -> None:
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, f"{what}: {a!r} vs {b!r}"
+    if a.dtype.kind in "fc":
+        pa = [a.real, a.imag] if a.dtype.kind == "c" else [a]
+        pb = [b.real, b.imag] if b.dtype.kind == "c" else [b]
+        for x, y in zip(pa, pb):
+            nan = np.isnan(y)
+            assert (np.isnan(x) == nan).all() and (x[~nan] == y[~nan]).all() and (
+                np.signbit(x[~nan]) == np.signbit(y[~nan])).all(), f"{what}: {a!r} vs {b!r}"
+    else:
+        assert np.array_equal(a, b), f"{what}: {a!r} vs {b!r}"
+
+
+def cases(op: str, dt: int) -> list[tuple[np.ndarray, ...]]:
+    """Input tuples: every pair of interesting 0-d values, and all of them as vectors."""
+    vs = values(dt)
+    combos = list(itertools.product(vs, repeat=arity(op)))
+    out = [tuple(as_array(v, dt) for v in c) for c in combos]
+    out.append(tuple(as_array([c[i] for c in combos], dt) for i in range(arity(op))))
+    return out
+
+
+def check_scalar_form(op: str, dt: int) -> int:
+    """The scalar form (where it holds ``dt``) on NumPy scalars against the kernel on 0-d
+    arrays; 1 if it was checked, 0 if compiled programs would run the kernel anyway."""
+    k = bind(node(op, dt))
+    form = codegen.scalar_form(k)
+    if dt == D.DT_BFLOAT16 or D.to_numpy(dt).kind in "cO":
+        assert form is None, f"{op} would skip the kernel for {D.name(dt)}"
+    if form is None:
+        return 0
+    names = [f"a{i}" for i in range(arity(op))]
+    expr = form.format(*names)
+    with quiet(all="ignore"):
+        for args in cases(op, dt):
+            if args[0].ndim:
+                continue
+            want = call(k, list(args), context(k))[0]
+            scalars = [codegen.to_scalar(a) for a in args]
+            assert all(s.__class__ in codegen.SCALAR_TYPES for s in scalars)
+            got = eval(expr, {}, dict(zip(names, scalars)))  # noqa: S307 - the form's own text
+            same(codegen.to_array(got), want, f"{op} {D.name(dt)} scalar form on {args}")
+    return 1
+
+
+def _inputs(op: str, dt: int) -> list[Any]:
+    """Placeholders (float32 cast to bfloat16: npy has no bfloat16) for the op's inputs."""
+    xs = []
+    for i in range(arity(op)):
+        if dt == D.DT_BFLOAT16:
+            xs.append(B.cast(B.placeholder("float32", None, name=f"x{i}"), "bfloat16"))
+        else:
+            xs.append(B.placeholder(D.name(dt), None, name=f"x{i}"))
+    return xs
+
+
+def _out(t: Any) -> Any:
+    return B.cast(t, "float32") if D.base(t.dtype) == D.DT_BFLOAT16 else t
+
+
+def straight_graph(op: str, dt: int) -> Any:
+    g = B.Graph()
+    with g.as_default():
+        xs = _inputs(op, dt)
+        B.identity(_out(B.apply_op(op, xs, type_attrs(op, dt)).outputs[0]), name="y")
+    return g.as_graph_def()
+
+
+def loop_graph(op: str, dt: int) -> Any:
+    """y = op(x...) computed in each of two iterations of a while loop (the inputs enter as
+    loop constants, the result is a loop variable): the loop program's path."""
+    g = B.Graph()
+    with g.as_default():
+        xs = _inputs(op, dt)
+        first = B.apply_op(op, xs, type_attrs(op, dt)).outputs[0]
+
+        def body(i: Any, acc: Any) -> list:
+            return [i + 1, B.apply_op(op, xs, type_attrs(op, dt)).outputs[0]]
+
+        _i, acc = B.while_loop(lambda i, acc: i < 2, body, [B.constant(np.int32(0)), first])
+        B.identity(_out(acc), name="y")
+    return g.as_graph_def()
+
+
+def feeds(args: tuple) -> dict[str, np.ndarray]:
+    return {f"x{i}:0": a for i, a in enumerate(args)}
+
+
+def check_graph_paths(op: str, dt: int) -> int:
+    """The straight-line program, the loop program and node by node against the reference
+    interpreter; returns the number of paths checked."""
+    n = 0
+    all_cases = cases(op, dt)
+    # every vector, and a spread of 0-d tuples (each value appears)
+    chosen = all_cases[-1:] + all_cases[:-1:max(1, (len(all_cases) - 1) // 24)]
+    for path, graph, programs in (("straight-line", straight_graph(op, dt), "always"),
+                                  ("loop", loop_graph(op, dt), "always"),
+                                  ("node-by-node", straight_graph(op, dt), "never")):
+        ref = Reference(graph)
+        with Session(graph, threads=1, programs=programs, optimize="off") as sess:
+            for args in chosen:
+                fd = feeds(args)
+                want = ref.run(["y:0"], feed_dict=fd)[0]
+                for rnd in range(2):   # the second run uses the compiled program
+                    got = sess.run(["y:0"], feed_dict=fd)[0]
+                    same(got, want, f"{op} {D.name(dt)} {path} run {rnd} on {args}")
+        n += 1
+    return n
+
+
+OPS = fast_path_ops()
+TRIPLES: list[tuple[str, str, str]] = []
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_fast_paths_equal_the_kernel(op: str) -> None:
+    for dt in allowed_types(op):
+        if op in TRANSFER_OPS and dt not in (D.DT_BFLOAT16, D.DT_HALF, D.DT_FLOAT, D.DT_INT8,
+                                             D.DT_UINT8, D.DT_INT64, D.DT_COMPLEX64,
+                                             D.DT_BOOL, D.DT_STRING):
+            continue   # a transfer moves any value alike: a few dtypes of each kind
+        name = D.name(dt)
+        if check_scalar_form(op, dt):
+            TRIPLES.append((op, name, "scalar"))
+        k = check_graph_paths(op, dt)
+        TRIPLES.extend([(op, name, p) for p in ("straight-line", "loop", "node-by-node")][:k])
+
+
+def test_every_scalar_form_is_checked_and_the_triples_are_counted(record_property) -> None:
+    ss = specs()
+    assert {op for op, s in ss.items() if s.scalar is not None} <= set(OPS)
+    if len({t[0] for t in TRIPLES}) < len(OPS):
+        pytest.skip("run with the per-op tests to count the triples")
+    scalar = sum(1 for t in TRIPLES if t[2] == "scalar")
+    print(f"\nfast paths checked: {len(TRIPLES)} (op, dtype, path) triples, {scalar} of them "
+          f"scalar forms, over {len(OPS)} ops")
+    record_property("fast_path_triples", len(TRIPLES))
+    # 14 ops with scalar forms over their OpDefs' dtypes, 3 graph paths each, plus transfers
+    assert len(TRIPLES) >= 400 and scalar >= 100, (len(TRIPLES), scalar)
