@@ -12,13 +12,12 @@ ready nodes meanwhile, and wakes on ``done`` through the step's completion queue
 runs node by node: compiled programs call kernels synchronously.
 
 An async kernel is declared in its op's record (``kernel(..., start=fn, runs_dead=...)``,
-kernels/registry.py OpSpec). Transfer ops (``runs_dead``) run even when their inputs are dead, as TensorFlow runs its
-Send/Recv, so every send meets its receive: a dead input is sent as dead (``None``).
+kernels/registry.py OpSpec). Transfer ops (``runs_dead``) run even when their inputs are
+dead, as TensorFlow runs its Send/Recv, so every send meets its receive: a dead input is sent
+as dead (``None``).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 PENDING = object()     # what a start function returns when ``done`` will be called later
 
