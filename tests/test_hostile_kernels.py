@@ -19,8 +19,9 @@ import pytest
 
 DATA = Path(__file__).resolve().parent / "data" / "hostile_kernels"
 LIMIT_AS = 2 << 30
-CPU_SECONDS = 2.0     # the bound that matters: the machine may be shared, wall time varies
-WALL_SECONDS = 10.0   # a hang guard
+# the bound that matters: the process's own CPU time (wall time is the machine's load; the
+# subprocess's 60 s timeout guards against a hang)
+CPU_SECONDS = 2.0
 
 
 def _cap() -> None:
@@ -72,7 +73,7 @@ def test_hostile_kernel_is_refused_fast_naming_the_node(graph: str) -> None:
     assert rc == 1, (rc, line)
     assert f"node {node}" in line and words in line, line
     assert out == ""
-    assert cpu < CPU_SECONDS and wall < WALL_SECONDS, (cpu, wall)
+    assert cpu < CPU_SECONDS, (cpu, wall)
 
 
 def test_const_of_2g_floats_is_refused_not_materialized() -> None:
@@ -83,7 +84,7 @@ def test_const_of_2g_floats_is_refused_not_materialized() -> None:
     assert rc == 1 and out == ""
     assert "8,589,934,592 bytes" in line and "[2147483648]" in line, line
     assert "node 'big' (Const)" in line, line
-    assert cpu < CPU_SECONDS and wall < WALL_SECONDS, (cpu, wall)
+    assert cpu < CPU_SECONDS, (cpu, wall)
 
 
 def test_exponential_regexes_finish_in_linear_time() -> None:
@@ -97,7 +98,7 @@ def test_exponential_regexes_finish_in_linear_time() -> None:
     assert got["replaced"] == [bang, f"<{plain}>"]
     assert got["matched"] == [False, True]
     assert got["dyn"] == [bang, "-"]
-    assert cpu < CPU_SECONDS and wall < WALL_SECONDS, (cpu, wall)
+    assert cpu < CPU_SECONDS, (cpu, wall)
 
 
 def test_committed_graphs_are_what_generate_writes(tmp_path: Path) -> None:

@@ -282,11 +282,11 @@ def test_hostile_sizes_are_refused_fast(op: str, inputs: tuple, attrs: dict,
 
     args = list(inputs)
     k = bind_op(op, complete_attrs(op, dict(attrs), args))
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     assert k.size_check(k, args) >= at_least
     with pytest.raises(ResourceExhaustedError, match="memory budget") as e:
         call(k, args, context(k, None, {}, max_bytes=1 << 30))
-    assert time.perf_counter() - t0 < 0.5
+    assert time.process_time() - t0 < 0.5
     assert e.value.node == op  # bind_op names the kernel after its op
 
 
@@ -326,10 +326,10 @@ def test_session_budget_refuses_fill_and_names_the_node() -> None:
     g = graph(const("dims", S([1 << 16, 1 << 16], I32)), const("v", S(1.0, F)),
               ("big", "Fill", ["dims", "v"], {"T": T_F, "index_type": T_I32}))
     sess = Session(g, max_bytes=1 << 30)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.raises(ResourceExhaustedError) as e:
         sess.run("big")
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
     assert e.value.node == "big" and e.value.op == "Fill"
     assert "17,179,869,184 bytes" in str(e.value) and "1,073,741,824" in str(e.value)
 
@@ -405,10 +405,10 @@ def test_const_over_the_session_budget_names_the_const() -> None:
     g.node.extend(graph(const("axis", S([0], I32)),
                         ("total", "Sum", ["big", "axis"],
                          {"T": T_F, "Tidx": T_I32, "keep_dims": False})).node)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.raises(ResourceExhaustedError) as e:
         Session(g, max_bytes=1 << 20).run("total")
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
     assert e.value.node == "big" and "268,435,456 bytes" in str(e.value)
     assert "1,048,576" in str(e.value)
 

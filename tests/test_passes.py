@@ -230,9 +230,9 @@ def test_folding_never_creates_a_const_above_the_limit():
                const("small_dims", [2, 3], "DT_INT32"),
                op("small", "Fill", "small_dims", "one",
                   attrs='attr { key: "index_type" value { type: DT_INT32 } }'))
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     out = run_pass("constant_folding", gd, fetch=["huge", "tiled", "small"])
-    assert time.perf_counter() - t0 < 5
+    assert time.process_time() - t0 < 5
     n = nodes(out)
     assert n["huge"].op == "Fill"          # 4 TiB
     assert n["tiled"].op == "Tile"         # 1e6 floats = 4 MB > 1 MiB default limit

@@ -362,9 +362,9 @@ def test_validate_is_fast_on_a_deep_10k_chain():
     gd.node[0].attr["T"].type = 1
     del gd.node[0].attr["dtype"]
     g = Graph(gd)
-    t = time.perf_counter()
+    t = time.process_time()
     diags = validate(g)
-    elapsed = time.perf_counter() - t
+    elapsed = time.process_time() - t
     (d,) = diags
     assert d.code == "cycle" and d.extra["size"] == n and len(d.extra["path"]) == n + 1
     assert elapsed < 2.0
@@ -378,9 +378,9 @@ def test_many_missing_inputs_among_look_alike_names_stay_fast():
         src = f"layer_{i}/conv/weightz" if i % 2 else f"layer_{i - 1}/conv/weights"
         nd = gd.node.add(name=f"layer_{i}/conv/weights", op="Identity", input=[src])
         nd.attr["T"].type = 1
-    t = time.perf_counter()
+    t = time.process_time()
     diags = validate(Graph(gd))
-    elapsed = time.perf_counter() - t
+    elapsed = time.process_time() - t
     missing = only(diags, "missing-input")
     assert len(missing) == n // 2 + 1          # every odd node, and node 0 reads layer_-1
     assert elapsed < 2.0

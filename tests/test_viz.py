@@ -480,9 +480,9 @@ def load_benchmark():
 def test_10k_node_graph_collapses_to_a_few_hundred_boxes_quickly():
     g = Graph(load_benchmark().build(100, 100))
     assert len(g) == 10_001
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     text = V.to_dot(g)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     d = Dot(text)
     assert len(d.nodes) <= V.DEFAULT_MAX_BOXES
     assert "s:block_042/" in d.nodes and d.label("s:block_042/").startswith(

@@ -165,8 +165,8 @@ def test_a_million_uniforms_are_quick() -> None:
     args = (np.array([1_000_000], i32), np.array([7], np.uint64), np.array([1, 2], np.uint64),
             i32(1))
     invoke("StatelessRandomUniformV2", np.array([8], i32), *args[1:])
-    t = time.perf_counter()
+    t = time.process_time()
     out = invoke("StatelessRandomUniformV2", *args)
-    assert time.perf_counter() - t < 0.5
+    assert time.process_time() - t < 0.5
     assert out.shape == (1_000_000,) and out.dtype == f32
     assert 0 <= out.min() and out.max() < 1

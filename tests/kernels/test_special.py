@@ -80,9 +80,9 @@ def test_zeta_and_polygamma_closed_forms() -> None:
     q = -100000.5
     z = 1 - q
     want = math.pi ** 2 - (1 / z + 1 / (2 * z * z) + 1 / (6 * z ** 3))
-    t = time.perf_counter()
+    t = time.process_time()
     got = run("Zeta", [2.0], [q])
-    assert time.perf_counter() - t < 5
+    assert time.process_time() - t < 5
     np.testing.assert_allclose(got, [want], rtol=1e-10)
 
 
@@ -131,7 +131,7 @@ def test_large_inputs_stay_vectorized(op: str) -> None:
     """100k floats in well under a second: a per-element Python loop would take minutes."""
     xs = _inputs(op, 100_000, np.random.default_rng(0))
     invoke(op, *xs)
-    t = time.perf_counter()
+    t = time.process_time()
     r = invoke(op, *xs)
-    assert time.perf_counter() - t < 1.0
+    assert time.process_time() - t < 1.0
     assert r.shape == (100_000,) and r.dtype == F32
