@@ -83,22 +83,14 @@ def _put_blocks(ray: Any, run: BatchRun, on_total: Callable[[int], None] | None)
     driver holds about one file at a time)."""
     from ray.data.block import BlockAccessor
 
-    refs, total = [], 0
-    for i, s in enumerate(run.shards):
-        if s.status != "pending":
-            continue
-        columns = run.load(i)
-        if columns is None:
-            continue
-        total += s.rows
-        for t in run.tasks(i, columns):
-            feeds = dict(t.feeds)
-            feeds[SHARD] = np.full(t.stop - t.start, i, dtype=np.int64)
-            feeds[ROW] = np.arange(t.start, t.stop, dtype=np.int64)
-            refs.append(ray.put(BlockAccessor.batch_to_block(feeds)))
-        del columns
-    if on_total is not None:
-        on_total(total)
+    from .batch import _tasks_of  # the local engine's reader: pending shards, one at a time
+
+    refs = []
+    for t in _tasks_of(run, on_total):
+        feeds = dict(t.feeds)
+        feeds[SHARD] = np.full(t.stop - t.start, t.shard, dtype=np.int64)
+        feeds[ROW] = np.arange(t.start, t.stop, dtype=np.int64)
+        refs.append(ray.put(BlockAccessor.batch_to_block(feeds)))
     return refs
 
 
