@@ -24,6 +24,7 @@ StableHLO.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 from typing import Any
@@ -52,9 +53,17 @@ def _varint(buf: bytes, i: int) -> tuple[int, int]:
             raise InvalidArgumentError("varint too long in an XLA dimension-numbers proto")
 
 
-def _proto_ints(data: Any) -> dict[int, list[int]]:
-    """Field number -> its int64 values, for a message of int64 fields (packed or not)."""
+def _proto_ints(data: Any) -> dict[int, tuple[int, ...]]:
+    """Field number -> its int64 values, for a message of int64 fields (packed or not).
+
+    A node's attribute bytes never change, so each distinct message is parsed once, not per
+    kernel call (loops call these kernels every iteration)."""
     buf = data.encode("utf-8") if isinstance(data, str) else bytes(data or b"")
+    return _parse_proto_ints(buf)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_proto_ints(buf: bytes) -> dict[int, tuple[int, ...]]:
     out: dict[int, list[int]] = {}
 
     def signed(v: int) -> int:
@@ -81,7 +90,8 @@ def _proto_ints(data: Any) -> dict[int, list[int]]:
         else:
             raise InvalidArgumentError(f"unexpected wire type {wire} in an XLA dimension-numbers "
                                        "proto")
-    return out
+    # tuples: the cached result is shared by every caller, so it must not be mutable
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def _one(fields: dict[int, list[int]], n: int) -> int:
@@ -332,7 +342,7 @@ def xla_call_module(ctx: KernelContext, *args: Any) -> Any:
 @kernel("XlaDotV2", "XlaDot")
 def xla_dot(ctx: KernelContext, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     f = _proto_ints(ctx.attrs.get("dimension_numbers"))
-    lc, rc, lb, rb = f.get(1, []), f.get(2, []), f.get(3, []), f.get(4, [])
+    lc, rc, lb, rb = list(f.get(1, ())), list(f.get(2, ())), list(f.get(3, ())), list(f.get(4, ()))
     if len(lc) != len(rc) or len(lb) != len(rb):
         raise InvalidArgumentError(f"dot dimension numbers do not pair up: contracting {lc} "
                                    f"vs {rc}, batch {lb} vs {rb}")
@@ -458,9 +468,9 @@ def _index_vectors(indices: np.ndarray, ivd: int) -> tuple[np.ndarray, list[int]
 def xla_gather(ctx: KernelContext, operand: np.ndarray, indices: np.ndarray,
                slice_sizes: np.ndarray) -> np.ndarray:
     f = _proto_ints(ctx.attrs.get("dimension_numbers"))
-    offset_dims, collapsed, start_map = f.get(1, []), f.get(2, []), f.get(3, [])
+    offset_dims, collapsed, start_map = list(f.get(1, ())), list(f.get(2, ())), list(f.get(3, ()))
     ivd = _one(f, 4)
-    op_batch, idx_batch = f.get(5, []), f.get(6, [])
+    op_batch, idx_batch = list(f.get(5, ())), list(f.get(6, ()))
     sizes = _vec(slice_sizes, "slice_sizes", operand.ndim)
     for d, s in enumerate(sizes):
         if not 0 <= s <= operand.shape[d]:
@@ -509,9 +519,9 @@ def xla_gather(ctx: KernelContext, operand: np.ndarray, indices: np.ndarray,
 def xla_scatter(ctx: KernelContext, operand: np.ndarray, indices: np.ndarray,
                 updates: np.ndarray) -> np.ndarray:
     f = _proto_ints(ctx.attrs.get("dimension_numbers"))
-    window_dims, inserted, to_operand = f.get(1, []), f.get(2, []), f.get(3, [])
+    window_dims, inserted, to_operand = list(f.get(1, ())), list(f.get(2, ())), list(f.get(3, ()))
     ivd = _one(f, 4)
-    in_batch, idx_batch = f.get(5, []), f.get(6, [])
+    in_batch, idx_batch = list(f.get(5, ())), list(f.get(6, ()))
     comp = computation(ctx, "update_computation")
     vecs, batch_dims = _index_vectors(np.asarray(indices, dtype=np.int64), ivd)
     if vecs.shape[-1] != len(to_operand):
@@ -721,9 +731,9 @@ def xla_conv(ctx: KernelContext, lhs: np.ndarray, rhs: np.ndarray, strides: np.n
              padding: np.ndarray, lhs_dil: np.ndarray, rhs_dil: np.ndarray,
              groups: np.ndarray) -> np.ndarray:
     f = _proto_ints(ctx.attrs.get("dimension_numbers"))
-    ib, ifd, isp = _one(f, 7), _one(f, 8), f.get(11, [])
-    kif, kof, ksp = _one(f, 3), _one(f, 4), f.get(6, [])
-    ob, ofd, osp = _one(f, 9), _one(f, 10), f.get(12, [])
+    ib, ifd, isp = _one(f, 7), _one(f, 8), list(f.get(11, ()))
+    kif, kof, ksp = _one(f, 3), _one(f, 4), list(f.get(6, ()))
+    ob, ofd, osp = _one(f, 9), _one(f, 10), list(f.get(12, ()))
     nsp = len(isp)
     if len(ksp) != nsp or len(osp) != nsp or lhs.ndim != nsp + 2 or rhs.ndim != nsp + 2:
         raise InvalidArgumentError(f"convolution dimension numbers do not fit inputs of rank "
