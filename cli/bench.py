@@ -24,6 +24,8 @@ from .options import (
     restore_checkpoint,
     session_optimize,
     target_option,
+    time_left,
+    timeout_option,
 )
 from .progress import new_tracer, progress, trace_option
 
@@ -47,13 +49,14 @@ from .progress import new_tracer, progress, trace_option
 @trace_option
 @data_output
 @optimize_option
+@timeout_option
 @max_memory_option
 @file_options
 @limited
 def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets: tuple[str, ...],
           inits: tuple[str, ...], warmup: int, iters: int | None, seconds: float,
           threads: int | None, as_json: bool, trace_path: str | None,
-          no_optimize: bool = False,
+          no_optimize: bool = False, timeout: float | None = None,
         max_memory: int | None = None, checkpoint: str | None = None,
         grants: FileGrants | None = None) -> None:
     """Run GRAPH's step repeatedly in one process and print seconds per step.
@@ -83,16 +86,16 @@ def bench(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...], targets:
                  max_bytes=max_memory, files=file_policy(grants, graph, checkpoint)) as sess:
         restore_checkpoint(sess, graph, checkpoint)
         if inits:
-            sess.run([], feed_dict, targets=list(inits))
+            sess.run([], feed_dict, targets=list(inits), timeout=time_left())
         step = (list(fetches), feed_dict, list(targets))
         for _ in range(warmup):
-            sess.run(*step)
+            sess.run(*step, timeout=time_left())
         times: list[float] = []
         t_end = time.perf_counter() + seconds
         with progress("steps", iters, enabled=not as_json) as advance:
             while (len(times) < iters) if iters else (time.perf_counter() < t_end or not times):
                 t0 = time.perf_counter()
-                sess.run(*step, trace=tracer)
+                sess.run(*step, trace=tracer, timeout=time_left())
                 times.append(time.perf_counter() - t0)
                 advance()
         used = sess.threads

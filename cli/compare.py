@@ -15,8 +15,11 @@ from .options import (
     json_option,
     limited,
     load,
+    max_memory_option,
     names,
     target_option,
+    time_left,
+    timeout_option,
 )
 
 
@@ -41,13 +44,16 @@ from .options import (
               help="Also find the first node (in A's topological order) whose output differs.")
 @click.option("--batch", type=click.IntRange(min=1), default=64, show_default=True,
               help="Tensors fetched per run while bisecting (bounds memory).")
+@timeout_option
+@max_memory_option
 @json_option
 @data_output
 @file_options
 @limited
 def compare(graph_a: str, graph_b: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
             targets: tuple[str, ...], rtol: float, atol: float, threads: int,
-            no_optimize: bool, seed: int, do_bisect: bool, batch: int, as_json: bool,
+            no_optimize: bool, seed: int, do_bisect: bool, batch: int,
+            timeout: float | None, max_memory: int | None, as_json: bool,
             grants=None) -> None:
     """Run graphs A and B one step each on the same feeds and compare the fetched tensors.
 
@@ -95,7 +101,8 @@ def compare(graph_a: str, graph_b: str, fetches: tuple[str, ...], feeds: tuple[s
         res = compare_graphs(ga, gb, names(fetches), feed_dict, names(targets), rtol, atol,
                              threads, threads, programs="never" if no_optimize else "auto",
                              seed=seed, bisect=do_bisect, batch=batch, progress=step,
-                             files=file_policy(grants, (graph_a, graph_b)))
+                             files=file_policy(grants, (graph_a, graph_b)),
+                             max_bytes=max_memory, timeout=time_left)
     # both failing alike agrees, but no value was compared: not a pass
     nothing = res.ok and res.error_a is not None and res.error_b is not None
     if as_json:

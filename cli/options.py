@@ -368,6 +368,13 @@ max_memory_option = click.option(
          "allocated. Default: half the physical memory.")
 
 
+# the whole command's time bound (command_limits); with @limited the command honours it
+timeout_option = click.option(
+    "--timeout", type=float, default=None, metavar="SECONDS",
+    help="Seconds the whole command may take: loading, validation, optimization and every "
+         "step (exit 1 past it). Bounds a model that may loop forever.")
+
+
 # --- file access and whole-command limits ------------------------------------------------
 
 class FileGrants:

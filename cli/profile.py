@@ -25,6 +25,8 @@ from .options import (
     restore_checkpoint,
     session_optimize,
     target_option,
+    time_left,
+    timeout_option,
 )
 from .progress import progress, trace_option
 
@@ -53,13 +55,14 @@ SORTS = ("total", "mean", "count", "name")
 @json_option
 @data_output
 @optimize_option
+@timeout_option
 @max_memory_option
 @file_options
 @limited
 def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
             targets: tuple[str, ...], inits: tuple[str, ...], warmup: int, iters: int,
             threads: int | None, sort: str, top: int, trace_path: str | None,
-            as_json: bool, no_optimize: bool = False,
+            as_json: bool, no_optimize: bool = False, timeout: float | None = None,
         max_memory: int | None = None, checkpoint: str | None = None,
         grants: FileGrants | None = None) -> None:
     """Run GRAPH's step --iters times with tracing and show where the time goes.
@@ -96,13 +99,14 @@ def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
                  max_bytes=max_memory, files=file_policy(grants, graph, checkpoint)) as sess:
         restore_checkpoint(sess, graph, checkpoint)
         if inits:
-            sess.run([], feed_dict, targets=list(inits))
+            sess.run([], feed_dict, targets=list(inits), timeout=time_left())
         for _ in range(warmup):
-            sess.run(fetch_list, feed_dict, target_list)
+            sess.run(fetch_list, feed_dict, target_list, timeout=time_left())
         with progress("steps", iters, enabled=not as_json) as advance:
             for _ in range(iters):
                 t0 = time.perf_counter()
-                sess.run(fetch_list, feed_dict, target_list, trace=tracer)
+                sess.run(fetch_list, feed_dict, target_list, trace=tracer,
+                         timeout=time_left())
                 wall += time.perf_counter() - t0
                 advance()
         used = sess.threads

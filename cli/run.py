@@ -33,6 +33,7 @@ from .options import (
     stdout_to,
     target_option,
     time_left,
+    timeout_option,
 )
 from .progress import new_tracer, trace_option
 
@@ -74,9 +75,7 @@ OLD_OUTPUT_WORDS = ("table", "json", "npz")
               help="table, json, npz or npy (default: from FILE's extension; on standard "
                    "output a table on a terminal, else JSON).")
 @json_option
-@click.option("--timeout", type=float, default=None, metavar="SECONDS",
-              help="Seconds the whole command may take: loading, validation, optimization "
-                   "and every step (exit 1 past it). Bounds a model that may loop forever.")
+@timeout_option
 @trace_option
 @optimize_option
 @max_memory_option

@@ -141,18 +141,22 @@ def diff_tensors(name: str, a: Any, b: Any, rtol: float = DEFAULT_RTOL,
     return d
 
 
-def _session(graph: Any, threads: int, programs: str, files: Any = None) -> Any:
+def _session(graph: Any, threads: int, programs: str, files: Any = None,
+             max_bytes: int | None = None) -> Any:
     from .session import Session
 
-    return Session(graph, threads=threads, programs=programs, files=files)
+    return Session(graph, threads=threads, programs=programs, files=files, max_bytes=max_bytes)
 
 
-def _run(sess: Any, fetches: list[str], feeds: dict, targets: list[str]
-         ) -> tuple[list[Any] | None, Any]:
-    from dfg.graphdef.errors import DfgError
+def _run(sess: Any, fetches: list[str], feeds: dict, targets: list[str],
+         timeout: Callable[[], float | None] | None = None) -> tuple[list[Any] | None, Any]:
+    from dfg.graphdef.errors import DeadlineExceededError, DfgError
 
     try:
-        return sess.run(list(fetches), feed_dict=feeds, targets=list(targets)), None
+        return sess.run(list(fetches), feed_dict=feeds, targets=list(targets),
+                        timeout=timeout() if timeout else None), None
+    except DeadlineExceededError:
+        raise       # the comparison's own time ran out: not a result of either graph
     except DfgError as e:
         return None, e
 
@@ -187,11 +191,13 @@ def compare_graphs(a: Any, b: Any, fetches: list[str], feeds: dict[str, Any] | N
                    programs: str = "auto", seed: int = 0, bisect: bool = False,
                    batch: int = DEFAULT_BATCH,
                    progress: Callable[[int, int], None] | None = None,
-                   files: Any = None) -> CompareResult:
+                   files: Any = None, max_bytes: int | None = None,
+                   timeout: Callable[[], float | None] | None = None) -> CompareResult:
     """Run one step of ``a`` and of ``b`` (Graphs, GraphDefs or paths) on the same feeds and
     compare every fetch; with ``bisect``, also find the first differing node
     (``progress(done, total)`` is called as bisecting goes). ``files``: both Sessions'
-    FilePolicy (None: everything allowed)."""
+    FilePolicy (None: everything allowed); ``max_bytes``: both Sessions' output budget;
+    ``timeout()``: the seconds each run may take (None: no bound), asked before each run."""
     from dfg.graphdef.io import load_graph
 
     ga, gb = load_graph(a), load_graph(b)
@@ -202,15 +208,15 @@ def compare_graphs(a: Any, b: Any, fetches: list[str], feeds: dict[str, Any] | N
     # a Placeholder that B does not have (e.g. optimized away) is not fed to it
     fb = {k: v for k, v in fa.items() if k.rpartition(":")[0] in gb}
     fed = {k: list(np.shape(v)) for k, v in fa.items()}
-    sa = _session(ga, threads_a, programs, files)
-    sb = _session(gb, threads_b, programs, files)
+    sa = _session(ga, threads_a, programs, files, max_bytes)
+    sb = _session(gb, threads_b, programs, files, max_bytes)
     try:
-        out_a, err_a = _run(sa, fetches, fa, targets)
-        out_b, err_b = _run(sb, fetches, fb, targets)
+        out_a, err_a = _run(sa, fetches, fa, targets, timeout)
+        out_b, err_b = _run(sb, fetches, fb, targets, timeout)
         res = _verdict(shown, out_a, err_a, out_b, err_b, rtol, atol, fed)
         if bisect:
             res.bisect = _bisect(ga, gb, sa, sb, fetches, fa, fb, rtol, atol, batch,
-                                 progress)
+                                 progress, timeout)
         return res
     finally:
         sa.close()
@@ -275,7 +281,8 @@ def bisect_candidates(ga: Any, gb: Any, fetches: list[str], feeds: list[str]
 
 def _bisect(ga: Any, gb: Any, sa: Any, sb: Any, fetches: list[str], fa: dict, fb: dict,
             rtol: float, atol: float, batch: int,
-            progress: Callable[[int, int], None] | None) -> BisectResult:
+            progress: Callable[[int, int], None] | None,
+            timeout: Callable[[], float | None] | None = None) -> BisectResult:
     cands, in_loops = bisect_candidates(ga, gb, fetches, list(fa))
     res = BisectResult(candidates=len(cands), skipped_in_loops=in_loops)
     # batches of whole nodes holding at most `batch` tensors (a node with more is alone)
@@ -292,7 +299,7 @@ def _bisect(ga: Any, gb: Any, sa: Any, sb: Any, fetches: list[str], fa: dict, fb
         groups.append(cur)
     done = 0
     for group in groups:
-        hit = _check(group, sa, sb, fa, fb, rtol, atol, res)
+        hit = _check(group, sa, sb, fa, fb, rtol, atol, res, timeout)
         if hit is not None:
             res.first, res.op, res.diff = hit
             res.checked = done + next(i for i, c in enumerate(group) if c[0] == hit[0]) + 1
@@ -307,13 +314,14 @@ def _bisect(ga: Any, gb: Any, sa: Any, sb: Any, fetches: list[str], fa: dict, fb
 
 
 def _check(group: list[tuple[str, str, int]], sa: Any, sb: Any, fa: dict, fb: dict,
-           rtol: float, atol: float, res: BisectResult
+           rtol: float, atol: float, res: BisectResult,
+           timeout: Callable[[], float | None] | None = None
            ) -> tuple[str, str, TensorDiff] | None:
     """The first node of ``group`` whose output differs, as (node, op, diff), or None."""
     names = [f"{n}:{k}" for n, _op, c in group for k in range(c)]
     res.runs += 1
-    out_a, err_a = _run(sa, names, fa, [])
-    out_b, err_b = _run(sb, names, fb, [])
+    out_a, err_a = _run(sa, names, fa, [], timeout)
+    out_b, err_b = _run(sb, names, fb, [], timeout)
     if err_a is None and err_b is None:
         i = 0
         for n, op, c in group:

@@ -282,3 +282,34 @@ def test_interrupt_is_exit_130_and_one_line(tmp_path):
     assert p.returncode == 130, err
     assert err.decode().splitlines() == ["dfg: interrupted"]
     assert out == b""
+
+
+@pytest.mark.parametrize("command", ["bench", "profile", "compare"])
+def test_timeout_bounds_bench_profile_and_compare(command):
+    """A loop of 2**31-1 iterations (hours) under --timeout 1: each command ends with exit 1
+    and one line naming the timeout, as dfg run does (they had no --timeout)."""
+    graphs = [WHILE, WHILE] if command == "compare" else [WHILE]
+    r = dfg(command, *graphs, "--fetch", "counter/Exit", "--feed", "n=2147483647",
+            "--timeout", "1")
+    assert r.returncode == 1, r.stderr
+    line = one_line_error(r.stderr)
+    assert "timed out" in line or "--timeout" in line, line
+
+
+def test_compare_refuses_an_output_over_max_memory(tmp_path):
+    """dfg compare has --max-memory too: a 4 MB Fill under a 1M budget is refused in both
+    graphs before it is allocated, so nothing is compared (exit 1); with 8M it agrees."""
+    from dfg.graphdef import builder as B
+
+    g = B.Graph()
+    with g.as_default():
+        B.apply_op("Fill", [B.constant([1000, 1000]), B.constant(1.0)], name="big")
+    p = tmp_path / "fill.pb"
+    p.write_bytes(g.as_graph_def().SerializeToString())
+    r = invoke("compare", p, p, "--fetch", "big", "--max-memory", "1M", "--json")
+    assert r.exit_code == 1, r.output
+    d = json.loads(r.output)
+    assert d["nothing_compared"] is True
+    assert "4,000,000 bytes" in d["error_a"] and "'big' (Fill)" in d["error_a"], d
+    r = invoke("compare", p, p, "--fetch", "big", "--max-memory", "8M", "--json")
+    assert r.exit_code == 0 and json.loads(r.output)["ok"] is True, r.output
