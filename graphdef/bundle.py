@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import os
 import struct
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from dfg.schemas import types_pb2
 
 from . import dtypes as D
 from . import files
-from .errors import GraphLoadError, UnsupportedDTypeError
+from .errors import GraphLoadError, ResourceExhaustedError, UnsupportedDTypeError
 from .tensors import format_shape
 
 TABLE_MAGIC = 0xDB4775248B80FB57
@@ -235,6 +236,13 @@ class BundleReader:
         # entry under the name itself lists the slices and holds no data
         self.slice_entries: dict[tuple[str, tuple], Any] = {}
         self.header = tensor_bundle_pb2.BundleHeaderProto()
+        # distinct keys read so far and their bytes: the total is held to the context's read
+        # limit, as index entries may all point at one big range of the data file (each read
+        # alone fits the file and the budget; together they would not). Guarded by _lock: a
+        # reader is shared by the RestoreV2 kernels of concurrent steps.
+        self._lock = threading.Lock()
+        self._loaded: dict[tuple[str, int], int] = {}
+        self._loaded_total = 0
         seen_header = False
         for key, value in read_table(self.index_path):
             try:
@@ -326,15 +334,35 @@ class BundleReader:
         path = self.shard_path(entry.shard_id)
         if not os.path.lexists(path):
             raise GraphLoadError(f"missing data shard for key {key}", source=path)
-        # the file's length is checked before the entry's claimed size is allocated
-        return files.read_range(path, int(entry.offset), int(entry.size), what=f"key {key}")
+        # the file's length is checked before the entry's claimed size is allocated, then the
+        # reader's running total
+        what = f"key {key}"
+        return files.read_range(path, int(entry.offset), int(entry.size), what=what,
+                                reserve=lambda n: self._account((key, id(entry)), what, n))
 
     def read(self, key: str) -> np.ndarray:
-        """The tensor stored under ``key``, checksum verified."""
+        """The tensor stored under ``key``, checksum verified. The distinct keys this reader
+        has read, this one included, may not total more than the context's read limit
+        (--max-memory): ResourceExhaustedError before anything more is read."""
         entry = self.entry(key)
         if len(entry.slices):
             return self._assemble(key, entry)
         return self._read_entry(key, entry, self.shape(key))
+
+    def _account(self, ident: tuple[str, int], what: str, size: int) -> None:
+        """Count ``size`` bytes of ``what`` against the context's read limit, once per
+        distinct ``ident`` (a key and its entry: a partitioned variable has one per slice)."""
+        limit = files.current_read_limit()
+        with self._lock:
+            if ident in self._loaded:
+                return
+            if limit is not None and self._loaded_total + size > limit:
+                raise ResourceExhaustedError(
+                    f"reading {what} ({size:,} bytes) would bring this checkpoint's tensors "
+                    f"to {self._loaded_total + size:,} bytes, more than the memory budget of "
+                    f"{limit:,} bytes (--max-memory)", source=self.index_path)
+            self._loaded[ident] = size
+            self._loaded_total += size
 
     def _assemble(self, key: str, entry: Any) -> np.ndarray:
         """A partitioned variable's whole value, from the slices it was saved as."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -261,10 +261,12 @@ def read_file(path: str | os.PathLike[str], *, source: str | None = None,
 
 
 def read_range(path: str | os.PathLike[str], offset: int, size: int, *,
-               source: str | None = None, what: str = "the data") -> bytes:
+               source: str | None = None, what: str = "the data",
+               reserve: Callable[[int], None] | None = None) -> bytes:
     """``size`` bytes at ``offset`` of a regular file, after checking that the file holds
     them (a claim of 100 GB in a 1 KB file is refused before allocating) and that they fit
-    the context's :func:`read_limit`."""
+    the context's :func:`read_limit`. ``reserve(size)``, called after those checks and
+    before reading, may refuse too (a caller's running total)."""
     src = source or os.fspath(path)
     if offset < 0 or size < 0:
         raise GraphLoadError(f"{what}: negative offset {offset} or size {size}", source=src)
@@ -274,6 +276,8 @@ def read_range(path: str | os.PathLike[str], offset: int, size: int, *,
             raise GraphLoadError(f"{what}: {size:,} bytes expected at offset {offset:,}, the "
                                  f"file ends after {file_size:,}", source=src)
         _budget(size, src, what)
+        if reserve is not None:
+            reserve(size)
         try:
             os.lseek(fd, offset, os.SEEK_SET)
         except OSError as e:

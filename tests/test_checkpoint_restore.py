@@ -144,3 +144,61 @@ def test_slots_and_averages_of_a_partitioned_variable_restore() -> None:
         s.run([], {"x:0": x}, targets=["train"])
         for name, got in zip(checks, s.run([f"check/{n}:0" for n in checks])):
             np.testing.assert_allclose(got, want[f"after/{name}"], rtol=1e-6, atol=1e-7)
+
+
+def _aliased_checkpoint(tmp_path: Path, copies: int) -> str:
+    """A bundle of one 1 MB tensor whose index lists it ``copies`` times under other keys,
+    every entry pointing at the same bytes of the data file (a stranger's trick: each read
+    fits the file and the budget, together they are ``copies`` MB)."""
+    from dfg.graphdef.bundle import read_table
+    from dfg.graphdef.bundle_writer import table_bytes, write_bundle
+    from dfg.schemas import tensor_bundle_pb2
+
+    prefix = str(tmp_path / "alias")
+    write_bundle(prefix, {"v00": np.arange(250_000, dtype=np.float32)})
+    table = dict(read_table(prefix + ".index"))
+    entry = table[b"v00"]
+    assert tensor_bundle_pb2.BundleEntryProto.FromString(entry).size == 1_000_000
+    for i in range(1, copies):
+        table[f"v{i:02d}".encode()] = entry
+    Path(prefix + ".index").write_bytes(table_bytes(sorted(table.items())))
+    return prefix
+
+
+def test_checkpoint_reads_are_held_to_the_budget_in_total(tmp_path: Path) -> None:
+    from dfg.graphdef.bundle import BundleReader
+    from dfg.graphdef.errors import ResourceExhaustedError
+    from dfg.graphdef.files import read_limit
+
+    prefix = _aliased_checkpoint(tmp_path, 20)
+    r = BundleReader(prefix)
+    with read_limit(5_000_000):
+        for i in range(5):                       # 5 MB: at the budget, allowed
+            assert r.read(f"v{i:02d}")[-1] == 249_999
+        assert r.read("v00")[1] == 1             # a key read again adds nothing
+        with pytest.raises(ResourceExhaustedError, match=r"reading key v05 .*6,000,000 bytes"
+                                                         r".*budget of 5,000,000 bytes"):
+            r.read("v05")
+    assert r.read("v05")[0] == 0                 # no limit outside the context
+
+
+def test_restore_v2_of_aliased_keys_is_refused_by_the_step_budget(tmp_path: Path) -> None:
+    """One RestoreV2 asking for 20 aliases of a 1 MB tensor under a 5 MB budget fails naming
+    the node before the 20 MB are read; under 32 MB it restores them all."""
+    from dfg.graphdef import builder as B
+    from dfg.graphdef.errors import ResourceExhaustedError
+
+    prefix = _aliased_checkpoint(tmp_path, 20)
+    names = [f"v{i:02d}" for i in range(20)]
+    g = B.Graph()
+    with g.as_default():
+        B.apply_op("RestoreV2", [B.constant(prefix), B.constant(names),
+                                 B.constant([""] * 20)],
+                   attrs={"dtypes": ["float32"] * 20}, name="restore")
+    gd = g.as_graph_def()
+    with Session(gd, max_bytes=5_000_000) as s:
+        with pytest.raises(ResourceExhaustedError, match="'restore' .*RestoreV2.*budget"):
+            s.run(["restore:0"])
+    with Session(gd, max_bytes=32_000_000) as s:
+        out = s.run([f"restore:{i}" for i in range(20)])
+    assert all(o[-1] == 249_999 for o in out)

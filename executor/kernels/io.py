@@ -84,7 +84,9 @@ def restore_v2(ctx: KernelContext, prefix: np.ndarray, tensor_names: np.ndarray,
             raise InvalidArgumentError(
                 f"tensor {name} in checkpoint {path} is {D.name(have)}, the op expects "
                 f"{np.dtype(want)}")
-        value = reader.read(name)
+        # the step's budget holds the sum of what this checkpoint's reads load
+        with files.read_limit(ctx.max_bytes):
+            value = reader.read(name)
         out.append(_slice_of(value, sl, name) if sl.strip() else value)
     return out
 

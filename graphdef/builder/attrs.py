@@ -11,6 +11,21 @@ from ..errors import InvalidArgumentError
 from ..opdefs.registry import registry
 
 
+def _dtype(v: Any) -> int:
+    """A DataType number from a number, a name ("float32", "DT_FLOAT") or a numpy dtype, as
+    the builder's placeholder and constant take dtypes."""
+    from .. import dtypes as D
+
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, str):
+        try:
+            return D.from_name(v)
+        except ValueError as e:
+            raise InvalidArgumentError(str(e)) from None
+    return D.from_numpy(v)
+
+
 def to_attr_value(value: Any, typ: str) -> Any:
     """``typ`` is an OpDef attr type: int, float, bool, string, type, shape, tensor, func
     or list(...) of one of them."""
@@ -32,7 +47,7 @@ def to_attr_value(value: Any, typ: str) -> Any:
             elif inner == "string":
                 lv.s.append(v if isinstance(v, bytes) else str(v).encode())
             elif inner == "type":
-                lv.type.append(int(v))
+                lv.type.append(_dtype(v))
             elif inner == "shape":
                 sp = lv.shape.add()
                 sp.SetInParent()
@@ -53,7 +68,7 @@ def to_attr_value(value: Any, typ: str) -> Any:
     elif typ == "string":
         av.s = value if isinstance(value, bytes) else str(value).encode()
     elif typ == "type":
-        av.type = int(value)
+        av.type = _dtype(value)
     elif typ == "shape":
         av.shape.SetInParent()   # a scalar shape is an empty but present TensorShapeProto
         tensors.shape_to_proto(None if value is None else tuple(value), av.shape)
