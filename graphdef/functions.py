@@ -240,6 +240,50 @@ def call_depths(graph_def: Any) -> dict[str, int]:
     return depth
 
 
+def inlined_size(graph_def: Any) -> dict[str, tuple[int, int]]:
+    """Top-level node name -> (nodes, bytes of node names) it stands for once every call it
+    makes is inlined, computed from the call graph without inlining anything: a function
+    called twice by one called twice ... grows exponentially (40 functions of three nodes
+    would be 2**40), and nested prefixes make names grow with depth (quadratic bytes in a
+    chain). Counts every function a node names (branches and bodies alike). The call graph
+    must be free of recursion (:func:`find_recursion`)."""
+    lib = Library(graph_def.library)
+    memo: dict[str, tuple[int, int]] = {}
+
+    def callees(nd: Any) -> list[str]:
+        return [fn for _, fn in called_functions(nd, lib) if fn in lib]
+
+    def node_size(nd: Any) -> tuple[int, int]:
+        n, b = 1, len(nd.name)
+        for fn in callees(nd):
+            cn, cb = memo[fn]
+            n += cn
+            b += cn * (len(nd.name) + 1) + cb     # each inlined name gets "<node>/" first
+        return n, b
+
+    # post-order with an explicit stack: a chain of thousands of calls is just data
+    for root in lib.functions:
+        if root in memo:
+            continue
+        stack = [(root, False)]
+        while stack:
+            name, ready = stack.pop()
+            if name in memo:
+                continue
+            body = lib.function(name).node_def
+            if not ready:
+                stack.append((name, True))
+                stack.extend((fn, False) for nd in body for fn in callees(nd)
+                             if fn not in memo)
+                continue
+            n = b = 0
+            for nd in body:
+                dn, db = node_size(nd)
+                n, b = n + dn, b + db
+            memo[name] = (n, b)
+    return {nd.name: node_size(nd) for nd in graph_def.node if callees(nd)}
+
+
 def find_recursion(graph_def: Any) -> list[list[str]]:
     """Cycles in the call graph (a function calling itself, directly or not)."""
     lib = Library(graph_def.library)

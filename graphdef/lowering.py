@@ -53,6 +53,7 @@ from .functions import (
     Library,
     call_attrs,
     find_recursion,
+    inlined_size,
     instantiate,
     signature,
 )
@@ -64,6 +65,7 @@ NODE_ATTR = "_dfg_node"
 # Nodes a single graph may grow to before lowering gives up (recursion is checked first;
 # this bounds a legal but exponential fan-out of calls).
 MAX_NODES = 5_000_000
+MAX_NAME_BYTES = 64 << 20   # node names of the lowered graph, in all
 
 
 SWITCH_N = "_SwitchN"
@@ -91,6 +93,7 @@ def lower_functional(graph_def: Any, keep_library: bool = False) -> Any:
         if cycles:
             raise InvalidArgumentError("cannot inline recursive function calls: "
                                        + " -> ".join(cycles[0]))
+        _check_inlined_size(graph_def)
         _Lowering(out, lib).run()
     if not keep_library and out.HasField("library"):
         # only what ops that are not lowered still name (a tf.data map's function, say)
@@ -101,6 +104,25 @@ def lower_functional(graph_def: Any, keep_library: bool = False) -> Any:
         if kept.function:
             out.library.CopyFrom(kept)
     return out
+
+
+def _check_inlined_size(graph_def: Any) -> None:
+    """Refuse, before inlining anything, calls that would grow the graph past MAX_NODES
+    nodes or MAX_NAME_BYTES of node names (a stranger's few-kilobyte library can nest calls
+    so that inlining them would take terabytes)."""
+    sizes = inlined_size(graph_def)
+    nodes = len(graph_def.node) + sum(n - 1 for n, _ in sizes.values())
+    name_bytes = sum(len(nd.name) for nd in graph_def.node) \
+        + sum(b - len(name) for name, (_, b) in sizes.items())
+    if nodes <= MAX_NODES and name_bytes <= MAX_NAME_BYTES:
+        return
+    big = max(sizes, key=lambda k: sizes[k])
+    op = next(nd.op for nd in graph_def.node if nd.name == big)
+    what = (f"{nodes:,} nodes, more than {MAX_NODES:,}" if nodes > MAX_NODES
+            else f"{name_bytes:,} bytes of node names, more than {MAX_NAME_BYTES:,}")
+    raise InvalidArgumentError(
+        f"inlining the function calls would make the graph {what} (node '{big}' ({op}) "
+        f"alone stands for {sizes[big][0]:,} nodes): refusing to inline them")
 
 
 class _Lowering:

@@ -313,3 +313,54 @@ def test_compare_refuses_an_output_over_max_memory(tmp_path):
     assert "4,000,000 bytes" in d["error_a"] and "'big' (Fill)" in d["error_a"], d
     r = invoke("compare", p, p, "--fetch", "big", "--max-memory", "8M", "--json")
     assert r.exit_code == 0 and json.loads(r.output)["ok"] is True, r.output
+
+
+# --- function libraries that would explode when inlined ------------------------------------
+
+def _library_graph(n: int, calls_per_level: int):
+    """f0 .. f{n-1}: each calls the next ``calls_per_level`` times (and, with two calls, adds
+    the results); the last is an Identity. A top-level node 'call' calls f0."""
+    from dfg.schemas import graph_pb2
+
+    g = graph_pb2.GraphDef()
+    for i in range(n):
+        f = g.library.function.add()
+        f.signature.name = f"f{i}"
+        f.signature.input_arg.add(name="x", type=1)
+        f.signature.output_arg.add(name="y", type=1)
+        if i + 1 == n:
+            f.node_def.add(name="c", op="Identity", input=["x"]).attr["T"].type = 1
+            f.ret["y"] = "c:output:0"
+            continue
+        for k in "ab"[:calls_per_level]:
+            f.node_def.add(name=k, op=f"f{i + 1}", input=["x"])
+        if calls_per_level == 2:
+            f.node_def.add(name="s", op="AddV2", input=["a:y:0", "b:y:0"]).attr["T"].type = 1
+            f.ret["y"] = "s:z:0"
+        else:
+            f.ret["y"] = "a:y:0"
+    g.node.add(name="x", op="Placeholder").attr["dtype"].type = 1
+    g.node.add(name="call", op="f0", input=["x"])
+    return g
+
+
+def test_calls_that_would_explode_when_inlined_are_refused_before(tmp_path):
+    """40 functions each calling the next twice: a 3 KB file standing for 2**41 - 2 nodes
+    (f_i has a, b and s; count(f_i) = 3 + 2 count(f_i+1), count(f39) = 1). dfg run hung
+    building them; now one line, exit 1, nothing inlined. A chain of 10,000 single calls
+    (names grow with depth: 10**8 bytes of names) is refused too; 200 levels run."""
+    p = tmp_path / "diamond.pb"
+    p.write_bytes(_library_graph(40, 2).SerializeToString())
+    r = dfg("run", p, "--fetch", "call", "--feed", "x=1.0")
+    assert r.returncode == 1, r.stderr
+    one_line_error(r.stderr, "refusing to inline", f"{2**41 - 2:,} nodes", "'call' (f0)")
+    p = tmp_path / "chain.pb"
+    p.write_bytes(_library_graph(10_000, 1).SerializeToString())
+    r = dfg("run", p, "--fetch", "call", "--feed", "x=1.0")
+    assert r.returncode == 1, r.stderr
+    one_line_error(r.stderr, "refusing to inline", "bytes of node names")
+    p = tmp_path / "short.pb"
+    p.write_bytes(_library_graph(200, 1).SerializeToString())
+    r = invoke("run", p, "--fetch", "call", "--feed", "x=2.5", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["fetches"][0]["value"] == 2.5
