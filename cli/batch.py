@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .options import fetch_option, file_options, file_policy, json_option
+from .options import fetch_option, file_options, file_policy, json_option, max_memory_option
 
 
 @click.command()
@@ -33,11 +33,17 @@ from .options import fetch_option, file_options, file_policy, json_option
               help="Worker processes or Ray actors (default: one per core, at most 4).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
               help="Rows per batch; a batch never spans two input files.")
+@click.option("--batch-timeout", "batch_timeout", type=float, default=None, metavar="SECONDS",
+              help="Seconds one batch may take: past it the batch's input fails (a local "
+                   "worker still silent a few seconds later is killed and replaced; the "
+                   "other inputs go on).")
+@max_memory_option
 @json_option
 @file_options
 def batch(model: str, signature: str | None, fetches: tuple[str, ...],
           inputs: tuple[str, ...], input_key: str | None, out_dir: str, engine: str,
-          address: str | None, workers: int | None, batch_size: int, as_json: bool,
+          address: str | None, workers: int | None, batch_size: int,
+          batch_timeout: float | None, max_memory: int | None, as_json: bool,
           grants=None) -> None:
     """Run MODEL over every --input and write OUT_DIR/<input stem>.npz for each.
 
@@ -96,7 +102,8 @@ def batch(model: str, signature: str | None, fetches: tuple[str, ...],
                            engine=engine, address=address, workers=workers,
                            batch_size=batch_size, input_key=input_key, progress=advance,
                            on_total=lambda n: advance(0, total=n),
-                           files=file_policy(grants, model))
+                           files=file_policy(grants, model), timeout=batch_timeout,
+                           max_bytes=max_memory)
     if as_json:
         emit_json(report)
     else:

@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from dfg.cli.main import cli
-from dfg.executor.distributed.batch import EXIT_ONCE_ENV, Model, run_batch
+from dfg.executor.distributed.batch import EXIT_ONCE_ENV, HANG_ONCE_ENV, Model, run_batch
 from dfg.graphdef.errors import DataLossError
 from dfg.graphdef.tfrecord import encode_record, read_records
 
@@ -215,6 +215,57 @@ def test_killed_local_worker_loses_and_doubles_nothing(zoo, tmp_path, monkeypatc
     assert report["workers"].get(dead, 0) == 0
     _done(report, 7)
     _check_zoo(tmp_path / "out", zoo)   # every row once, in order, right
+
+
+def test_hung_local_worker_is_killed_and_its_file_fails_alone(zoo, tmp_path, monkeypatch):
+    """A worker that never answers (HANG_ONCE_ENV: blocked as a kernel stuck in native code
+    would be) is killed once --batch-timeout and the grace have passed: its batch's file
+    fails naming the timeout, the other file is done with the right rows."""
+    monkeypatch.setenv(HANG_ONCE_ENV, str(tmp_path / "hung"))
+    report = _zoo_batch(zoo, tmp_path / "out", workers=2, timeout=10)
+    assert (tmp_path / "hung").exists()
+    status = {Path(f["input"]).name: f for f in report["files"]}
+    failed = [f for f in status.values() if f["status"] == "failed"]
+    assert len(failed) == 1, report
+    assert "no result within the batch timeout of 10 s" in failed[0]["error"], failed
+    assert [f["status"] for f in status.values()].count("done") == 1, report
+
+
+def _endless_loop_model(path: Path) -> None:
+    """y = x + n where n counts up to max(x) one by one: x = [2**31 - 1] takes hours."""
+    from dfg.graphdef import builder as B
+
+    g = B.Graph()
+    with g.as_default():
+        x = B.placeholder("int32", [None], name="x")
+        n = B.apply_op("Max", [x, B.constant(0)], name="n").outputs[0]
+        i = B.while_loop(lambda i: B.apply_op("Less", [i, n]).outputs[0],
+                         lambda i: B.apply_op("AddV2", [i, B.constant(1)]).outputs[0],
+                         [B.constant(0)])
+        i = i[0] if isinstance(i, (list, tuple)) else i
+        B.apply_op("AddV2", [x, i], name="y")
+    path.write_bytes(g.as_graph_def().SerializeToString())
+
+
+def test_batch_timeout_fails_the_endless_input_only(tmp_path):
+    """dfg batch --batch-timeout: the input whose batch would loop for hours fails with one
+    line naming the deadline (exit 1); the other input's rows are right (x + max(x))."""
+    model = tmp_path / "loop.pb"
+    _endless_loop_model(model)
+    np.savez(tmp_path / "quick.npz", x=np.array([5, 3], np.int32))
+    np.savez(tmp_path / "endless.npz", x=np.array([2**31 - 1], np.int32))
+    out = tmp_path / "out"
+    r = CliRunner().invoke(cli, ["batch", str(model), "--fetch", "y", "--input",
+                                 str(tmp_path / "quick.npz"), "--input",
+                                 str(tmp_path / "endless.npz"), "-o", str(out),
+                                 "--workers", "1", "--batch-timeout", "2", "--json"])
+    assert r.exit_code == 1, r.output
+    report = json.loads(r.stdout)
+    status = {Path(f["input"]).name: f for f in report["files"]}
+    assert status["quick.npz"]["status"] == "done"
+    assert status["endless.npz"]["status"] == "failed"
+    assert "timed out" in status["endless.npz"]["error"], status
+    np.testing.assert_array_equal(np.load(out / "quick.npz")["y"], [10, 8])
 
 
 def _bad_inputs(tmp_path: Path) -> list[str]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -45,6 +46,25 @@ from .batch_inputs import Input
 EXIT_ONCE_ENV = "DFG_BATCH_EXIT_ONCE"
 # how often one batch may lose its worker before its file fails
 MAX_ATTEMPTS = 3
+# seconds past its batch's timeout a local worker may stay silent before it is killed: the
+# step's own deadline ends it cleanly unless a kernel is stuck in native code
+KILL_GRACE = 5.0
+
+
+# test scaffolding like EXIT_ONCE_ENV: the first local worker to create this file hangs in
+# its next batch (as a kernel stuck in native code would), until the driver kills it
+HANG_ONCE_ENV = "DFG_BATCH_HANG_ONCE"
+
+
+def hang_once(marker: str | None) -> None:
+    """Block this process for good if ``marker`` can be created (see HANG_ONCE_ENV)."""
+    if not marker:
+        return
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return
+    threading.Event().wait()
 
 
 def exit_once(marker: str | None) -> None:
@@ -118,11 +138,20 @@ class Model:
 
     def __init__(self, model: str, signature: str | None = None,
                  fetches: Sequence[str] | None = None, threads: int | None = None,
-                 files: Any = None) -> None:
+                 files: Any = None, timeout: float | None = None,
+                 max_bytes: int | None = None) -> None:
+        from dfg.graphdef.files import read_limit
+
+        self.path = str(model)
+        self.timeout = timeout   # seconds one batch may take (None: no bound)
+        with read_limit(max_bytes):   # loading is held to the budget the steps get
+            self._load(model, signature, fetches, threads, files, max_bytes)
+
+    def _load(self, model: str, signature: str | None, fetches: Sequence[str] | None,
+              threads: int | None, files: Any, max_bytes: int | None) -> None:
         from dfg.executor.session import optimize_mode
         from dfg.graphdef.savedmodel import is_saved_model
 
-        self.path = str(model)
         fetches = list(fetches or [])
         self._loaded: Any = None
         # one signature runs batch after batch: optimize it before the first (as `dfg bench`
@@ -132,7 +161,8 @@ class Model:
         if signature is not None or is_saved_model(self.path):
             from dfg.executor.savedmodel import load
 
-            self._loaded = load(self.path, threads=threads, optimize=optimize, files=files)
+            self._loaded = load(self.path, threads=threads, optimize=optimize, files=files,
+                                max_bytes=max_bytes)
             sig = self._loaded.signature(signature)
             self.signature: str | None = sig.key
             self.outputs = fetches or list(sig.outputs)
@@ -146,7 +176,7 @@ class Model:
             self.signature = None
             self.outputs = fetches
             self.session = Session(load_graph(self.path), threads=threads, optimize=optimize,
-                                   files=files)
+                                   files=files, max_bytes=max_bytes)
 
     def run(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run one batch: ``{column: array}`` in, ``{output: array}`` out (rows kept)."""
@@ -154,10 +184,11 @@ class Model:
             raise InvalidArgumentError("a batch with no columns: nothing to feed")
         rows = len(next(iter(batch.values())))
         if self._loaded is not None:
-            out = self._loaded.run(self.signature, batch, self.outputs)
+            out = self._loaded.run(self.signature, batch, self.outputs, timeout=self.timeout)
             values = [out[k] for k in self.outputs]
         else:
-            values = self.session.run(list(self.outputs), feed_dict=dict(batch))
+            values = self.session.run(list(self.outputs), feed_dict=dict(batch),
+                                      timeout=self.timeout)
         result = {}
         for name, v in zip(self.outputs, values):
             arr = np.asarray(v)
@@ -209,8 +240,9 @@ class Predictor:
                  fetches: Sequence[str] | None = None, *, passthrough: Sequence[str] = (),
                  threads: int | None = None, worker_column: str | None = None,
                  error_column: str | None = None, exit_once: str | None = None,
-                 files: Any = None) -> None:
-        self.model = Model(model, signature, fetches, threads, files)
+                 files: Any = None, timeout: float | None = None,
+                 max_bytes: int | None = None) -> None:
+        self.model = Model(model, signature, fetches, threads, files, timeout, max_bytes)
         self.passthrough = list(passthrough)
         self.worker_column = worker_column
         self.error_column = error_column
@@ -287,11 +319,14 @@ class BatchRun:
 
     def __init__(self, model: str, signature: str | None, fetches: Sequence[str],
                  inputs: Sequence[str], out_dir: str, batch_size: int,
-                 input_key: str | None = None, files: Any = None) -> None:
+                 input_key: str | None = None, files: Any = None,
+                 timeout: float | None = None, max_bytes: int | None = None) -> None:
         if batch_size < 1:
             raise UsageError(f"--batch-size must be at least 1, not {batch_size}")
         self.model, self.signature, self.fetches = model, signature, list(fetches)
         self.files = files   # the workers' FilePolicy (graphdef/files.py); None: permissive
+        self.timeout = timeout       # seconds one batch may take (None: no bound)
+        self.max_bytes = max_bytes   # each worker's memory budget (Session(max_bytes=))
         self.spec = describe_model(model, signature, fetches)
         self.batch_size = batch_size
         classified = [batch_inputs.classify(p) for p in inputs]
@@ -324,7 +359,8 @@ class BatchRun:
 
     def model_kwargs(self) -> dict[str, Any]:
         return {"model": self.model, "signature": self.signature,
-                "fetches": self.fetches or None, "files": self.files}
+                "fetches": self.fetches or None, "files": self.files,
+                "timeout": self.timeout, "max_bytes": self.max_bytes}
 
     def skip_finished(self) -> None:
         """Mark shards whose output exists as skipped (resuming a run)."""
@@ -423,20 +459,27 @@ def run_batch(model: str, inputs: Sequence[str], out_dir: str, *,
               batch_size: int = 64, input_key: str | None = None,
               progress: Callable[[int], None] | None = None,
               on_total: Callable[[int], None] | None = None,
-              files: Any = None) -> dict[str, Any]:
+              files: Any = None, timeout: float | None = None,
+              max_bytes: int | None = None) -> dict[str, Any]:
     """Run ``model`` over every input file and write ``OUT_DIR/<stem>.npz`` per file; returns
     the report ``dfg batch --json`` prints. ``progress(rows)`` is called as rows finish;
     ``on_total(rows)`` once the number of rows to run is known (after reading the inputs for
     Ray, as the local engine reads them: it may be called several times with the total so far).
-    ``files``: the FilePolicy every worker's Session gets (None: permissive).
+    ``files``: the FilePolicy every worker's Session gets (None: permissive). ``timeout``:
+    seconds one batch may take; past it the batch's file fails (a local worker that does not
+    answer by then plus :data:`KILL_GRACE` is killed and replaced). ``max_bytes``: each
+    worker's memory budget, loading included.
     """
+    if timeout is not None and timeout <= 0:
+        raise UsageError(f"--batch-timeout must be positive, not {timeout}")
     if engine not in ("local", "ray"):
         raise UsageError(f"--engine {engine}: local or ray")
     if address is not None and engine != "ray":
         raise UsageError("--address joins a Ray cluster: give --engine ray too")
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be at least 1, not {workers}")
-    run = BatchRun(model, signature, fetches, inputs, out_dir, batch_size, input_key, files)
+    run = BatchRun(model, signature, fetches, inputs, out_dir, batch_size, input_key, files,
+                   timeout, max_bytes)
     run.skip_finished()
     n = workers or max(1, min(os.cpu_count() or 1, 4))
     marker = os.environ.get(EXIT_ONCE_ENV) or None
@@ -485,6 +528,7 @@ def _worker_main(conn: Any, model_kwargs: dict[str, Any], marker: str | None) ->
             return
         task_id, feeds = msg
         exit_once(marker)
+        hang_once(os.environ.get(HANG_ONCE_ENV) or None)
         try:
             conn.send((task_id, "ok", model.run(feeds)))
         except DfgError as e:
@@ -504,6 +548,7 @@ class _Worker:
         self.proc.start()
         child.close()
         self.task: Task | None = None
+        self.sent = 0.0          # time.monotonic() when ``task`` was sent
         self.ready = False
         self.id = ""
 
@@ -576,13 +621,28 @@ def _run_local(run: BatchRun, n: int, marker: str | None,
                     w.task = next_task()
                     if w.task is None:
                         break
+                    w.sent = time.monotonic()
                     try:
                         w.conn.send((w.task.id, w.task.feeds))
                     except OSError:
                         pass     # it just died: its sentinel says so below
             if exhausted and not retry and all(w.task is None for w in pool):
                 break
-            ready = set(wait([w.conn for w in pool] + [w.proc.sentinel for w in pool]))
+            ready = set(wait([w.conn for w in pool] + [w.proc.sentinel for w in pool],
+                             timeout=_until_overdue(run, pool)))
+            for w in _overdue(run, pool):   # hung past its deadline: stop it, fail its file
+                t = w.task
+                assert t is not None
+                run.fail(t.shard, f"rows {t.start}-{t.stop - 1}: no result within the batch "
+                         f"timeout of {run.timeout:g} s (the worker was stopped)")
+                w.task = None
+                w.proc.kill()
+                w.proc.join()
+                pool.remove(w)
+                w.conn.close()
+                ready.discard(w.conn)
+                ready.discard(w.proc.sentinel)
+                pool.append(_Worker(ctx, kwargs, marker))
             for w in list(pool):
                 if w.conn in ready:
                     try:
@@ -616,6 +676,22 @@ def _run_local(run: BatchRun, n: int, marker: str | None,
     finally:
         for w in pool:
             w.stop()
+
+
+def _until_overdue(run: BatchRun, pool: list[_Worker]) -> float | None:
+    """Seconds until the first busy worker is overdue (None: no timeout, or none busy)."""
+    if run.timeout is None:
+        return None
+    ends = [w.sent + run.timeout + KILL_GRACE for w in pool if w.task is not None]
+    return max(0.0, min(ends) - time.monotonic()) if ends else None
+
+
+def _overdue(run: BatchRun, pool: list[_Worker]) -> list[_Worker]:
+    if run.timeout is None:
+        return []
+    now = time.monotonic()
+    return [w for w in pool
+            if w.task is not None and now >= w.sent + run.timeout + KILL_GRACE]
 
 
 def _handle(run: BatchRun, w: _Worker, msg: tuple, progress: Callable[[int], None] | None
