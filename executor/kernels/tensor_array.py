@@ -451,31 +451,26 @@ def _container(ctx: KernelContext, handle: Any) -> StepResources:
     return step_resources(ctx.step)
 
 
-def _array(ctx: KernelContext, handle: Any) -> TensorArray:
-    if not isinstance(handle, TensorArrayHandle):
-        raise InvalidArgumentError(
-            f"expected a TensorArray handle, found {type(handle).__name__}")
+def _held(ctx: KernelContext, handle: Any, cls: type, table: str, what: str,
+          container: str) -> Any:
+    """The array or stack ``handle`` names, from the ``table`` of its run's container."""
+    if not isinstance(handle, cls):
+        raise InvalidArgumentError(f"expected a {what} handle, found {type(handle).__name__}")
     res = _container(ctx, handle)
     with res.lock:
-        ta = res.arrays.get(handle.key)
-    if ta is None:
-        raise NotFoundError(
-            f"Resource _tensor_arrays/{handle.name} does not exist in this run (TensorArrays "
-            "live for one run only)")
-    return ta
+        held = getattr(res, table).get(handle.key)
+    if held is None:
+        raise NotFoundError(f"Resource {container}/{handle.name} does not exist in this run "
+                            f"({what}s live for one run only)")
+    return held
+
+
+def _array(ctx: KernelContext, handle: Any) -> TensorArray:
+    return _held(ctx, handle, TensorArrayHandle, "arrays", "TensorArray", "_tensor_arrays")
 
 
 def _stack(ctx: KernelContext, handle: Any) -> Stack:
-    if not isinstance(handle, StackHandle):
-        raise InvalidArgumentError(f"expected a stack handle, found {type(handle).__name__}")
-    res = _container(ctx, handle)
-    with res.lock:
-        st = res.stacks.get(handle.key)
-    if st is None:
-        raise NotFoundError(
-            f"Resource _stacks/{handle.name} does not exist in this run (stacks live for one "
-            "run only)")
-    return st
+    return _held(ctx, handle, StackHandle, "stacks", "stack", "_stacks")
 
 
 def _check_requested_dtype(ta: TensorArray, dtype: Any) -> None:
