@@ -42,7 +42,7 @@ typedef float vfu __attribute__((vector_size(VW * sizeof(float)), aligned(4)));
  * (N, OH, OW, OC) tensor: a residual connection), then act: 0 none, 1 Relu, 2 Relu6 (NaN
  * stays NaN, as TensorFlow's and numpy's max/min keep it).
  * Computes output rows [r0, r1) of the N * OH. Returns 0, or -1 when out of memory. */
-static CLONES
+CLONES
 int dfg_conv2d_nhwc_f32(const float *x, const float *wb, float *out,
                         long H, long W, long C, long KH, long KW, long OC, long OH, long OW,
                         long sh, long sw, long dh, long dw, long pt, long pl,
@@ -143,7 +143,7 @@ int dfg_conv2d_nhwc_f32(const float *x, const float *wb, float *out,
  * channels accumulate in place, tap by tap, in loops over channels GCC vectorizes; numpy's
  * path makes two passes over the whole output per tap. f is (KH, KW, C).
  * Computes output rows [r0, r1) of the N * OH. */
-static CLONES
+CLONES
 void dfg_depthwise_nhwc_f32(const float *x, const float *f, float *out, long H, long W,
                             long C, long KH, long KW, long OH, long OW, long sh, long sw,
                             long dh, long dw, long pt, long pl, long r0, long r1)
