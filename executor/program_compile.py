@@ -7,6 +7,7 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
+from .kernels import control_flow
 from .plan import (
     CF_PROGRAM,
     CONST,
@@ -197,6 +198,29 @@ class _Nest:
             raise _Reject(f"no value for {src.name}:{slot}") from None
 
 
+# A guard is the conds a node runs under: (predicate slot, side) pairs, outermost first. It is
+# the static side of v1 control flow, derived here from control_flow's definitions rather
+# than restated: a Switch's output k is live under the predicate values for which
+# control_flow.switch puts the data there (_SWITCH_SIDE), and a cond's Merge becomes the
+# Select of what control_flow.merge picks from the inputs live under each predicate value
+# (_merge). tests/test_fast_paths.py checks the If/Select a cond compiles to against those
+# functions.
+_SWITCH_SIDE = {k: p for p in (False, True)
+                for k, v in enumerate(control_flow.switch(True, p)) if v is not None}
+
+
+def merge_select(slots: tuple[int, int], sides: tuple[bool, bool]
+                 ) -> tuple[tuple[int, int], tuple[int, int]]:
+    """A cond's Merge of inputs in ``slots``, live when the predicate is ``sides``: for the
+    predicate true and false, the slot control_flow.merge takes and its value_index."""
+    def picked(p: bool) -> tuple[int, int]:
+        slot, index = control_flow.merge([s if side == p else None
+                                          for s, side in zip(slots, sides)])
+        return slot, int(index)
+
+    return picked(True), picked(False)
+
+
 def _chain(guards: list[tuple]) -> tuple:
     """The conjunction of guards that are prefixes of one another: the longest. Guards that
     branch apart (two unrelated conds) are not a shape programs handle."""
@@ -274,7 +298,7 @@ def _compile_loop(nest: _Nest, lay: FrameLayout, enters: list[NodeItem],
         except KeyError:
             raise _Reject("a back edge other than NextIteration -> Merge") from None
         if slot >= 0 and src.id in cond_of:
-            return g + ((cond_of[src.id], slot == 1),)
+            return g + ((cond_of[src.id], _SWITCH_SIDE[slot]),)
         return g
 
     def child(name: str) -> _Unit:
@@ -520,14 +544,12 @@ def _merge(nest: _Nest, lp: LoopIR, it: NodeItem, ins: list, ctl: list, enter_id
             or ga[-1][1] == gb[-1][1]:
         raise _Reject("a Merge that is not the join of one cond's two branches")
     pred = ga[-1][0]
-    a, b = (nest.slot_of(*ins[0]), nest.slot_of(*ins[1]))
-    t, f = (a, b) if ga[-1][1] else (b, a)
+    (t, k_t), (f, k_f) = merge_select((nest.slot_of(*ins[0]), nest.slot_of(*ins[1])),
+                                      (ga[-1][1], gb[-1][1]))
     g = guard[it.id] = ga[:-1]
     stmts = [Select(vs, pred, t, f)]
     if read_ix:
-        i_t, i_f = (nest.index_slot(0), nest.index_slot(1)) if ga[-1][1] else \
-            (nest.index_slot(1), nest.index_slot(0))
-        stmts.append(Select(ix, pred, i_t, i_f))
+        stmts.append(Select(ix, pred, nest.index_slot(k_t), nest.index_slot(k_f)))
     u = units[it.id] = _Unit(it.id, it.id, g, stmts, False)
     # a Merge's control inputs only order it (TensorFlow ignores their deadness)
     u.deps = {unit_of(s) for s, _k in ins} | {unit_of(c) for c in ctl}

@@ -131,7 +131,7 @@ class _Gen:
             s = s + B.reduce_sum(self.feeds[kind])
         if kind == F:
             return s > self.draw(st.sampled_from([-0.5, 0.0, 0.5]))
-        return (s % 2) == 0
+        return B.apply_op("Equal", [s % 2, np.int32(0)]).outputs[0]   # no Tensor.__eq__
 
     def assign_add(self, pool: list[tuple[str, Any]]) -> Any:
         """AssignAdd(use_locking=True) of an int value of the pool to a variable."""

@@ -245,3 +245,56 @@ def test_every_scalar_form_is_checked_and_the_triples_are_counted(record_propert
     record_property("fast_path_triples", len(TRIPLES))
     # 14 ops with scalar forms over their OpDefs' dtypes, 3 graph paths each, plus transfers
     assert len(TRIPLES) >= 400 and scalar >= 100, (len(TRIPLES), scalar)
+
+
+def cond_in_loop_graph() -> Any:
+    """A while loop over i = 0..4 whose body has a hand-made cond on ``i % 2 == 0``: Switch
+    of i, the true side times 10, the false side plus 100, joined by two Merges (inputs in
+    either order) whose values and value_index outputs are summed over the iterations."""
+    g = B.Graph()
+    with g.as_default():
+        def body(i: Any, a: Any, k: Any, b: Any, n: Any) -> list:
+            even = B.apply_op("Equal", [i % 2, np.int32(0)]).outputs[0]
+            sw = B.apply_op("Switch", [i, even]).outputs
+            t, f = sw[1] * 10, sw[0] + 100
+            m1 = B.apply_op("Merge", [[f, t]]).outputs
+            m2 = B.apply_op("Merge", [[t, f]]).outputs
+            return [i + 1, a + m1[0], k + m1[1], b + m2[0], n + m2[1]]
+
+        zero = B.constant(np.int32(0))
+        out = B.while_loop(lambda i, *_: i < 5, body, [zero] * 5)
+        for name, t in zip(["i", "a", "k", "b", "n"], out):
+            B.identity(t, name=name)
+    return g.as_graph_def()
+
+
+def test_a_cond_compiles_to_what_switch_and_merge_define() -> None:
+    """program_compile derives a cond's If/Select from kernels/control_flow.py (switch puts
+    the data on output 1 when the predicate holds; merge takes the first live input and its
+    index): compiled, interpreted, node by node and in the reference interpreter, a loop
+    with a cond gives what those definitions say, value_index included."""
+    from dfg.executor.program_compile import _SWITCH_SIDE, merge_select
+    from dfg.executor.program_ir import If, Select
+
+    # the static rules derived from the definitions are TensorFlow's: output 1 is the true
+    # side; a Merge of (false, true) inputs takes input 1 (index 1) when the predicate holds
+    assert _SWITCH_SIDE == {0: False, 1: True}
+    assert merge_select((7, 9), (False, True)) == ((9, 1), (7, 0))
+    assert merge_select((7, 9), (True, False)) == ((7, 0), (9, 1))
+    # even i: the true side (i * 10) is Merge input 1 of m1, input 0 of m2; odd: i + 100
+    a = sum(i * 10 if i % 2 == 0 else i + 100 for i in range(5))
+    want = {"i": 5, "a": a, "k": 3, "b": a, "n": 2}
+    gd = cond_in_loop_graph()
+    fetches = [f"{k}:0" for k in want]
+    ref = Reference(gd).run(fetches, {})
+    assert [int(v) for v in ref] == list(want.values())
+    for programs in ("always", "never"):
+        sess = Session(gd, programs=programs, optimize=False)
+        got = sess.run(fetches)
+        assert [int(v) for v in got] == list(want.values()), programs
+    loops = [lay.program.loop for lay in sess.plan(fetches).frames.values()
+             if lay.program is not None]
+    assert len(loops) == 1      # it compiled: an If per side and the Merges as Selects
+    stmts = loops[0].body
+    assert sum(type(st) is If for st in stmts) == 2
+    assert sum(type(st) is Select for st in stmts) == 4

@@ -240,68 +240,96 @@ def test_fused_conv2d_epilogue_in_the_compiled_kernel_matches_the_definition(
 
 
 def _build_for(arch: str, tmp_path: Path):
-    """The native sources compiled for one instruction set only (no target clones), loaded."""
-    import ctypes
+    """The extension module compiled for one instruction set only (no target clones), loaded
+    beside the installed one (its own file, its own thread pool)."""
+    import importlib.util
     import shutil
     import subprocess
+    import sysconfig
 
     cc = shutil.which("cc") or shutil.which("gcc")
     src = Path(__file__).resolve().parent.parent / "executor" / "native"
-    lib = tmp_path / f"native_{arch}.so"
+    lib = tmp_path / arch / f"_native{sysconfig.get_config_var('EXT_SUFFIX')}"
+    lib.parent.mkdir()
     subprocess.run([cc, "-O3", "-fno-trapping-math", f"-march={arch}", "-shared", "-fPIC",
-                    "-DDFG_NO_CLONES", "-pthread", str(src / "conv.c"), str(src / "elementwise.c"),
-                    str(src / "pool.c"),
+                    "-DDFG_NO_CLONES", "-pthread", f"-I{sysconfig.get_paths()['include']}",
+                    *(str(src / f) for f in ("module.c", "conv.c", "elementwise.c",
+                                             "threadpool.c")),
                     "-o", str(lib)], check=True, capture_output=True)
-    return ctypes.CDLL(str(lib))
+    spec = importlib.util.spec_from_file_location("_native", lib)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.skipif(__import__("platform").machine() != "x86_64", reason="x86-64 clones only")
 @pytest.mark.parametrize("arch", ["x86-64", "x86-64-v3"])
-def test_every_target_clone_computes_what_the_loaded_one_does(arch, tmp_path) -> None:
+def test_every_target_clone_computes_what_the_loaded_one_does(arch, tmp_path,
+                                                              monkeypatch) -> None:
     """GCC builds AVX-512, AVX2 and baseline clones and the CPU picks one: the ones this
-    machine does not pick are built alone here and checked against the loaded kernels."""
-    import ctypes
+    machine does not pick are built alone here and checked against the loaded kernels,
+    through the same wrappers."""
     import shutil
 
     if not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("no C compiler")
-    lib = _build_for(arch, tmp_path)
+    clone = _build_for(arch, tmp_path)
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 13, 11, 5)).astype(np.float32)
     f = rng.standard_normal((3, 3, 5, 20)).astype(np.float32)
     g = _conv.geometry(x.shape, "NHWC", 3, 3, [1, 2, 2, 1], [1, 1, 1, 1], "SAME", None)
-    blocks = 2
-    full = np.zeros((3, 3, 5, blocks * 16), np.float32)
-    full[..., :20] = f
-    wb = np.ascontiguousarray(full.reshape(3, 3, 5, blocks, 16).transpose(3, 0, 1, 2, 4))
-    bias = np.zeros(blocks * 16, np.float32)
-    bias[:20] = rng.standard_normal(20)
-    out = np.empty((g.n, g.oh, g.ow, 20), np.float32)
-    fn = lib.dfg_conv2d_nhwc_f32
-    fn.argtypes = ([ctypes.c_void_p] * 3 + [ctypes.c_long] * 14 + [ctypes.c_void_p] * 3
-                   + [ctypes.c_int] + [ctypes.c_long] * 2)
-    fn(x.ctypes.data, wb.ctypes.data, out.ctypes.data, g.h, g.w, 5, 3, 3, 20, g.oh, g.ow,
-       g.sh, g.sw, g.dh, g.dw, g.pt, g.pl, None, bias.ctypes.data, None, _native.ACT_RELU6,
-       0, g.n * g.oh)
-    want = _native.conv2d_nhwc_f32(x, f, g, _native.Epilogue(None, bias[:20], None,
-                                                             _native.ACT_RELU6))
-    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)   # FMA or not: rounding only
-
+    bias = rng.standard_normal(20).astype(np.float32)
+    ep = _native.Epilogue(None, bias, None, _native.ACT_RELU6)
+    dw = rng.standard_normal((3, 3, 5, 1)).astype(np.float32)
+    gd = _conv.geometry(x.shape, "NHWC", 3, 3, [1, 1, 1, 1], [1, 1, 1, 1], "SAME", None)
     xs = np.concatenate([np.linspace(-12, 12, 4001), [-0.0, np.inf, -np.inf, np.nan]]) \
         .astype(np.float32)
-    erf = lib.dfg_erf_f32
-    erf.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_int]
-    for complement in (0, 1):
-        got = np.empty_like(xs)
-        erf(xs.ctypes.data, got.ctypes.data, xs.size, complement)
-        np.testing.assert_allclose(got, _native.erf_f32(xs, bool(complement)), rtol=2e-7,
-                                   atol=1e-45)
     z = (rng.standard_normal((37, 53)) * 5).astype(np.float32)
-    got = np.empty_like(z)
-    sm = lib.dfg_softmax_f32
-    sm.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_int]
-    sm(z.ctypes.data, got.ctypes.data, 37, 53, 0)
-    np.testing.assert_allclose(got, _native.softmax_f32(z, False), rtol=1e-6, atol=1e-9)
+
+    def run() -> list[np.ndarray]:
+        return [_native.conv2d_nhwc_f32(x, f, g, ep), _native.depthwise_nhwc_f32(x, dw, gd),
+                _native.erf_f32(xs, False), _native.erf_f32(xs, True),
+                _native.softmax_f32(z, False)]
+
+    want = run()
+    monkeypatch.setattr(_native, "_ext", clone)
+    got = run()
+    for a, b, tol in zip(got, want, [1e-5, 1e-5, 2e-7, 2e-7, 1e-6]):
+        # FMA or not: rounding only
+        np.testing.assert_allclose(a, b, rtol=tol, atol=1e-5 if tol == 1e-5 else 1e-9)
+
+
+def test_the_native_interface_refuses_what_its_kernels_cannot_take() -> None:
+    """module.c checks every array against the geometry before a kernel runs: a wrong dtype,
+    a short or non-contiguous buffer, a read-only output or a bad window is an error, not a
+    read or write outside the arrays."""
+    from dfg.executor import _native as ext
+
+    x = np.zeros((1, 4, 4, 3), np.float32)
+    wb = np.zeros((1, 3, 3, 3, 16), np.float32)
+    out = np.zeros((1, 4, 4, 5), np.float32)
+    geom = (1, 4, 4, 3, 3, 3, 5, 4, 4, 1, 1, 1, 1, 1, 1)
+    ext.conv2d_nhwc_f32(x, wb, out, geom, None, None, None, 0, 1, 1)    # the shapes fit
+    with pytest.raises(ValueError, match="out has 80 floats, the geometry needs 120"):
+        ext.conv2d_nhwc_f32(x, wb, out, geom[:7] + (6,) + geom[8:], None, None, None, 0, 1, 1)
+    with pytest.raises(TypeError, match="x must be float32"):
+        ext.conv2d_nhwc_f32(x.astype(np.float64), wb, out, geom, None, None, None, 0, 1, 1)
+    with pytest.raises(ValueError, match="scale has 5 floats"):
+        ext.conv2d_nhwc_f32(x, wb, out, geom, np.ones(5, np.float32), None, None, 0, 1, 1)
+    with pytest.raises(ValueError, match="strides"):
+        ext.conv2d_nhwc_f32(x, wb, out, geom[:9] + (0,) + geom[10:], None, None, None, 0, 1, 1)
+    with pytest.raises(ValueError, match="activation"):
+        ext.conv2d_nhwc_f32(x, wb, out, geom, None, None, None, 7, 1, 1)
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        ext.erf_f32(np.zeros((4, 4), np.float32)[:, ::2], np.zeros(8, np.float32), False)
+    frozen = np.zeros(8, np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        ext.erf_f32(np.zeros(8, np.float32), frozen, False)
+    with pytest.raises(ValueError, match="bad geometry"):
+        ext.softmax_f32(x, x.copy(), -1, 48, False)
+    with pytest.raises(TypeError):
+        ext.conv2d_nhwc_f32(x, wb, out, geom[:14], None, None, None, 0, 1, 1)
 
 
 def test_native_pool_is_shared_safely_by_threads_and_survives_fork(monkeypatch) -> None:

@@ -1,10 +1,10 @@
-"""dfg's optional compiled kernels (``executor/native/*.c``), called through ctypes.
+"""dfg's optional compiled kernels (``executor/native/*.c``), in numpy terms.
 
-``pip install`` builds them into ``dfg.executor._native`` when a C compiler is present
-(``setup.py``), and then they run by default; ``DFG_NATIVE=0`` in the environment keeps
-every kernel on its numpy path, which computes the same values (tests/test_native.py checks
-both against the definition). Without the build the numpy paths run. :func:`status` says
-which.
+``pip install`` builds them into the extension module ``dfg.executor._native`` when a C
+compiler is present (``setup.py``), and then they run by default; ``DFG_NATIVE=0`` in the
+environment keeps every kernel on its numpy path, which computes the same values
+(tests/test_native.py checks both against the definition). Without the build the numpy
+paths run. :func:`status` says which.
 
 * erf/erfc of single precision: one vectorized pass instead of twenty numpy passes.
 * Softmax/LogSoftmax of single precision: one sweep per row instead of five numpy passes.
@@ -16,19 +16,21 @@ which.
   1x1 and non-overlapping windows stay with BLAS (2-4x faster there). Next to BLAS it
   relies on OpenBLAS's idle threads not spinning long (dfg/executor/__init__.py).
 
-ctypes releases the GIL for the length of a call, and a kernel's rows are split on a small
-pool of native threads (executor/native/pool.c: the caller works too, idle workers spin a
-few tens of microseconds before sleeping; a Python pool's hand-over cost 56 us per call) with
-as many threads as BLAS would use: ``DFG_BLAS_THREADS`` when set, else the usable cores.
-Convolutions are BLAS ops to the scheduler (executor/blas.py), which runs them one at a
-time; a second caller that finds the pool busy runs its kernel on its own thread.
+Each function's signature is declared once, in ``executor/native/module.c``, which checks
+every array's dtype, contiguity and length against the geometry (a mismatch is a TypeError
+or ValueError, not a stray write) and runs the kernel without the GIL. A kernel's rows are
+split on a small pool of native threads (executor/native/threadpool.c: the caller works
+too, idle workers spin a few tens of microseconds before sleeping; a Python pool's hand-over
+cost 56 us per call) with as many threads as BLAS would use: ``DFG_BLAS_THREADS`` when set,
+else the usable cores. Convolutions are BLAS ops to the scheduler (executor/blas.py), which
+runs them one at a time; a second caller that finds the pool busy runs its kernel on its
+own thread.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
-import threading
+from types import ModuleType
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -36,49 +38,19 @@ import numpy as np
 from dfg.executor import blas
 from dfg.graphdef.errors import ResourceExhaustedError
 
+try:
+    from dfg.executor import _native as _ext
+except ImportError:       # not built (no C compiler at install)
+    _ext: ModuleType | None = None  # type: ignore[no-redef]
+
 _F32 = np.dtype(np.float32)
-# Below this many elements an elementwise kernel's numpy passes cost less than the ctypes call.
+# Below this many elements an elementwise kernel's numpy passes cost less than the call.
 MIN_ELEMENTS = 512
-_VW = 16                      # output channels per vector block (conv.c's VW)
+_VW = 16                      # output channels per vector block (native.h's DFG_VW)
 # A thread's share below this costs more to hand over than to run: measured with the native
 # pool, (8,32,32,16) by 3x3x16 (38 MFLOP) 395 -> 238 us split in two, (4,16,16,32) by 3x3x32
 # 187 -> 121 us, while 2.4 MFLOP stays even.
 _MIN_CHUNK_FLOPS = 2e6
-
-# Loaded once; guarded by _lock: the library (False: not built or not loadable).
-_lock = threading.Lock()
-_lib: Any = None
-
-
-def _load() -> Any:
-    global _lib
-    if _lib is None:
-        with _lock:
-            if _lib is None:
-                try:
-                    from dfg.executor import _native as module
-                    lib = ctypes.CDLL(module.__file__)
-                    fn = lib.dfg_conv2d_nhwc_f32_mt
-                    erf = lib.dfg_erf_f32
-                    softmax = lib.dfg_softmax_f32
-                    depthwise = lib.dfg_depthwise_nhwc_f32_mt
-                except (ImportError, OSError, AttributeError):
-                    _lib = False
-                else:
-                    fn.restype = ctypes.c_int
-                    fn.argtypes = ([ctypes.c_void_p] * 3 + [ctypes.c_long] * 14
-                                   + [ctypes.c_void_p] * 3 + [ctypes.c_int]
-                                   + [ctypes.c_long] * 2 + [ctypes.c_int])
-                    erf.restype = None
-                    erf.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_int]
-                    depthwise.restype = ctypes.c_int
-                    depthwise.argtypes = ([ctypes.c_void_p] * 3 + [ctypes.c_long] * 15
-                                          + [ctypes.c_int])
-                    softmax.restype = None
-                    softmax.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long,
-                                        ctypes.c_long, ctypes.c_int]
-                    _lib = lib
-    return _lib
 
 
 def _refused() -> bool:
@@ -87,16 +59,16 @@ def _refused() -> bool:
 
 def built() -> bool:
     """Whether the compiled kernels were built and load."""
-    return bool(_load())
+    return _ext is not None
 
 
 def enabled() -> bool:
     """Whether the compiled kernels run: built, loadable, and not refused (``DFG_NATIVE=0``)."""
-    return not _refused() and bool(_load())
+    return not _refused() and _ext is not None
 
 
 def status() -> str:
-    if not _load():
+    if _ext is None:
         return "not built (no C compiler at install): numpy kernels"
     return "built, off (DFG_NATIVE=0)" if _refused() else "on (DFG_NATIVE=0 turns it off)"
 
@@ -105,7 +77,7 @@ def erf_f32(x: np.ndarray, complement: bool) -> np.ndarray:
     """erfc (``complement``) or erf of float32 ``x``, in one compiled pass."""
     x = np.ascontiguousarray(x, _F32)
     out = np.empty_like(x)
-    _load().dfg_erf_f32(x.ctypes.data, out.ctypes.data, x.size, int(complement))
+    _ext.erf_f32(x, out, complement)
     return out
 
 
@@ -120,18 +92,14 @@ def _threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _run_split(fn: Any, args: tuple, rows: int, flops: float) -> None:
-    """``fn(*args, rows, chunks, threads)``: a ``*_mt`` kernel, which splits [0, rows) into
-    chunks on dfg's native thread pool (executor/native/pool.c) with up to _threads()
-    threads, this one included; raises when a chunk fails (the C code returns -1 when out of
-    memory). A share below _MIN_CHUNK_FLOPS is not worth a thread."""
+def _split(rows: int, flops: float) -> tuple[int, int]:
+    """(chunks, threads) for a ``*_mt`` kernel over ``rows`` rows: up to _threads() threads,
+    this one included, a few chunks each (a thread slowed by other work takes fewer of
+    them). A share below _MIN_CHUNK_FLOPS is not worth a thread."""
     k = int(min(rows, max(1, flops // _MIN_CHUNK_FLOPS)))
     if k > 1:
         k = min(k, _threads())
-    # a few chunks per thread: a thread slowed by other work takes fewer of them
-    chunks = min(rows, 4 * k) if k > 1 else 1
-    if fn(*args, rows, chunks, k):
-        raise ResourceExhaustedError("native Conv2D: out of memory for its row buffer")
+    return (min(rows, 4 * k) if k > 1 else 1), max(k, 1)
 
 
 def softmax_f32(x: np.ndarray, as_log: bool) -> np.ndarray:
@@ -140,7 +108,7 @@ def softmax_f32(x: np.ndarray, as_log: bool) -> np.ndarray:
     x = np.ascontiguousarray(x, _F32)
     out = np.empty_like(x)
     cols = x.shape[-1]
-    _load().dfg_softmax_f32(x.ctypes.data, out.ctypes.data, x.size // cols, cols, int(as_log))
+    _ext.softmax_f32(x, out, x.size // cols, cols, as_log)
     return out
 
 
@@ -150,10 +118,9 @@ def depthwise_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any) -> np.ndarray:
     x = np.ascontiguousarray(x, _F32)
     fk = np.ascontiguousarray(f.reshape(f.shape[0], f.shape[1], f.shape[2]), _F32)
     out = np.empty((g.n, g.oh, g.ow, g.c), _F32)
-    _run_split(_load().dfg_depthwise_nhwc_f32_mt,
-               (x.ctypes.data, fk.ctypes.data, out.ctypes.data, g.h, g.w, g.c, g.kh, g.kw,
-                g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl), g.n * g.oh,
-               2.0 * out.size * g.kh * g.kw)
+    geometry = (g.n, g.h, g.w, g.c, g.kh, g.kw, g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl)
+    _ext.depthwise_nhwc_f32(x, fk, out, geometry,
+                            *_split(g.n * g.oh, 2.0 * out.size * g.kh * g.kw))
     return out
 
 
@@ -184,7 +151,6 @@ def conv2d_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any,
     """Conv2D of NHWC float32 ``x`` with (KH, KW, C, OC) ``f`` for geometry ``g`` (the
     numpy path's :class:`~dfg.executor.kernels._conv.Geom`): (N, OH, OW, OC) float32, with
     ``epilogue`` applied while each block is in registers."""
-    lib = _load()
     kh, kw, c, oc = f.shape
     x = np.ascontiguousarray(x, _F32)
     blocks = -(-oc // _VW)
@@ -202,9 +168,10 @@ def conv2d_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any,
     res = None if ep.residual is None else np.ascontiguousarray(ep.residual, _F32)
     if res is not None and res.shape != out.shape:
         raise ValueError(f"residual of shape {res.shape} for an output of {out.shape}")
-    args = (x.ctypes.data, wb.ctypes.data, out.ctypes.data, g.h, g.w, c, kh, kw, oc,
-            g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl,
-            *(None if a is None else a.ctypes.data for a in (scale, shift, res)), ep.act)
-    flops = 2.0 * out.size * kh * kw * c
-    _run_split(lib.dfg_conv2d_nhwc_f32_mt, args, g.n * g.oh, flops)
+    geometry = (g.n, g.h, g.w, c, kh, kw, oc, g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl)
+    try:
+        _ext.conv2d_nhwc_f32(x, wb, out, geometry, scale, shift, res, ep.act,
+                             *_split(g.n * g.oh, 2.0 * out.size * kh * kw * c))
+    except MemoryError:
+        raise ResourceExhaustedError("native Conv2D: out of memory for its row buffer") from None
     return out

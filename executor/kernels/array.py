@@ -163,6 +163,11 @@ def _reshape_target(in_shape: tuple[int, ...], sizes: list[int]) -> tuple[int, .
 
 @kernel("Reshape", cheap=True)
 def reshape(ctx: KernelContext, tensor: np.ndarray, shape: np.ndarray) -> np.ndarray:
+    return reshaped(tensor, shape)
+
+
+def reshaped(tensor: np.ndarray, shape: np.ndarray) -> np.ndarray:
+    """``tensor`` in ``shape`` (a vector, -1 for one inferred size), as Reshape makes it."""
     s = np.asarray(shape)
     if s.ndim > 1:  # TF still accepts a scalar shape (legacy), not a matrix
         raise InvalidArgumentError(f"sizes input must be 1-D, not {_fmt(s.shape)}")

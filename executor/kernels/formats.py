@@ -1559,8 +1559,13 @@ def encode_wav(ctx: KernelContext, audio: np.ndarray, sample_rate: np.ndarray) -
         raise InvalidArgumentError(
             f"Input sample_rate should be a scalar tensor, got {_fmt(sample_rate.shape)} "
             "instead.")
+    return np.array(wav_bytes(audio, int(sample_rate)), dtype=object)
+
+
+def wav_bytes(audio: np.ndarray, rate: int) -> bytes:
+    """(frames, channels) ``audio`` as a 16-bit PCM WAV file at ``rate`` Hz, as EncodeWav
+    and AudioSummary write it."""
     frames, channels = audio.shape
-    rate = int(sample_rate)
     if frames >= 1 << 31:
         raise InvalidArgumentError("audio length too large to encode")
     if channels >= 1 << 31:
@@ -1581,4 +1586,4 @@ def encode_wav(ctx: KernelContext, audio: np.ndarray, sample_rate: np.ndarray) -
     header = struct.pack("<4sI4s4sIHHIIHH4sI", b"RIFF", 36 + data_size, b"WAVE", b"fmt ", 16,
                          1, channels, rate, (rate * 2 * channels) & 0xFFFFFFFF, 2 * channels,
                          16, b"data", data_size)
-    return np.array(header + samples.tobytes(), dtype=object)
+    return header + samples.tobytes()

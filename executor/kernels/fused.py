@@ -211,7 +211,7 @@ def _conv_call(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
                f: np.ndarray, args: tuple[np.ndarray, ...]) -> np.ndarray:
     first, add, act = _plan(ctx, args)
     fmt = ctx.attrs.get("data_format", "NHWC") or "NHWC"
-    if fn is nn.conv2d and fmt == "NHWC":
+    if fn is nn.conv2d_of and fmt == "NHWC":
         ep = _native_epilogue(ctx, f, args, first, add, act)
         if ep is not None:
             a = ctx.attrs
@@ -220,7 +220,7 @@ def _conv_call(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
                                           a.get("explicit_paddings"), ep)
             if y is not None:
                 return y
-    y = fn(ctx, x, f)
+    y = fn(ctx.attrs, x, f)
     return _epilogue(ctx, y, args, first, add, act, fmt, (x, f))
 
 
@@ -231,13 +231,13 @@ def fused_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray, *args: Any) -
             f"filter_format {ctx.attrs.get('filter_format')!r} is not implemented (HWIO is)")
     if int(ctx.attrs.get("num_host_args", 0) or 0):
         raise UnimplementedError("host args of _FusedConv2D are not implemented")
-    return _conv_call(nn.conv2d, ctx, x, f, args)
+    return _conv_call(nn.conv2d_of, ctx, x, f, args)
 
 
 @kernel("_FusedDepthwiseConv2dNative", heavy=True)
 def fused_depthwise_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray,
                            *args: Any) -> np.ndarray:
-    return _conv_call(nn.depthwise_conv2d, ctx, x, f, args)
+    return _conv_call(nn.depthwise_conv2d_of, ctx, x, f, args)
 
 
 @kernel("_FusedMatMul", heavy=True, blas=True)

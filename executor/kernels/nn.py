@@ -72,14 +72,23 @@ def _geometry(ctx: KernelContext, fmt: str, x_shape: tuple[int, ...], kh: int,
 
 @kernel("Conv2D", heavy=True, blas=True)
 def conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
-    a = ctx.attrs
+    return conv2d_of(ctx.attrs, x, f)
+
+
+def conv2d_of(a: dict, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """Conv2D of ``x`` by ``f`` with the window attributes ``a`` (Conv2D's, or a fused
+    convolution's)."""
     return _conv.conv2d(x, f, a.get("strides"), a.get("padding"), a.get("dilations"),
                         a.get("data_format") or "NHWC", a.get("explicit_paddings"))
 
 
 @kernel("DepthwiseConv2dNative", heavy=True)
 def depthwise_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
-    a = ctx.attrs
+    return depthwise_conv2d_of(ctx.attrs, x, f)
+
+
+def depthwise_conv2d_of(a: dict, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """DepthwiseConv2dNative of ``x`` by ``f`` with the window attributes ``a``."""
     return _conv.depthwise_conv2d(x, f, a.get("strides"), a.get("padding"),
                                   a.get("dilations"), a.get("data_format") or "NHWC",
                                   a.get("explicit_paddings"))

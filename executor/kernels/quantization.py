@@ -40,7 +40,7 @@ from dfg.graphdef.errors import (
 )
 
 from . import _conv
-from .array import reshape as _reshape
+from .array import reshaped
 from .math import _fake_quant, _quant_range
 from .registry import KernelContext, kernel
 
@@ -983,7 +983,7 @@ def quantized_reshape(ctx: KernelContext, x: Array, shape: Array, input_min: Arr
     for name, v in (("input_min", input_min), ("input_max", input_max)):
         if not (v.ndim == 0 or (v.ndim == 1 and v.shape[0] == 1)):
             raise InvalidArgumentError(f"{name} must be a scalar or a vector of 1 element")
-    out = _reshape(ctx, x.astype(dt, copy=False), shape)
+    out = reshaped(x.astype(dt, copy=False), shape)
     return (out, np.asarray(f32(input_min.reshape(-1)[0]), _F32),
             np.asarray(f32(input_max.reshape(-1)[0]), _F32))
 

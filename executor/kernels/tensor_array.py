@@ -442,31 +442,35 @@ def step_resources(step: dict) -> StepResources:
     return res
 
 
-def _array(ctx: KernelContext, handle: Any) -> TensorArray:
-    if not isinstance(handle, TensorArrayHandle):
-        raise InvalidArgumentError(
-            f"expected a TensorArray handle, found {type(handle).__name__}")
-    res = step_resources(ctx.step)
+def _container(ctx: KernelContext, handle: Any) -> StepResources:
+    """The container of the run that made ``handle``: a legacy (V1/V2) handle carries it (its
+    ops run with a context shared by every run, without a ``ctx.step``), a V3 handle's is
+    its own run's."""
+    if isinstance(handle, (LegacyTensorArrayHandle, LegacyStackHandle)):
+        return handle.res
+    return step_resources(ctx.step)
+
+
+def _held(ctx: KernelContext, handle: Any, cls: type, table: str, what: str,
+          container: str) -> Any:
+    """The array or stack ``handle`` names, from the ``table`` of its run's container."""
+    if not isinstance(handle, cls):
+        raise InvalidArgumentError(f"expected a {what} handle, found {type(handle).__name__}")
+    res = _container(ctx, handle)
     with res.lock:
-        ta = res.arrays.get(handle.key)
-    if ta is None:
-        raise NotFoundError(
-            f"Resource _tensor_arrays/{handle.name} does not exist in this run (TensorArrays "
-            "live for one run only)")
-    return ta
+        held = getattr(res, table).get(handle.key)
+    if held is None:
+        raise NotFoundError(f"Resource {container}/{handle.name} does not exist in this run "
+                            f"({what}s live for one run only)")
+    return held
+
+
+def _array(ctx: KernelContext, handle: Any) -> TensorArray:
+    return _held(ctx, handle, TensorArrayHandle, "arrays", "TensorArray", "_tensor_arrays")
 
 
 def _stack(ctx: KernelContext, handle: Any) -> Stack:
-    if not isinstance(handle, StackHandle):
-        raise InvalidArgumentError(f"expected a stack handle, found {type(handle).__name__}")
-    res = step_resources(ctx.step)
-    with res.lock:
-        st = res.stacks.get(handle.key)
-    if st is None:
-        raise NotFoundError(
-            f"Resource _stacks/{handle.name} does not exist in this run (stacks live for one "
-            "run only)")
-    return st
+    return _held(ctx, handle, StackHandle, "stacks", "stack", "_stacks")
 
 
 def _check_requested_dtype(ta: TensorArray, dtype: Any) -> None:
@@ -507,7 +511,7 @@ def _grad(ctx: KernelContext, handle: Any, shape_to_prepend: Shape | None
           ) -> tuple[TensorArrayHandle, np.ndarray]:
     fwd = _array(ctx, handle)
     source = ctx.attrs["source"]
-    res = step_resources(ctx.step)
+    res = _container(ctx, handle)
     # Under the container lock so that concurrent GradV3 nodes for one (array, source)
     # create one gradient array between them.
     with res.lock:
@@ -759,15 +763,6 @@ _named: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _named_lock = threading.Lock()
 
 
-def _legacy_ctx(ctx: KernelContext, res: StepResources) -> KernelContext:
-    """``ctx`` with the step state of the run that made the handle."""
-    if isinstance(ctx.step, dict) and ctx.step.get(STEP_KEY) is res:
-        return ctx
-    return KernelContext(ctx.node, ctx.op, ctx.attrs, ctx.output_dtypes, ctx.input_dtypes,
-                         ctx.resources, {STEP_KEY: res}, ctx.frame, ctx.deadline,
-                         ctx.max_bytes)
-
-
 def _legacy_of(ctx: KernelContext, h: TensorArrayHandle) -> LegacyTensorArrayHandle:
     """The legacy handle of an array just made by a (stateful) creation or gradient op;
     the run's state keeps it alive for the run."""
@@ -826,7 +821,7 @@ def _grad_legacy(ctx: KernelContext, handle: Any) -> LegacyTensorArrayHandle:
             raise InvalidArgumentError(f"Input container should be '{_TA_CONTAINER}',  but "
                                        f"received '{container}'")
     lh = _legacy_handle(handle)
-    return _legacy_of(ctx, _grad(_legacy_ctx(ctx, lh.res), lh, None)[0])
+    return _legacy_of(ctx, _grad(ctx, lh, None)[0])
 
 
 @kernel("TensorArrayGrad", cheap=True)
@@ -844,7 +839,7 @@ def _legacy(v3: Any, cheap: bool | None, *ops: str) -> None:
     """Register ``ops`` as the V3 kernel ``v3``, reached through a legacy handle."""
     def run(ctx: KernelContext, handle: Any, *rest: Any) -> Any:
         lh = _legacy_handle(handle)
-        return v3(_legacy_ctx(ctx, lh.res), lh, *rest)
+        return v3(ctx, lh, *rest)
 
     kernel(*ops, cheap=cheap)(run)
 
@@ -862,7 +857,6 @@ _legacy(tensor_array_close_v3, True, "TensorArrayClose", "TensorArrayCloseV2")
 @kernel("TensorArrayPack")
 def tensor_array_pack(ctx: KernelContext, handle: Any, flow_in: np.ndarray) -> np.ndarray:
     lh = _legacy_handle(handle)
-    ctx = _legacy_ctx(ctx, lh.res)
     n = _array(ctx, lh).pack_or_concat_size()
     return tensor_array_gather_v3(ctx, lh, np.arange(n, dtype=np.int32), flow_in)
 
@@ -871,7 +865,6 @@ def tensor_array_pack(ctx: KernelContext, handle: Any, flow_in: np.ndarray) -> n
 def tensor_array_unpack(ctx: KernelContext, handle: Any, value: np.ndarray,
                         flow_in: np.ndarray) -> np.ndarray:
     lh = _legacy_handle(handle)
-    ctx = _legacy_ctx(ctx, lh.res)
     ta = _array(ctx, lh)
     _check_written_dtype(ta, value)
     if value.ndim == 0:
@@ -898,7 +891,7 @@ def _legacy_stack(v2: Any, op: str) -> None:
         if not isinstance(handle, LegacyStackHandle):
             raise InvalidArgumentError(
                 f"expected a stack handle, found {type(handle).__name__}")
-        return v2(_legacy_ctx(ctx, handle.res), handle, *rest)
+        return v2(ctx, handle, *rest)
 
     kernel(op, cheap=True)(run)
 

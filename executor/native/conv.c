@@ -13,14 +13,16 @@
  * Plain C with GCC vector extensions (no intrinsics): the same source compiles anywhere;
  * on x86-64 GCC builds AVX-512, AVX2 and baseline clones picked at load time by the CPU
  * (-DDFG_NO_CLONES builds for -march only: tests/test_native.py checks each clone so).
- * It is called through ctypes (executor/kernels/_native.py), which releases the GIL, on
- * disjoint ranges of output rows from several threads.
+ * module.c calls the *_mt forms without the GIL; they run disjoint ranges of output rows
+ * on dfg's native thread pool (threadpool.c).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#define RB 8    /* output pixels per block */
-#define VW 16   /* output channels per vector */
+#include "native.h"
+
+#define RB 8            /* output pixels per block */
+#define VW DFG_VW       /* output channels per vector */
 
 typedef float vf __attribute__((vector_size(VW * sizeof(float))));
 typedef float vfu __attribute__((vector_size(VW * sizeof(float)), aligned(4)));
@@ -166,10 +168,7 @@ void dfg_depthwise_nhwc_f32(const float *x, const float *f, float *out, long H, 
     }
 }
 
-/* The kernels above over all their rows, split on dfg's native thread pool (pool.c). */
-int dfg_pool_run(int (*fn)(const void *, long, long), const void *args, long rows,
-                 long chunks, int threads);
-
+/* The kernels above over all their rows, split on dfg's native thread pool (threadpool.c). */
 struct conv_args {
     const float *x, *wb;
     float *out;

@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "native.h"
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(DFG_NO_CLONES)
 #define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else

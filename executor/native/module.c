@@ -1,13 +1,268 @@
-/* The Python module that carries dfg's native kernels. It exports nothing to Python: the
- * kernels are plain C functions, loaded from this same file with ctypes
- * (executor/kernels/_native.py), which calls them without the GIL. */
+/* dfg.executor._native: the Python interface of dfg's compiled kernels (native.h).
+ *
+ * Each function below is declared once, here: its arguments are parsed by a format string
+ * (so a wrong count or type is a TypeError, never a bad call), every array argument is taken
+ * through the buffer protocol as a C-contiguous float32 buffer of exactly the length its
+ * geometry needs (ValueError otherwise), so a caller cannot make a kernel read or write
+ * outside its arrays; then the kernel runs without the GIL. executor/kernels/_native.py
+ * wraps these in numpy terms and decides when they run.
+ */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-static struct PyModuleDef native_module = {
-    PyModuleDef_HEAD_INIT, "_native",
-    "dfg's compiled kernels (called through ctypes; see dfg.executor.kernels._native)",
-    -1, NULL, NULL, NULL, NULL, NULL,
+#include <string.h>
+
+#include "native.h"
+
+/* `obj` as a C-contiguous float32 buffer of `need` floats (any number when `need` < 0;
+ * writable if asked); on success the caller releases `view`. `what` names the argument in
+ * errors. */
+static int f32_buffer(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t need,
+                      const char *fn, const char *what)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    const char *fmt = view->format ? view->format : "B";
+    size_t n = strlen(fmt);
+    int f32 = view->itemsize == 4 && n > 0 && fmt[n - 1] == 'f'
+              && (n == 1 || (n == 2 && strchr("@=<", fmt[0]) != NULL));
+    if (!f32) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be float32, not format '%s'", fn, what, fmt);
+    } else if (need >= 0 && view->len != need * 4) {
+        PyErr_Format(PyExc_ValueError, "%s: %s has %zd floats, the geometry needs %zd", fn,
+                     what, view->len / 4, need);
+    } else {
+        return 0;
+    }
+    PyBuffer_Release(view);
+    return -1;
+}
+
+/* As f32_buffer, for an optional argument: None gives data NULL (and nothing to release). */
+static int f32_optional(PyObject *obj, Py_buffer *view, Py_ssize_t need, const char *fn,
+                        const char *what)
+{
+    if (obj == Py_None) {
+        memset(view, 0, sizeof(*view));
+        return 0;
+    }
+    return f32_buffer(obj, view, 0, need, fn, what);
+}
+
+static void release(Py_buffer *view) {
+    if (view->obj)
+        PyBuffer_Release(view);
+}
+
+/* the product of n sizes, each >= 0; -1 (ValueError set) when one is negative or it
+ * overflows */
+static Py_ssize_t product(const char *fn, int n, const long *v) {
+    Py_ssize_t p = 1;
+    for (int i = 0; i < n; i++) {
+        if (v[i] < 0 || __builtin_mul_overflow(p, (Py_ssize_t)v[i], &p)) {
+            PyErr_Format(PyExc_ValueError, "%s: bad geometry (a size is negative or too large)",
+                         fn);
+            return -1;
+        }
+    }
+    return p;
+}
+
+static int check_window(const char *fn, long sh, long sw, long dh, long dw, long pt, long pl,
+                        long chunks, int threads)
+{
+    if (sh < 1 || sw < 1 || dh < 1 || dw < 1 || pt < 0 || pl < 0 || chunks < 1 || threads < 1) {
+        PyErr_Format(PyExc_ValueError, "%s: strides, dilations, chunks and threads must be >= 1 "
+                     "and paddings >= 0", fn);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(erf_doc,
+"erf_f32(x, out, complement)\n--\n\n"
+"out = erfc(x) if complement else erf(x); x and out float32 buffers of one size.");
+
+static PyObject *erf_f32(PyObject *self, PyObject *args) {
+    PyObject *xo, *oo;
+    int complement;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOp:erf_f32", &xo, &oo, &complement))
+        return NULL;
+    Py_buffer x, out;
+    if (f32_buffer(xo, &x, 0, -1, "erf_f32", "x") < 0)
+        return NULL;
+    Py_ssize_t n = x.len / 4;
+    if (f32_buffer(oo, &out, 1, n, "erf_f32", "out") < 0) {
+        PyBuffer_Release(&x);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    dfg_erf_f32(x.buf, out.buf, (long)n, complement);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(softmax_doc,
+"softmax_f32(x, out, rows, cols, as_log)\n--\n\n"
+"Softmax (log-softmax if as_log) of each row of (rows, cols) float32 x into out.");
+
+static PyObject *softmax_f32(PyObject *self, PyObject *args) {
+    PyObject *xo, *oo;
+    long dims[2];
+    int as_log;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOllp:softmax_f32", &xo, &oo, &dims[0], &dims[1], &as_log))
+        return NULL;
+    Py_ssize_t n = product("softmax_f32", 2, dims);
+    if (n < 0)
+        return NULL;
+    if (dims[1] < 1) {
+        PyErr_SetString(PyExc_ValueError, "softmax_f32: rows need at least one column");
+        return NULL;
+    }
+    Py_buffer x, out;
+    if (f32_buffer(xo, &x, 0, n, "softmax_f32", "x") < 0)
+        return NULL;
+    if (f32_buffer(oo, &out, 1, n, "softmax_f32", "out") < 0) {
+        PyBuffer_Release(&x);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    dfg_softmax_f32(x.buf, out.buf, dims[0], dims[1], as_log);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(conv_doc,
+"conv2d_nhwc_f32(x, wb, out, geometry, scale, shift, residual, act, chunks, threads)\n--\n\n"
+"Direct convolution of float32 NHWC x (N, H, W, C) by the packed filter wb (ceil(OC/16), KH,\n"
+"KW, C, 16) into out (N, OH, OW, OC); geometry = (N, H, W, C, KH, KW, OC, OH, OW, sh, sw,\n"
+"dh, dw, pt, pl). Then out * scale + shift (each None or ceil(OC/16)*16 floats), + residual\n"
+"(None or out's shape), act (0 none, 1 Relu, 2 Relu6). The N*OH rows run in `chunks` pieces\n"
+"on up to `threads` threads. MemoryError when a row buffer cannot be allocated.");
+
+static PyObject *conv2d_nhwc_f32(PyObject *self, PyObject *args) {
+    PyObject *xo, *wo, *oo, *so, *to, *ro;
+    long g[15];       /* N, H, W, C, KH, KW, OC, OH, OW, sh, sw, dh, dw, pt, pl */
+    int act, threads;
+    long chunks;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO(lllllllllllllll)OOOili:conv2d_nhwc_f32", &xo, &wo, &oo,
+                          &g[0], &g[1], &g[2], &g[3], &g[4], &g[5], &g[6], &g[7], &g[8],
+                          &g[9], &g[10], &g[11], &g[12], &g[13], &g[14], &so, &to, &ro, &act,
+                          &chunks, &threads))
+        return NULL;
+    const char *fn = "conv2d_nhwc_f32";
+    const long N = g[0], H = g[1], W = g[2], C = g[3], KH = g[4], KW = g[5], OC = g[6],
+               OH = g[7], OW = g[8];
+    if (check_window(fn, g[9], g[10], g[11], g[12], g[13], g[14], chunks, threads) < 0)
+        return NULL;
+    if (act < DFG_ACT_NONE || act > DFG_ACT_RELU6)
+        return PyErr_Format(PyExc_ValueError, "%s: unknown activation %d", fn, act);
+    const long blocks = (OC + DFG_VW - 1) / DFG_VW;
+    const long xs[4] = {N, H, W, C}, ws[5] = {blocks, KH, KW, C, DFG_VW},
+               os[4] = {N, OH, OW, OC}, cs[2] = {blocks, DFG_VW};
+    Py_ssize_t nx = product(fn, 4, xs), nw = product(fn, 5, ws), no = product(fn, 4, os),
+               nc = product(fn, 2, cs);
+    if (nx < 0 || nw < 0 || no < 0 || nc < 0)
+        return NULL;
+    Py_buffer x = {0}, wb = {0}, out = {0}, scale = {0}, shift = {0}, res = {0};
+    PyObject *ret = NULL;
+    if (f32_buffer(xo, &x, 0, nx, fn, "x") < 0 || f32_buffer(wo, &wb, 0, nw, fn, "wb") < 0
+        || f32_buffer(oo, &out, 1, no, fn, "out") < 0
+        || f32_optional(so, &scale, nc, fn, "scale") < 0
+        || f32_optional(to, &shift, nc, fn, "shift") < 0
+        || f32_optional(ro, &res, no, fn, "residual") < 0)
+        goto done;
+    int err;
+    Py_BEGIN_ALLOW_THREADS
+    err = dfg_conv2d_nhwc_f32_mt(x.buf, wb.buf, out.buf, H, W, C, KH, KW, OC, OH, OW, g[9],
+                                 g[10], g[11], g[12], g[13], g[14], scale.buf, shift.buf,
+                                 res.buf, act, N * OH, chunks, threads);
+    Py_END_ALLOW_THREADS
+    if (err)
+        PyErr_SetString(PyExc_MemoryError, "native Conv2D: out of memory for its row buffer");
+    else
+        ret = Py_NewRef(Py_None);
+done:
+    release(&x);
+    release(&wb);
+    release(&out);
+    release(&scale);
+    release(&shift);
+    release(&res);
+    return ret;
+}
+
+PyDoc_STRVAR(depthwise_doc,
+"depthwise_nhwc_f32(x, f, out, geometry, chunks, threads)\n--\n\n"
+"Depthwise convolution (depth multiplier 1) of float32 NHWC x (N, H, W, C) by f (KH, KW, C)\n"
+"into out (N, OH, OW, C); geometry = (N, H, W, C, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl).");
+
+static PyObject *depthwise_nhwc_f32(PyObject *self, PyObject *args) {
+    PyObject *xo, *fo, *oo;
+    long g[14];       /* N, H, W, C, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl */
+    int threads;
+    long chunks;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO(llllllllllllll)li:depthwise_nhwc_f32", &xo, &fo, &oo,
+                          &g[0], &g[1], &g[2], &g[3], &g[4], &g[5], &g[6], &g[7], &g[8],
+                          &g[9], &g[10], &g[11], &g[12], &g[13], &chunks, &threads))
+        return NULL;
+    const char *fn = "depthwise_nhwc_f32";
+    const long N = g[0], H = g[1], W = g[2], C = g[3], KH = g[4], KW = g[5], OH = g[6],
+               OW = g[7];
+    if (check_window(fn, g[8], g[9], g[10], g[11], g[12], g[13], chunks, threads) < 0)
+        return NULL;
+    const long xs[4] = {N, H, W, C}, fs[3] = {KH, KW, C}, os[4] = {N, OH, OW, C};
+    Py_ssize_t nx = product(fn, 4, xs), nf = product(fn, 3, fs), no = product(fn, 4, os);
+    if (nx < 0 || nf < 0 || no < 0)
+        return NULL;
+    Py_buffer x = {0}, f = {0}, out = {0};
+    PyObject *ret = NULL;
+    if (f32_buffer(xo, &x, 0, nx, fn, "x") < 0 || f32_buffer(fo, &f, 0, nf, fn, "f") < 0
+        || f32_buffer(oo, &out, 1, no, fn, "out") < 0)
+        goto done;
+    Py_BEGIN_ALLOW_THREADS
+    dfg_depthwise_nhwc_f32_mt(x.buf, f.buf, out.buf, H, W, C, KH, KW, OH, OW, g[8], g[9],
+                              g[10], g[11], g[12], g[13], N * OH, chunks, threads);
+    Py_END_ALLOW_THREADS
+    ret = Py_NewRef(Py_None);
+done:
+    release(&x);
+    release(&f);
+    release(&out);
+    return ret;
+}
+
+static PyMethodDef methods[] = {
+    {"erf_f32", erf_f32, METH_VARARGS, erf_doc},
+    {"softmax_f32", softmax_f32, METH_VARARGS, softmax_doc},
+    {"conv2d_nhwc_f32", conv2d_nhwc_f32, METH_VARARGS, conv_doc},
+    {"depthwise_nhwc_f32", depthwise_nhwc_f32, METH_VARARGS, depthwise_doc},
+    {NULL, NULL, 0, NULL},
 };
 
-PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&native_module); }
+static struct PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT, "_native",
+    "dfg's compiled kernels (see dfg.executor.kernels._native, which wraps them)",
+    -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    PyObject *m = PyModule_Create(&native_module);
+    if (m && (PyModule_AddIntConstant(m, "VW", DFG_VW) < 0
+              || PyModule_AddIntConstant(m, "ACT_NONE", DFG_ACT_NONE) < 0
+              || PyModule_AddIntConstant(m, "ACT_RELU", DFG_ACT_RELU) < 0
+              || PyModule_AddIntConstant(m, "ACT_RELU6", DFG_ACT_RELU6) < 0)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -18,7 +18,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-typedef int (*range_fn)(const void *args, long r0, long r1);
+#include "native.h"
+
+typedef dfg_range_fn range_fn;
 
 #if defined(__x86_64__) || defined(__i386__)
 #define PAUSE() __builtin_ia32_pause()

@@ -1,0 +1,32 @@
+/* dfg's compiled kernels: every C function one source file defines and another calls, declared
+ * once. module.c is the Python interface (dfg.executor._native); conv.c, elementwise.c and
+ * threadpool.c are plain C with no Python in them (tests/test_native.py builds them for one
+ * instruction set at a time). */
+#ifndef DFG_NATIVE_H
+#define DFG_NATIVE_H
+
+/* threadpool.c: run fn(args, r0, r1) over [0, rows) in `chunks` pieces on up to `threads`
+ * threads, the caller one of them. Returns 0, or a piece's nonzero return. */
+typedef int (*dfg_range_fn)(const void *args, long r0, long r1);
+int dfg_pool_run(dfg_range_fn fn, const void *args, long rows, long chunks, int threads);
+
+/* conv.c: direct float32 NHWC convolutions (the layouts are described there), over all
+ * N * OH output rows split on the pool. conv2d returns 0, or -1 when out of memory. */
+enum { DFG_ACT_NONE = 0, DFG_ACT_RELU = 1, DFG_ACT_RELU6 = 2 };
+#define DFG_VW 16   /* output channels per vector block of the packed filter */
+
+int dfg_conv2d_nhwc_f32_mt(const float *x, const float *wb, float *out,
+                           long H, long W, long C, long KH, long KW, long OC, long OH, long OW,
+                           long sh, long sw, long dh, long dw, long pt, long pl,
+                           const float *scale, const float *shift, const float *res, int act,
+                           long rows, long chunks, int threads);
+int dfg_depthwise_nhwc_f32_mt(const float *x, const float *f, float *out, long H, long W,
+                              long C, long KH, long KW, long OH, long OW, long sh, long sw,
+                              long dh, long dw, long pt, long pl,
+                              long rows, long chunks, int threads);
+
+/* elementwise.c */
+void dfg_erf_f32(const float *x, float *out, long n, int complement);
+void dfg_softmax_f32(const float *x, float *out, long rows, long cols, int as_log);
+
+#endif
