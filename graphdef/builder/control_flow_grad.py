@@ -39,6 +39,7 @@ from ..errors import UnimplementedError
 from .control_flow import (
     CondContext,
     WhileContext,
+    _switch_colocated,
     is_loop_constant_enter,
     is_loop_exit,
     merge,
@@ -259,7 +260,7 @@ class GradLoopState:
                     if pred is None:
                         pred = cond_ctxt.pred
                     branch = (1 - cond_ctxt.branch) if dead_branch else cond_ctxt.branch
-                    history = switch(history, pred)[branch]
+                    history = _switch_colocated(history, pred)[branch]
                 pop = _o(apply_op("StackPopV2", [history], {"elem_type": D.base(value.dtype)}))
                 pop.shape = value.shape
             finally:
@@ -513,13 +514,13 @@ class ControlFlowState:
             result = _zeros_const(shape, val.dtype)
             if dead_branch:
                 pred = state.history_map.get(op_ctxt.pred.name)
-                result = switch(result, pred)[1 - op_ctxt.branch]
+                result = _switch_colocated(result, pred)[1 - op_ctxt.branch]
             return result
         if dead_branch:
             pred, branch = op_ctxt.pred, op_ctxt.branch
             op_ctxt.outer.enter()
             try:
-                val = switch(op.inputs[0], pred)[1 - branch]
+                val = _switch_colocated(op.inputs[0], pred)[1 - branch]
                 zeros_shape = _shape(val)
             finally:
                 op_ctxt.outer.exit()
@@ -622,7 +623,7 @@ def loop_switch_grad(op: Operation, g0: Any, g1: Any) -> list:
 
 
 def loop_merge_grad(op: Operation, grad: Tensor) -> list:
-    return list(switch(grad, current_grad_context().pivot))
+    return list(_switch_colocated(grad, current_grad_context().pivot))
 
 
 def cond_pred_in_loop(pred: Tensor) -> Tensor:
