@@ -95,7 +95,7 @@ def test_gradients_pass_finite_differences(name: str) -> None:
         got = sess.run([t.name for t in grads], feeds)
         dirs = {k: rng.normal(size=np.shape(v)) for k, v in base.items()}
 
-        def f(sign: float) -> float:
+        def f(sign: float, sess=sess, feeds=feeds, base=base, dirs=dirs) -> float:
             moved = dict(feeds)
             moved.update({k: v + sign * eps * dirs[k] for k, v in base.items()})
             return float(sess.run(loss.name, moved))
