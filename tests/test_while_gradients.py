@@ -21,8 +21,8 @@ from dfg.graphdef.validate import validate
 
 DATA = Path(__file__).parent / "data" / "while_grad"
 sys.path.insert(0, str(DATA))
-from programs import PROGRAMS  # noqa: E402
 from test_builder_corpus import _load, _node_summary  # noqa: E402
+from while_grad_programs import PROGRAMS  # noqa: E402
 
 
 def _build(name: str):

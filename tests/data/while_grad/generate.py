@@ -18,7 +18,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import tensorflow as tf  # noqa: E402
-from programs import PROGRAMS  # noqa: E402
+from while_grad_programs import PROGRAMS  # noqa: E402
 
 tf1 = tf.compat.v1
 tf1.disable_eager_execution()
