@@ -1,7 +1,7 @@
 """Writes tests/data/while_grad/<program>/: TensorFlow's graph with its gradients
 (``tf_graph.pbtxt``) and ``runs.json`` (for each run: the feeds, the loss and
-``tf.compat.v1.gradients`` of the loss against each x), plus ``train_dynamic_rnn.json``, the
-numbers examples/train_dynamic_rnn.py compares with.
+``tf.compat.v1.gradients`` of the loss against each x), plus
+examples/train_dynamic_rnn_tf.json, the numbers examples/train_dynamic_rnn.py compares with.
 
 Run ONLY in a TensorFlow venv (never in CI):
     /tmp/tfvenv/bin/python tests/data/while_grad/generate.py
@@ -60,7 +60,7 @@ def train_dynamic_rnn() -> None:
     import train_dynamic_rnn as ex
     g = tf.Graph()
     with g.as_default():
-        length = tf1.placeholder(tf.float32 if False else tf.int32, [], name="length")
+        length = tf1.placeholder(tf.int32, [], name="length")
         seq = tf1.placeholder(tf.float32, [None, ex.BATCH, ex.IN], name="seq")
         target = tf1.placeholder(tf.float32, [ex.BATCH, ex.HID], name="target")
         wx = tf1.Variable(ex.WX0, name="Wx", use_resource=False)
@@ -77,17 +77,20 @@ def train_dynamic_rnn() -> None:
         step = tf.group(*[tf1.assign_sub(v, ex.LR * gv) for v, gv in zip([wx, wh, b], gw)])
         init = tf1.global_variables_initializer()
     losses = []
+    ev = {length: len(ex.EVAL[0]), seq: ex.EVAL[0], target: ex.EVAL[1]}
     with tf1.Session(graph=g) as s:
         s.run(init)
+        before = s.run(loss, ev)
         for seq_v, tgt in ex.batches():
-            lv, _ = s.run([loss, step], {length: len(seq_v), seq: seq_v, target: tgt})
-            losses.append(float(lv))
-        final = s.run(loss, {length: len(ex.EVAL[0]), seq: ex.EVAL[0], target: ex.EVAL[1]})
+            # the loss first, then the update (its own run: the step reads what it writes)
+            losses.append(float(s.run(loss, {length: len(seq_v), seq: seq_v, target: tgt})))
+            s.run(step, {length: len(seq_v), seq: seq_v, target: tgt})
+        final = s.run(loss, ev)
         wx_v, wh_v, b_v = s.run([wx, wh, b])
-    (HERE / "train_dynamic_rnn.json").write_text(json.dumps({
-        "losses": losses, "eval_loss": float(final),
+    ex.TF_NUMBERS.write_text(json.dumps({
+        "losses": losses, "eval_loss_before": float(before), "eval_loss": float(final),
         "Wx": wx_v.tolist(), "Wh": wh_v.tolist(), "b": b_v.tolist()}, indent=1) + "\n")
-    print("train_dynamic_rnn", losses[0], losses[-1], final)
+    print("train_dynamic_rnn", losses[0], losses[-1], before, final)
 
 
 if __name__ == "__main__":
