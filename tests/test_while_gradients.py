@@ -50,7 +50,8 @@ def _session(g, init):
     return sess
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name", sorted(n for n in PROGRAMS
+                                        if not PROGRAMS[n].get("functional")))
 def test_backward_graph_is_tensorflows_node_for_node(name: str) -> None:
     """Every node (the forward loop, its f_count counter and stack pushes, the backward
     loop gradients/.../while_context with its b_count counter, pops, b_acc accumulators)
@@ -159,3 +160,26 @@ def test_train_dynamic_rnn_example_matches_tensorflow(capsys) -> None:
     assert mod["main"](["--quiet"]) == 0
     out = capsys.readouterr().out
     assert "worst relative loss difference" in out
+
+
+def test_functional_if_gradient_is_an_if_over_the_branch_gradients() -> None:
+    """The backward node of a functional cond is one StatelessIf on the same predicate, named
+    as TensorFlow names it, whose branches are library functions."""
+    g, *_ = _build("functional_if")
+    gd = g.as_graph_def()
+    node = next(n for n in gd.node if n.name == "gradients/cond_grad/StatelessIf")
+    assert node.input[0] == "Greater"
+    fns = {f.signature.name for f in gd.library.function}
+    assert {node.attr["then_branch"].func.name, node.attr["else_branch"].func.name} <= fns
+
+
+def test_functional_while_gradient_is_refused_clearly() -> None:
+    g = B.Graph()
+    with g.as_default():
+        n = B.placeholder("int32", [], name="n")
+        x = B.placeholder("float64", [], name="x")
+        p = B.while_loop(lambda i, p: i < n, lambda i, p: (i + 1, p * x),
+                         [B.constant(0), B.constant(1.0, "float64")], functional=True)[1]
+        with pytest.raises(UnimplementedError, match="functional=False") as e:
+            B.gradients(p, [x])
+    assert e.value.node == "while" and "While" in e.value.op

@@ -175,11 +175,79 @@ def functional_cond(pred: Any, true_fn: Callable, false_fn: Callable,
             "Tout": [t.dtype for t in out_t], "then_branch": then_name,
             "else_branch": else_name, "output_shapes": shapes,
             "_lower_using_switch_merge": True}, name=scope)
+        # what the gradient needs (if_grad): the traced branches and what they capture
+        op._cond_traces = (tt, tf_, caps)
         outs = []
         for t, s in zip(op.outputs, shapes):
             t.shape = s
             outs.append(apply_op("Identity", [t]).outputs[0])
     return outs if packed else outs[0]
+
+
+def if_grad(op: Any, *grads: Any) -> list:
+    """The gradient of a functional ``If``: an ``If`` on the same predicate whose branches
+    are the gradient functions of the forward branches (TensorFlow's _IfGrad). Each gradient
+    branch takes the output gradients, then what it captures; it computes its forward branch
+    again (TensorFlow instead rewrites the forward ``If`` to output the intermediates, wrapped
+    in optionals) and returns the gradient of every captured input (zeros when the branch
+    does not use it)."""
+    from .gradients import _trainable, gradients
+    from .ops import zeros_like
+    traces = getattr(op, "_cond_traces", None)
+    if traces is None:
+        from ..errors import UnimplementedError
+        raise UnimplementedError("gradient of an If the builder did not trace (imported): "
+                                 "its branches are not known as builder graphs",
+                                 node=op.name, op=op.type)
+    g = get_default_graph()
+    tt, tf_, caps = traces
+    grads = tuple(gy if gy is not None else zeros_like(t) for gy, t in zip(grads, op.outputs))
+    targets = [c for c in caps if _trainable(c)]
+    k = _next_id(g)
+    base = op.name.replace("/", "_")
+    branch_outs: list[list[Tensor]] = []
+    grad_traces = []
+    for trace in (tt, tf_):
+        # the gradient function is traced in the forward branch's graph: its forward ops
+        # are there already; the output gradients come in as new arguments
+        gt = _Trace.__new__(_Trace)
+        gt.outer, gt.graph = g, trace.graph
+        gt.args, gt.outputs = [], list(trace.outputs)
+        with gt.graph.as_default():
+            for i, (t, gy) in enumerate(zip(trace.outputs, grads)):
+                p = gt.graph.create_op("Placeholder", [], {"dtype": gy.dtype,
+                                                           "shape": gy.shape},
+                                       name=f"grad_arg{i}")
+                p.outputs[0].shape = gy.shape
+                gt.args.append(p.outputs[0])
+            dx = gradients(trace.outputs, targets, grad_ys=gt.args) if targets else []
+            outs = [d if d is not None else zeros_like(c) for d, c in zip(dx, targets)]
+        branch_outs.append(outs)
+        grad_traces.append(gt)
+    gcaps: list[Tensor] = []
+    for gt in grad_traces:
+        for t in gt.captures():
+            if all(t is not c for c in gcaps):
+                gcaps.append(t)
+    gt_t, gt_f = grad_traces
+    then_name = _register(g, gt_t.function_def(f"{base}_grad_true_{k}", branch_outs[0],
+                                               gcaps))
+    else_name = _register(g, gt_f.function_def(f"{base}_grad_false_{k}", branch_outs[1],
+                                               gcaps))
+    gys = [convert_to_tensor(gy) for gy in grads]
+    ins = gys + gcaps
+    op_type = "If" if gt_t.stateful() or gt_f.stateful() else "StatelessIf"
+    shapes = [c.shape for c in targets]
+    gop = g.create_op(op_type, [op.inputs[0]] + ins, {
+        "Tcond": op.inputs[0].dtype, "Tin": [t.dtype for t in ins],
+        "Tout": [c.dtype for c in targets], "then_branch": then_name,
+        "else_branch": else_name, "output_shapes": shapes,
+        "_lower_using_switch_merge": True}, name=op_type)
+    by_cap = {}
+    for t, c, s in zip(gop.outputs, targets, shapes):
+        t.shape = s
+        by_cap[id(c)] = apply_op("Identity", [t]).outputs[0]
+    return [None] + [by_cap.get(id(c)) for c in caps]
 
 
 def functional_while(cond: Callable, body: Callable, loop_vars: list[Tensor],
@@ -221,3 +289,11 @@ def functional_while(cond: Callable, body: Callable, loop_vars: list[Tensor],
             outs.append(apply_op("Identity", [t]).outputs[0])
     return outs
 
+
+
+def while_grad(op: Any, *grads: Any) -> list:
+    from ..errors import UnimplementedError
+    raise UnimplementedError(
+        "gradient of a functional While (while_loop(functional=True)): build the loop with "
+        "functional=False (control flow v1, whose gradient needs no accumulators in the "
+        "loop's function) to differentiate it", node=op.name, op=op.type)

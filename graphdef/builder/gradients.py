@@ -17,14 +17,24 @@ Differences from TensorFlow, each deliberate:
   become dense (``UnsortedSegmentSum``) where they meet a dense op, exactly as TensorFlow's
   conversion does; but a gradient returned for an ``x`` is always dense (TensorFlow returns
   the IndexedSlices), converted in ``gradients/``.
-- ``while_loop``: the gradient through a loop frame is refused with a clear error; a loop with
-  a static trip count is differentiated by unrolling it first (``unroll_loops(graph)``, see
-  importer.py), so the backward graph needs no stacks.
+- ``while_loop``: differentiated as TensorFlow 1.x does it, for any trip count known only at
+  run time (control_flow_grad.py: a forward counter, stacks of the forward values, a
+  backward loop popping them, accumulators for loop invariants), node for node as
+  TensorFlow builds it (checked on tests/data/while_grad). A sparse (``IndexedSlices``)
+  gradient of a loop invariant is made dense before it is accumulated (TensorFlow keeps it
+  sparse: an accumulator of indices and values). Second-order gradients through a loop are
+  refused, as TensorFlow refuses them. ``unroll_loops`` (importer.py) still unrolls a loop
+  with a static trip count first, when a graph without stacks is wanted.
 - ``cond``: handled as TensorFlow does (Merge -> Switch on the cond's pred named
-  ``cond_grad``, Switch -> Merge, zeros for an unused branch made on that branch only); in an
-  unrolled loop the cond contexts are gone and Switch/Merge get TensorFlow's context-free
-  gradients (Switch -> Switch+Merge, Merge -> Equal(value_index) + Switch).
-- Functional ``If``/``While`` (``functional=True``) have no gradient yet.
+  ``cond_grad``, Switch -> Merge, zeros for an unused branch made on that branch only; in a
+  loop the pred of each iteration comes back from a stack); in an unrolled loop the cond
+  contexts are gone and Switch/Merge get TensorFlow's context-free gradients (Switch ->
+  Switch+Merge, Merge -> Equal(value_index) + Switch).
+- Functional ``If`` (``cond(functional=True)``): an ``If`` over the branches' gradient
+  functions, named as TensorFlow names it (``gradients/<cond>_grad/StatelessIf``); each
+  gradient branch computes its forward branch again where TensorFlow rewrites the forward
+  ``If`` to output the intermediates as optionals. Functional ``While`` has no gradient (a
+  clear error says to build the loop with ``functional=False``).
 """
 
 from __future__ import annotations
@@ -573,6 +583,11 @@ def _exit(op: Operation, g: Any) -> Any:
     return exit_grad(op, _dense(g))
 
 
+def _functional(name: str) -> Callable:
+    from . import functional
+    return getattr(functional, name)
+
+
 GRADIENTS: dict[str, Callable] = {
     "Identity": lambda op, g: [g],
     "Snapshot": lambda op, g: [g],
@@ -616,6 +631,10 @@ GRADIENTS: dict[str, Callable] = {
     "Merge": _merge,
     "Enter": _enter, "RefEnter": _enter, "Exit": _exit, "RefExit": _exit,
     "NextIteration": lambda op, g: [g], "RefNextIteration": lambda op, g: [g],
+    "If": lambda op, *g: _functional("if_grad")(op, *g),
+    "StatelessIf": lambda op, *g: _functional("if_grad")(op, *g),
+    "While": lambda op, *g: _functional("while_grad")(op, *g),
+    "StatelessWhile": lambda op, *g: _functional("while_grad")(op, *g),
 }
 # ops with no gradient (TensorFlow's NotDifferentiable): the walk passes None through them
 NOT_DIFFERENTIABLE = frozenset({

@@ -32,11 +32,16 @@ def _feed_value(g, name, v):
 
 def program(name: str, prog: dict) -> None:
     g = tf.Graph()
-    with g.as_default():
-        loss, xs, _ = prog["tf"](tf1, tf)
-        n_forward = len(g.as_graph_def().node)
-        grads = tf1.gradients(loss, xs)
-        init = tf1.global_variables_initializer()
+    if prog.get("functional"):
+        tf1.enable_control_flow_v2()
+    try:
+        with g.as_default():
+            loss, xs, _ = prog["tf"](tf1, tf)
+            n_forward = len(g.as_graph_def().node)
+            grads = tf1.gradients(loss, xs)
+            init = tf1.global_variables_initializer()
+    finally:
+        tf1.disable_control_flow_v2()
     out = HERE / name
     out.mkdir(exist_ok=True)
     (out / "tf_graph.pbtxt").write_text(str(g.as_graph_def()))

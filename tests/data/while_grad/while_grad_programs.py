@@ -149,6 +149,23 @@ def dfg_rnn(B):
             ["Wx/read:0", "Wh/read:0", "b/read:0", "h0:0"])
 
 
+# --- functional_if: cond as TensorFlow 2 builds it (one If, branches in the library) ------------
+def tf_functional_if(tf1, tf):   # generate.py builds it with control flow v2 on
+    x = tf1.placeholder(tf.float64, [3], name="x")
+    w = tf1.placeholder(tf.float64, [3], name="w")
+    y = tf1.cond(tf.reduce_sum(x) > 0.0, lambda: tf.sin(x) * w,
+                 lambda: tf.exp(x * 0.5) + w * w)
+    return tf.reduce_sum(y * y), [x, w], ["x:0", "w:0"]
+
+
+def dfg_functional_if(B):
+    x = B.placeholder("float64", [3], name="x")
+    w = B.placeholder("float64", [3], name="w")
+    y = B.cond(B.reduce_sum(x) > 0.0, lambda: B.sin(x) * w,
+               lambda: B.exp(x * 0.5) + w * w, functional=True)
+    return B.reduce_sum(y * y), [x, w], ["x:0", "w:0"]
+
+
 def _runs(counts: dict, base: dict) -> list[dict]:
     return [dict(base, **c) for c in counts]
 
@@ -166,4 +183,8 @@ PROGRAMS = {
     "rnn": dict(tf=tf_rnn, dfg=dfg_rnn,
                 runs=_runs([{"length": 0}, {"length": 1}, {"length": 6}],
                            {"seq": SEQ, "h0": H0})),
+    # functional: values only (the backward If differs from TensorFlow's, see if_grad)
+    "functional_if": dict(tf=tf_functional_if, dfg=dfg_functional_if, functional=True,
+                          runs=[{"x": X3 + 0.5, "w": P3}, {"x": X3 - 0.5, "w": P3},
+                                {"x": -X3 - 1.0, "w": P3}]),
 }
