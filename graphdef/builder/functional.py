@@ -214,7 +214,7 @@ def if_grad(op: Any, *grads: Any) -> list:
         gt.outer, gt.graph = g, trace.graph
         gt.args, gt.outputs = [], list(trace.outputs)
         with gt.graph.as_default():
-            for i, (t, gy) in enumerate(zip(trace.outputs, grads)):
+            for i, gy in enumerate(grads):
                 p = gt.graph.create_op("Placeholder", [], {"dtype": gy.dtype,
                                                            "shape": gy.shape},
                                        name=f"grad_arg{i}")
