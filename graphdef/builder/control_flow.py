@@ -118,6 +118,9 @@ class CondContext(_Context):
         return self.adopt_external(val, made)
 
     def add_op(self, op: Operation) -> None:
+        self._add_op_internal(op)
+
+    def _add_op_internal(self, op: Operation) -> None:
         if not op.inputs:
             if not op.control_inputs or not any(c.ctxt is self for c in op.control_inputs):
                 op._add_control_input(self.pivot.op)
@@ -276,6 +279,21 @@ class WhileContext(_Context):
         return self.adopt_external(val, enter)
 
     def add_op(self, op: Operation) -> None:
+        # a Shape, Size or Rank built in a backward loop, of a value of its forward loop, is
+        # moved to the forward loop: the stack then keeps the shape, not the value
+        # (TensorFlow's WhileContext.AddOp)
+        if op.type in ("Shape", "Size", "Rank") and op.inputs:
+            cur = self.graph._ctxt
+            cur = cur.while_context() if cur is not None else None
+            src = op.inputs[0].op.ctxt
+            if (cur is not None and cur.grad_state is not None and src is not None
+                    and src.while_context() is cur.grad_state.forward_context):
+                op.ctxt = src
+                src._add_op_internal(op)
+                return
+        self._add_op_internal(op)
+
+    def _add_op_internal(self, op: Operation) -> None:
         if not op.inputs:
             if not op.control_inputs:
                 op._add_control_input(self.control_pivot().op)

@@ -832,8 +832,6 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
                             queue.append(y.op)
                 else:
                     queue.append(x)
-        if loop_state is not None:
-            loop_state.post_processing()
         out = []
         for x in xs:
             og = grads.get(id(x.op))
@@ -841,7 +839,10 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
             if isinstance(v, list):   # never processed (x feeds nothing between): sum here
                 v = _aggregate_list(v, g) if v else None
             out.append(_dense(v) if v is not None else None)
-        return out
+    if loop_state is not None:
+        # outside the gradients scope, as TensorFlow does it (its nodes: Const, NextIteration)
+        loop_state.post_processing()
+    return out
 
 
 def _aggregate_list(ts: list, g: Any) -> Any:

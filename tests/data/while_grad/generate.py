@@ -30,6 +30,16 @@ def _feed_value(g, name, v):
     return np.asarray(v, t.dtype.as_numpy_dtype)
 
 
+def _dense(v, shape):
+    """An IndexedSlicesValue (a gather's gradient) as the dense array it stands for (after 0
+    loop trips TensorFlow's accumulated dense_shape stays [0, 0]: the x's shape is used)."""
+    if hasattr(v, "indices"):
+        out = np.zeros(shape, v.values.dtype)
+        np.add.at(out, v.indices, v.values)
+        return out
+    return np.asarray(v)
+
+
 def program(name: str, prog: dict) -> None:
     g = tf.Graph()
     if prog.get("functional"):
@@ -52,7 +62,8 @@ def program(name: str, prog: dict) -> None:
             fd = {g.get_tensor_by_name(k + ":0"): _feed_value(g, k, v) for k, v in feeds.items()}
             lv, gv = s.run([loss, grads], fd)
             runs.append({"feeds": {k: np.asarray(v).tolist() for k, v in feeds.items()},
-                         "loss": float(lv), "grads": [np.asarray(v).tolist() for v in gv]})
+                         "loss": float(lv), "grads": [_dense(v, x.shape.as_list()).tolist()
+                                                  for v, x in zip(gv, xs)]})
     (out / "runs.json").write_text(json.dumps({
         "forward_nodes": n_forward, "loss": loss.name, "grads": [t.name for t in grads],
         "runs": runs}, indent=1) + "\n")

@@ -25,6 +25,8 @@ WX = RNG.normal(size=(3, 4)) * 0.5
 WH = RNG.normal(size=(4, 4)) * 0.4
 BH = RNG.normal(size=(4,)) * 0.1
 H0 = RNG.normal(size=(2, 4)) * 0.3
+X5 = RNG.normal(size=(5,)) * 0.5
+EMB = RNG.normal(size=(6, 3)) * 0.5
 
 
 # --- pow: a loop-carried product p = p * x, n times -------------------------------------------
@@ -149,6 +151,104 @@ def dfg_rnn(B):
             ["Wx/read:0", "Wh/read:0", "b/read:0", "h0:0"])
 
 
+# --- dynamic_shape: shapes known only at run time; an exit the loss does not use (q); a loop
+# variable whose next value does not depend on itself (r; static shape: TensorFlow's zeros for
+# an unknown shape there are float32 whatever the dtype, and its run fails)
+def tf_dynamic_shape(tf1, tf):
+    n = tf1.placeholder(tf.int32, [], name="n")
+    x = tf1.placeholder(tf.float64, [None], name="x")
+    y = tf1.placeholder(tf.float64, [3], name="y")
+
+    def body(i, p, q, r):
+        return i + 1, p * x + q, tf.sin(q) * 0.5, tf.tanh(y) * 2.0
+    _, p, _, r = tf1.while_loop(lambda i, p, q, r: i < n, body,
+                                [tf.constant(0), x, x * 2.0, y])
+    return tf.reduce_sum(p) + tf.reduce_sum(r * r), [x, y], ["x:0", "y:0"]
+
+
+def dfg_dynamic_shape(B):
+    n = B.placeholder("int32", [], name="n")
+    x = B.placeholder("float64", [None], name="x")
+    y = B.placeholder("float64", [3], name="y")
+
+    def body(i, p, q, r):
+        return i + 1, p * x + q, B.sin(q) * 0.5, B.tanh(y) * 2.0
+    _, p, _, r = B.while_loop(lambda i, p, q, r: i < n, body,
+                              [B.constant(0), x, x * 2.0, y])
+    return B.reduce_sum(p) + B.reduce_sum(r * r), [x, y], ["x:0", "y:0"]
+
+
+# --- dead_branch: a cond in the loop whose other branch does not read the loop variable
+# (zeros for it come from a stack of its shape), shapes unknown -----------------------------------
+def tf_dead_branch(tf1, tf):
+    n = tf1.placeholder(tf.int32, [], name="n")
+    x = tf1.placeholder(tf.float64, [None], name="x")
+
+    def body(i, p):
+        return i + 1, tf1.cond(i < 2, lambda: tf.tanh(p) * x, lambda: x * 0.5 + 1.0)
+    _, p = tf1.while_loop(lambda i, p: i < n, body, [tf.constant(0), x])
+    return tf.reduce_sum(p * p), [x], ["x:0"]
+
+
+def dfg_dead_branch(B):
+    n = B.placeholder("int32", [], name="n")
+    x = B.placeholder("float64", [None], name="x")
+
+    def body(i, p):
+        return i + 1, B.cond(i < 2, lambda: B.tanh(p) * x, lambda: x * 0.5 + 1.0)
+    _, p = B.while_loop(lambda i, p: i < n, body, [B.constant(0), x])
+    return B.reduce_sum(p * p), [x], ["x:0"]
+
+
+# --- while_in_cond: the loop inside a cond branch -------------------------------------------------
+def tf_while_in_cond(tf1, tf):
+    n = tf1.placeholder(tf.int32, [], name="n")
+    x = tf1.placeholder(tf.float64, [3], name="x")
+
+    def loop():
+        return tf1.while_loop(lambda i, p: i < n, lambda i, p: (i + 1, tf.sin(p) * x),
+                              [tf.constant(0), x])[1]
+    y = tf1.cond(n > 1, loop, lambda: x * 3.0)
+    return tf.reduce_sum(y), [x], ["x:0"]
+
+
+def dfg_while_in_cond(B):
+    n = B.placeholder("int32", [], name="n")
+    x = B.placeholder("float64", [3], name="x")
+
+    def loop():
+        return B.while_loop(lambda i, p: i < n, lambda i, p: (i + 1, B.sin(p) * x),
+                            [B.constant(0), x])[1]
+    y = B.cond(n > 1, loop, lambda: x * 3.0)
+    return B.reduce_sum(y), [x], ["x:0"]
+
+
+# --- embedding: a gather from a variable in the loop (a sparse gradient); values only, the
+# builder accumulates it dense
+def tf_embedding(tf1, tf):
+    n = tf1.placeholder(tf.int32, [], name="n")
+    ids = tf1.placeholder(tf.int32, [None], name="ids")
+    e = tf1.Variable(EMB, name="E", use_resource=False)
+
+    def body(i, h):
+        return i + 1, tf.tanh(h + tf.gather(e, tf.gather(ids, i)))
+    _, h = tf1.while_loop(lambda i, h: i < n, body,
+                          [tf.constant(0), tf.zeros([3], tf.float64)])
+    return tf.reduce_sum(h * h), [e], ["E/read:0"]
+
+
+def dfg_embedding(B):
+    n = B.placeholder("int32", [], name="n")
+    ids = B.placeholder("int32", [None], name="ids")
+    e = B.variable(EMB, name="E")
+
+    def body(i, h):
+        return i + 1, B.tanh(h + B.gather(e, B.gather(ids, i)))
+    _, h = B.while_loop(lambda i, h: i < n, body,
+                        [B.constant(0), B.zeros([3], "float64")])
+    return B.reduce_sum(h * h), [e], ["E/read:0"]
+
+
 # --- functional_if: cond as TensorFlow 2 builds it (one If, branches in the library) ------------
 def tf_functional_if(tf1, tf):   # generate.py builds it with control flow v2 on
     x = tf1.placeholder(tf.float64, [3], name="x")
@@ -183,6 +283,15 @@ PROGRAMS = {
     "rnn": dict(tf=tf_rnn, dfg=dfg_rnn,
                 runs=_runs([{"length": 0}, {"length": 1}, {"length": 6}],
                            {"seq": SEQ, "h0": H0})),
+    "dynamic_shape": dict(tf=tf_dynamic_shape, dfg=dfg_dynamic_shape,
+                          runs=_runs([{"n": 0}, {"n": 1}, {"n": 5}], {"x": X5, "y": X3})),
+    "dead_branch": dict(tf=tf_dead_branch, dfg=dfg_dead_branch,
+                        runs=_runs([{"n": 0}, {"n": 1}, {"n": 5}], {"x": X5})),
+    "while_in_cond": dict(tf=tf_while_in_cond, dfg=dfg_while_in_cond,
+                          runs=_runs([{"n": 0}, {"n": 1}, {"n": 2}, {"n": 6}], {"x": X3})),
+    "embedding": dict(tf=tf_embedding, dfg=dfg_embedding, values_only=True,
+                      runs=_runs([{"n": 0}, {"n": 1}, {"n": 5}],
+                                 {"ids": np.array([2, 0, 2, 5, 1], np.int32)})),
     # functional: values only (the backward If differs from TensorFlow's, see if_grad)
     "functional_if": dict(tf=tf_functional_if, dfg=dfg_functional_if, functional=True,
                           runs=[{"x": X3 + 0.5, "w": P3}, {"x": X3 - 0.5, "w": P3},
