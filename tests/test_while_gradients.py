@@ -184,3 +184,14 @@ def test_functional_while_gradient_is_refused_clearly() -> None:
         with pytest.raises(UnimplementedError, match="functional=False") as e:
             B.gradients(p, [x])
     assert e.value.node == "while" and "While" in e.value.op
+
+
+def test_gradient_through_an_imported_loop_asks_for_unrolling() -> None:
+    """An imported GraphDef has no loop contexts to build a backward loop from."""
+    tf_gd = _load(Path(__file__).parent / "data" / "builder" / "while" / "tf_graph.pbtxt")
+    g = B.import_graph_def(tf_gd)
+    exits = [op for op in g.ops if op.type == "Exit" and op.outputs[0].dtype != 3]
+    xs = [op.outputs[0] for op in g.ops if op.type == "Placeholder"]
+    with g.as_default(), pytest.raises(UnimplementedError, match="unroll_loops") as e:
+        B.gradients([x.outputs[0] for x in exits], xs)
+    assert e.value.op == "Exit"

@@ -579,7 +579,16 @@ def current_grad_context() -> WhileContext | None:
     return ctxt.while_context() if ctxt is not None else None
 
 
+def _refuse_imported(op: Operation) -> None:
+    if not isinstance(op.ctxt, WhileContext):
+        raise UnimplementedError(
+            "gradient through a loop frame the builder did not build (an imported graph "
+            "has no loop contexts): unroll it first (builder.unroll_loops(graph)) or build "
+            "the loop with builder.while_loop", node=op.name, op=op.type)
+
+
 def exit_grad(op: Operation, grad: Any) -> list:
+    _refuse_imported(op)
     grad_ctxt = current_grad_context()
     if op.ctxt.grad_state is not None:
         raise UnimplementedError("second-order gradient of a while loop", node=op.name,
@@ -594,6 +603,7 @@ def exit_grad(op: Operation, grad: Any) -> list:
 
 
 def enter_grad(op: Operation, grad: Any) -> list:
+    _refuse_imported(op)
     grad_ctxt = current_grad_context()
     if grad_ctxt is None or grad_ctxt.grad_state is None:
         return [grad]
