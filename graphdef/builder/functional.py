@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..errors import InvalidArgumentError
 from ..opdefs.registry import registry
 from .core import Graph, Tensor, get_default_graph
@@ -283,6 +285,7 @@ def functional_while(cond: Callable, body: Callable, loop_vars: list[Tensor],
             "T": [t.dtype for t in ins], "cond": cname, "body": bname,
             "output_shapes": shapes, "parallel_iterations": parallel_iterations,
             "_lower_using_switch_merge": True}, name=scope)
+        op._while_fns = (cond, body, n)   # what while_grad needs
         outs = []
         for t, s in zip(op.outputs[:n], shapes):
             t.shape = s
@@ -292,8 +295,90 @@ def functional_while(cond: Callable, body: Callable, loop_vars: list[Tensor],
 
 
 def while_grad(op: Any, *grads: Any) -> list:
+    """The gradient of a functional ``While``: the forward loop run again with one
+    ``TensorList`` per loop variable recording its value at the start of every iteration,
+    then a backward ``While`` running as many iterations (the lists' length) that pops
+    them, builds that iteration's body again on the popped values and takes its gradient
+    (the loop variables' gradients carried, the captured inputs' summed). TensorFlow's
+    while_v2 rewrites the forward ``While`` to accumulate every intermediate instead; the
+    values are the same, the forward body runs twice here."""
+    from .. import dtypes as D
     from ..errors import UnimplementedError
-    raise UnimplementedError(
-        "gradient of a functional While (while_loop(functional=True)): build the loop with "
-        "functional=False (control flow v1, whose gradient needs no accumulators in the "
-        "loop's function) to differentiate it", node=op.name, op=op.type)
+    from .gradients import _trainable, gradients
+    from .ops import zeros_like
+    fns = getattr(op, "_while_fns", None)
+    if fns is None:
+        raise UnimplementedError("gradient of a While the builder did not trace (imported): "
+                                 "its body is not known as a builder function",
+                                 node=op.name, op=op.type)
+    cond, body, n = fns
+    g = get_default_graph()
+    vars0 = list(op.inputs[:n])
+    caps = list(op.inputs[n:])
+    if any(D.base(v.dtype) in (D.from_name("resource"), D.from_name("variant"))
+           for v in vars0):
+        raise UnimplementedError("gradient of a While carrying a resource or variant",
+                                 node=op.name, op=op.type)
+    grads = [gy if gy is not None else (zeros_like(t) if _trainable(t) else None)
+             for gy, t in zip(grads, op.outputs)]
+    fl = [k for k, v in enumerate(vars0) if _trainable(v)]
+    tc = [c for c in caps if _trainable(c)]
+    variant = D.from_name("variant")
+
+    def push_all(lists: list, vs: list) -> list:
+        return [apply_op("TensorListPushBack", [lst, v], {"element_dtype": D.base(v.dtype)}
+                         ).outputs[0] for lst, v in zip(lists, vs)]
+
+    def fwd_cond(*a: Any) -> Any:
+        return cond(*a[:n])
+
+    def fwd_body(*a: Any) -> Any:
+        outs, _ = _flat(body(*a[:n]))
+        return list(outs) + push_all(list(a[n:]), list(a[:n]))
+
+    empties = [apply_op("EmptyTensorList", [np.int32(-1), np.int32(-1)],
+                        {"element_dtype": D.base(v.dtype)}).outputs[0] for v in vars0]
+    for e in empties:
+        e.dtype = variant
+    rec = functional_while(fwd_cond, fwd_body, vars0 + empties,
+                           parallel_iterations=op.get_attr("parallel_iterations"),
+                           name="forward")
+    lists = rec[n:]
+    count = apply_op("TensorListLength", [lists[0]]).outputs[0]
+    nf, nc = len(fl), len(tc)
+
+    def bwd_cond(cnt: Any, *rest: Any) -> Any:
+        return cnt > 0
+
+    def bwd_body(cnt: Any, *rest: Any) -> Any:
+        gs, accs, ls = list(rest[:nf]), list(rest[nf:nf + nc]), list(rest[nf + nc:])
+        popped, new_ls = [], []
+        for lst, v in zip(ls, vars0):
+            h, t = apply_op("TensorListPopBack", [lst, np.int32(-1)],
+                            {"element_dtype": D.base(v.dtype)}).outputs
+            t.shape = v.shape
+            popped.append(t)
+            new_ls.append(h)
+        outs, _ = _flat(body(*popped))
+        outs = [convert_to_tensor(o) for o in outs]
+        xs = [popped[k] for k in fl] + tc
+        dx = gradients([outs[k] for k in fl], xs, grad_ys=gs) if fl else [None] * len(xs)
+        dx = [d if d is not None else zeros_like(x) for d, x in zip(dx, xs)]
+        new_gs = dx[:nf]
+        new_accs = [a + d for a, d in zip(accs, dx[nf:])]
+        return [cnt - 1] + new_gs + new_accs + new_ls
+
+    init = [count] + [grads[k] for k in fl] + [zeros_like(c) for c in tc] + list(lists)
+    res = functional_while(bwd_cond, bwd_body, init,
+                           parallel_iterations=op.get_attr("parallel_iterations"),
+                           name="backward")
+    out: list = [None] * len(op.inputs)
+    for j, k in enumerate(fl):
+        out[k] = res[1 + j]
+    by_cap = {id(c): res[1 + nf + j] for j, c in enumerate(tc)}
+    for i, c in enumerate(caps):
+        d = by_cap.get(id(c))
+        if d is not None and grads[n + i] is not None:   # a gradient of the passed-through copy
+            d = d + grads[n + i]
+        out[n + i] = d
+    return out

@@ -33,8 +33,11 @@ Differences from TensorFlow, each deliberate:
 - Functional ``If`` (``cond(functional=True)``): an ``If`` over the branches' gradient
   functions, named as TensorFlow names it (``gradients/<cond>_grad/StatelessIf``); each
   gradient branch computes its forward branch again where TensorFlow rewrites the forward
-  ``If`` to output the intermediates as optionals. Functional ``While`` has no gradient (a
-  clear error says to build the loop with ``functional=False``).
+  ``If`` to output the intermediates as optionals. Functional ``While``: the forward loop
+  run again recording each iteration's loop variables in TensorLists, then a backward
+  ``While`` popping them and differentiating that iteration's body built again (TensorFlow's
+  while_v2 rewrites the forward ``While`` to accumulate every intermediate): same values,
+  different nodes (``gradients/<while>_grad/forward`` and ``.../backward``).
 """
 
 from __future__ import annotations

@@ -266,6 +266,61 @@ def dfg_functional_if(B):
     return B.reduce_sum(y * y), [x, w], ["x:0", "w:0"]
 
 
+# --- functional_while: a while_loop as TensorFlow 2 builds it (one While), an RNN over a fed
+# length, and nested functional loops ---------------------------------------------------------------
+def tf_functional_rnn(tf1, tf):   # generate.py builds it with control flow v2 on
+    length = tf1.placeholder(tf.int32, [], name="length")
+    seq = tf1.placeholder(tf.float64, [None, 2, 3], name="seq")
+    h0 = tf1.placeholder(tf.float64, [2, 4], name="h0")
+    wx = tf1.placeholder(tf.float64, [3, 4], name="Wx")
+    wh = tf1.placeholder(tf.float64, [4, 4], name="Wh")
+
+    def body(t, h):
+        return t + 1, tf.tanh(tf.matmul(tf.gather(seq, t), wx) + tf.matmul(h, wh))
+    _, h = tf1.while_loop(lambda t, h: t < length, body, [tf.constant(0), h0])
+    return tf.reduce_sum(h * h), [wx, wh, h0], ["Wx:0", "Wh:0", "h0:0"]
+
+
+def dfg_functional_rnn(B):
+    length = B.placeholder("int32", [], name="length")
+    seq = B.placeholder("float64", [None, 2, 3], name="seq")
+    h0 = B.placeholder("float64", [2, 4], name="h0")
+    wx = B.placeholder("float64", [3, 4], name="Wx")
+    wh = B.placeholder("float64", [4, 4], name="Wh")
+
+    def body(t, h):
+        return t + 1, B.tanh(B.matmul(B.gather(seq, t), wx) + B.matmul(h, wh))
+    _, h = B.while_loop(lambda t, h: t < length, body, [B.constant(0), h0], functional=True)
+    return B.reduce_sum(h * h), [wx, wh, h0], ["Wx:0", "Wh:0", "h0:0"]
+
+
+def tf_functional_nested(tf1, tf):
+    n = tf1.placeholder(tf.int32, [], name="n")
+    m = tf1.placeholder(tf.int32, [], name="m")
+    x = tf1.placeholder(tf.float64, [2], name="x")
+
+    def outer(i, a):
+        _, b = tf1.while_loop(lambda j, b: j < m,
+                              lambda j, b: (j + 1, tf.tanh(b) * a + x * 0.5), [tf.constant(0), a])
+        return i + 1, b * x + a
+    _, a = tf1.while_loop(lambda i, a: i < n, outer, [tf.constant(0), x])
+    return tf.reduce_sum(a * a), [x], ["x:0"]
+
+
+def dfg_functional_nested(B):
+    n = B.placeholder("int32", [], name="n")
+    m = B.placeholder("int32", [], name="m")
+    x = B.placeholder("float64", [2], name="x")
+
+    def outer(i, a):
+        _, b = B.while_loop(lambda j, b: j < m,
+                            lambda j, b: (j + 1, B.tanh(b) * a + x * 0.5), [B.constant(0), a],
+                            functional=True)
+        return i + 1, b * x + a
+    _, a = B.while_loop(lambda i, a: i < n, outer, [B.constant(0), x], functional=True)
+    return B.reduce_sum(a * a), [x], ["x:0"]
+
+
 def _runs(counts: dict, base: dict) -> list[dict]:
     return [dict(base, **c) for c in counts]
 
@@ -296,4 +351,11 @@ PROGRAMS = {
     "functional_if": dict(tf=tf_functional_if, dfg=dfg_functional_if, functional=True,
                           runs=[{"x": X3 + 0.5, "w": P3}, {"x": X3 - 0.5, "w": P3},
                                 {"x": -X3 - 1.0, "w": P3}]),
+    "functional_rnn": dict(tf=tf_functional_rnn, dfg=dfg_functional_rnn, functional=True,
+                           runs=_runs([{"length": 0}, {"length": 1}, {"length": 6}],
+                                      {"seq": SEQ, "h0": H0, "Wx": WX, "Wh": WH})),
+    "functional_nested": dict(tf=tf_functional_nested, dfg=dfg_functional_nested,
+                              functional=True,
+                              runs=_runs([{"n": 0, "m": 2}, {"n": 1, "m": 1},
+                                          {"n": 3, "m": 0}, {"n": 3, "m": 4}], {"x": X2})),
 }
