@@ -312,7 +312,6 @@ def while_grad(op: Any, *grads: Any) -> list:
                                  "its body is not known as a builder function",
                                  node=op.name, op=op.type)
     cond, body, n = fns
-    g = get_default_graph()
     vars0 = list(op.inputs[:n])
     caps = list(op.inputs[n:])
     if any(D.base(v.dtype) in (D.from_name("resource"), D.from_name("variant"))
