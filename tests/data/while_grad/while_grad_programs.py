@@ -267,7 +267,7 @@ def dfg_functional_if(B):
 
 
 # --- functional_while: a while_loop as TensorFlow 2 builds it (one While), an RNN over a fed
-# length, and nested functional loops ---------------------------------------------------------------
+# length, and nested functional loops
 def tf_functional_rnn(tf1, tf):   # generate.py builds it with control flow v2 on
     length = tf1.placeholder(tf.int32, [], name="length")
     seq = tf1.placeholder(tf.float64, [None, 2, 3], name="seq")
