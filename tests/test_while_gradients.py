@@ -141,6 +141,28 @@ def test_a_variable_assigned_in_a_loop_enters_by_reference() -> None:
     assert sess.run("v:0") == pytest.approx(9.0)   # 1 + 4 * 2
 
 
+def test_a_variable_assigned_in_a_cond_branch_switches_by_reference() -> None:
+    """A VariableV2 a cond branch assigns to goes through RefSwitch (TensorFlow's
+    _SwitchRefOrTensor): the graph validates and only the branch taken assigns."""
+    g = B.Graph()
+    with g.as_default():
+        p = B.placeholder("bool", [], name="p")
+        v = B.variable(np.float32(1.0), name="v")
+        r = B.cond(p, lambda: B.with_dependencies([v.assign_add(2.0)], B.constant(1.0)),
+                   lambda: B.constant(0.0))
+        init = B.global_variables_initializer()
+    gd = g.as_graph_def()
+    assert [nd.op for nd in gd.node if nd.input and nd.input[0] == "v"
+            and "Switch" in nd.op] == ["RefSwitch"]
+    assert validate(IndexedGraph(gd)) == []
+    sess = Session(gd)
+    sess.run([], targets=[init.name])
+    assert sess.run(r.name, {"p:0": False}) == 0.0
+    assert sess.run("v:0") == pytest.approx(1.0)
+    assert sess.run(r.name, {"p:0": True}) == 1.0
+    assert sess.run("v:0") == pytest.approx(3.0)
+
+
 def test_second_order_gradient_through_a_loop_is_refused() -> None:
     g = B.Graph()
     with g.as_default():

@@ -22,8 +22,10 @@ from .ops import apply_op, convert_to_tensor, identity
 
 
 def switch(data: Any, pred: Any, name: str | None = None) -> tuple[Tensor, Tensor]:
-    """``Switch``: (output_false, output_true)."""
-    op = apply_op("Switch", [data, pred], name=name, default_name="Switch")
+    """``Switch``: (output_false, output_true); ``RefSwitch`` for a ref (a VariableV2 a
+    branch assigns to), as TensorFlow's _SwitchRefOrTensor."""
+    op_type = "RefSwitch" if isinstance(data, Tensor) and D.is_ref(data.dtype) else "Switch"
+    op = apply_op(op_type, [data, pred], name=name, default_name="Switch")
     return op.outputs[0], op.outputs[1]
 
 
