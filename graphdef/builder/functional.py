@@ -12,6 +12,10 @@ TensorFlow's cond_v2/while_v2 do. Differences from TensorFlow, on purpose: no
 variables and the captures), function names ``<scope>_true_<n>`` / ``_false_<n>`` /
 ``_cond_<n>`` / ``_body_<n>`` numbered per graph, argument names ``arg<i>``, and no
 ``_read_only_resource_inputs``/``_construction_context`` bookkeeping attrs.
+
+Gradients (``if_grad``, ``while_grad``) trace the branches or the body again rather than
+rewriting the forward node to output its intermediates as TensorFlow does: the same values,
+other nodes. An If/While the builder did not trace (an imported one) has no gradient.
 """
 
 from __future__ import annotations
