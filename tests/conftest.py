@@ -23,3 +23,44 @@ def ray_local():
                  configure_logging=False)
     yield ray
     ray.shutdown()
+
+
+# modules whose tests build graphs with dfg's builder: every GraphDef they emit must pass
+# `dfg validate` (no error diagnostics), checked after each test
+BUILDER_MODULES = ("test_builder", "test_while_gradients", "test_autograph")
+
+
+@pytest.fixture(autouse=True)
+def builder_graphs_validate(request, monkeypatch):
+    """In builder test modules: validate (graphdef/validate.py) each GraphDef that
+    ``builder.Graph.as_graph_def`` returns during the test; the test fails naming the
+    diagnostics. A test that builds an invalid graph on purpose is marked
+    ``@pytest.mark.invalid_builder_graph``."""
+    mod = request.module.__name__.rpartition(".")[2]
+    if (not mod.startswith(BUILDER_MODULES)
+            or request.node.get_closest_marker("invalid_builder_graph")):
+        yield
+        return
+    from dfg.graphdef.builder import core
+    from dfg.graphdef.graph import Graph as IndexedGraph
+    from dfg.graphdef.validate import validate
+
+    emitted = []
+    original = core.Graph.as_graph_def
+
+    def as_graph_def(self):
+        gd = original(self)
+        emitted.append(gd)
+        return gd
+    monkeypatch.setattr(core.Graph, "as_graph_def", as_graph_def)
+    yield
+    monkeypatch.undo()
+    for gd in emitted:
+        errors = [str(d) for d in validate(IndexedGraph(gd)) if d.is_error]
+        assert not errors, "a builder graph fails dfg validate:\n" + "\n".join(errors)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "invalid_builder_graph: the test builds a graph dfg validate rejects, "
+                   "on purpose (builder_graphs_validate skips it)")

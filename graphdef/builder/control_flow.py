@@ -15,14 +15,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .. import dtypes as D
 from ..errors import InvalidArgumentError
 from .core import Operation, Tensor, get_default_graph
 from .ops import apply_op, convert_to_tensor, identity
 
 
 def switch(data: Any, pred: Any, name: str | None = None) -> tuple[Tensor, Tensor]:
-    """``Switch``: (output_false, output_true)."""
-    op = apply_op("Switch", [data, pred], name=name, default_name="Switch")
+    """``Switch``: (output_false, output_true); ``RefSwitch`` for a ref (a VariableV2 a
+    branch assigns to), as TensorFlow's _SwitchRefOrTensor."""
+    op_type = "RefSwitch" if isinstance(data, Tensor) and D.is_ref(data.dtype) else "Switch"
+    op = apply_op(op_type, [data, pred], name=name, default_name="Switch")
     return op.outputs[0], op.outputs[1]
 
 
@@ -45,13 +48,18 @@ class _Context:
         self.outer = g._ctxt
         self.values: set[str] = set()
         self.external: dict[str, Tensor] = {}
+        self._saved: list[Any] = []   # the contexts current before each enter(), a stack
 
     def enter(self) -> None:
-        self._saved = self.graph._ctxt
+        self._saved.append(self.graph._ctxt)
         self.graph._ctxt = self
 
     def exit(self) -> None:
-        self.graph._ctxt = self._saved
+        self.graph._ctxt = self._saved.pop()
+
+    def while_context(self) -> WhileContext | None:
+        """The innermost while loop this context is in (itself for a loop)."""
+        return self.outer.while_context() if self.outer is not None else None
 
     def add_inner_op(self, op: Operation) -> None:
         for t in op.outputs:
@@ -112,6 +120,9 @@ class CondContext(_Context):
         return self.adopt_external(val, made)
 
     def add_op(self, op: Operation) -> None:
+        self._add_op_internal(op)
+
+    def _add_op_internal(self, op: Operation) -> None:
         if not op.inputs:
             if not op.control_inputs or not any(c.ctxt is self for c in op.control_inputs):
                 op._add_control_input(self.pivot.op)
@@ -200,9 +211,30 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
         return _pack(merges, pack_t)
 
 
+def is_loop_constant_enter(op: Operation) -> bool:
+    return op.type in ("Enter", "RefEnter") and bool(op.get_attr("is_constant"))
+
+
+def is_loop_exit(op: Operation) -> bool:
+    return op.type in ("Exit", "RefExit")
+
+
+def output_context(op: Operation) -> Any:
+    """The context an op's outputs live in: a loop Exit's outputs are outside its loop."""
+    ctxt = op.ctxt
+    if ctxt is not None and is_loop_exit(op):
+        ctxt = ctxt.outer
+    return ctxt
+
+
 class WhileContext(_Context):
-    def __init__(self, name: str, parallel_iterations: int) -> None:
+    """One while loop's frame. ``grad_state`` is set on the backward loop that
+    ``gradients`` builds for a forward loop (control_flow_grad.py): a forward value used in
+    there is then read back from a stack, one entry per forward iteration."""
+
+    def __init__(self, name: str, parallel_iterations: int, grad_state: Any = None) -> None:
         super().__init__()
+        self.grad_state = grad_state
         self.name = name
         self.parallel_iterations = parallel_iterations
         self.pivot: Tensor | None = None
@@ -211,18 +243,36 @@ class WhileContext(_Context):
         self.enters: list[Tensor] = []
         self.exits: list[Tensor] = []
 
+    def while_context(self) -> WhileContext:
+        return self
+
     def control_pivot(self) -> Tensor | None:
         return self.pivot_for_body if self.pivot_for_body is not None else self.pivot_for_pred
 
-    def _enter(self, x: Tensor, is_constant: bool) -> Tensor:
-        return apply_op("Enter", [x], {"frame_name": self.name, "is_constant": is_constant,
-                                      "parallel_iterations": self.parallel_iterations},
-                        default_name="Enter").outputs[0]
+    def _enter(self, x: Tensor, is_constant: bool, name: str | None = None) -> Tensor:
+        # a ref (a VariableV2 an op in the loop assigns to) enters as a ref, as TensorFlow's
+        # _Enter does: a plain Enter would hand the loop a copy, and Assign needs the ref
+        op_type = "RefEnter" if D.is_ref(x.dtype) else "Enter"
+        return apply_op(op_type, [x], {"frame_name": self.name, "is_constant": is_constant,
+                                       "parallel_iterations": self.parallel_iterations},
+                        name=name, default_name="Enter").outputs[0]
 
     def add_value(self, val: Tensor) -> Tensor:
-        if val.name in self.values:
+        if val.name in self.values or val.op.ctxt is self:
             return self.external.get(val.name, val)
         self.values.add(val.name)
+        # in a backward loop, a value of its forward loop is that iteration's value, kept
+        # in a stack by the forward loop (TensorFlow's GetRealValue)
+        cur = self.graph._ctxt
+        cur = cur.while_context() if cur is not None else None
+        if cur is not None and cur.grad_state is not None:
+            fwd = val.op.ctxt.while_context() if val.op.ctxt is not None else None
+            if fwd is not None and is_loop_exit(val.op):
+                fwd = fwd.outer.while_context() if fwd.outer is not None else None
+            if fwd is not None and fwd is cur.grad_state.forward_context:
+                real = cur.grad_state.get_real_value(val)
+                self.external[val.name] = real
+                return real
         result = val
         if self.outer is not None:
             result = self.outer.add_value(val)
@@ -231,6 +281,21 @@ class WhileContext(_Context):
         return self.adopt_external(val, enter)
 
     def add_op(self, op: Operation) -> None:
+        # a Shape, Size or Rank built in a backward loop, of a value of its forward loop, is
+        # moved to the forward loop: the stack then keeps the shape, not the value
+        # (TensorFlow's WhileContext.AddOp)
+        if op.type in ("Shape", "Size", "Rank") and op.inputs:
+            cur = self.graph._ctxt
+            cur = cur.while_context() if cur is not None else None
+            src = op.inputs[0].op.ctxt
+            if (cur is not None and cur.grad_state is not None and src is not None
+                    and src.while_context() is cur.grad_state.forward_context):
+                op.ctxt = src
+                src._add_op_internal(op)
+                return
+        self._add_op_internal(op)
+
+    def _add_op_internal(self, op: Operation) -> None:
         if not op.inputs:
             if not op.control_inputs:
                 op._add_control_input(self.control_pivot().op)
@@ -242,7 +307,7 @@ class WhileContext(_Context):
             # an op whose inputs are all loop constants would run once, outside the
             # iterations: tie it to the pivot (TensorFlow's _MaybeAddControlDependency)
             free = not op.control_inputs and all(
-                t.op.type == "Enter" and t.op.get_attr("is_constant") for t in op.inputs)
+                is_loop_constant_enter(t.op) for t in op.inputs)
             if free:
                 op._add_control_input(self.control_pivot().op)
         for t in op.outputs:
@@ -270,7 +335,7 @@ class WhileContext(_Context):
         if pivot is not None:
             for e in enters:
                 src = e.op.inputs[0].op
-                if src.type == "Enter" and src.get_attr("is_constant"):
+                if is_loop_constant_enter(src):
                     e.op._add_control_input(pivot.op)
         self.values = {x.name for x in enters}
         self.enters = enters

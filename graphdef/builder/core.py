@@ -100,7 +100,8 @@ class Operation:
         from dfg.schemas import node_def_pb2
         nd = node_def_pb2.NodeDef(name=self.name, op=self.type, device=self.device)
         nd.input.extend(t._input_string() for t in self.inputs)
-        nd.input.extend("^" + c.name for c in self.control_inputs)
+        # sorted by name, as TensorFlow writes a node's control inputs
+        nd.input.extend(sorted("^" + c.name for c in self.control_inputs))
         for k, v in self.attrs.items():
             nd.attr[k].CopyFrom(v)
         return nd

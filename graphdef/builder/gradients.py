@@ -17,14 +17,27 @@ Differences from TensorFlow, each deliberate:
   become dense (``UnsortedSegmentSum``) where they meet a dense op, exactly as TensorFlow's
   conversion does; but a gradient returned for an ``x`` is always dense (TensorFlow returns
   the IndexedSlices), converted in ``gradients/``.
-- ``while_loop``: the gradient through a loop frame is refused with a clear error; a loop with
-  a static trip count is differentiated by unrolling it first (``unroll_loops(graph)``, see
-  importer.py), so the backward graph needs no stacks.
+- ``while_loop``: differentiated as TensorFlow 1.x does it, for any trip count known only at
+  run time (control_flow_grad.py: a forward counter, stacks of the forward values, a
+  backward loop popping them, accumulators for loop invariants), node for node as
+  TensorFlow builds it (checked on tests/data/while_grad). A sparse (``IndexedSlices``)
+  gradient of a loop invariant is made dense before it is accumulated (TensorFlow keeps it
+  sparse: an accumulator of indices and values). Second-order gradients through a loop are
+  refused, as TensorFlow refuses them. ``unroll_loops`` (importer.py) still unrolls a loop
+  with a static trip count first, when a graph without stacks is wanted.
 - ``cond``: handled as TensorFlow does (Merge -> Switch on the cond's pred named
-  ``cond_grad``, Switch -> Merge, zeros for an unused branch made on that branch only); in an
-  unrolled loop the cond contexts are gone and Switch/Merge get TensorFlow's context-free
-  gradients (Switch -> Switch+Merge, Merge -> Equal(value_index) + Switch).
-- Functional ``If``/``While`` (``functional=True``) have no gradient yet.
+  ``cond_grad``, Switch -> Merge, zeros for an unused branch made on that branch only; in a
+  loop the pred of each iteration comes back from a stack); in an unrolled loop the cond
+  contexts are gone and Switch/Merge get TensorFlow's context-free gradients (Switch ->
+  Switch+Merge, Merge -> Equal(value_index) + Switch).
+- Functional ``If`` (``cond(functional=True)``): an ``If`` over the branches' gradient
+  functions, named as TensorFlow names it (``gradients/<cond>_grad/StatelessIf``); each
+  gradient branch computes its forward branch again where TensorFlow rewrites the forward
+  ``If`` to output the intermediates as optionals. Functional ``While``: the forward loop
+  run again recording each iteration's loop variables in TensorLists, then a backward
+  ``While`` popping them and differentiating that iteration's body built again (TensorFlow's
+  while_v2 rewrites the forward ``While`` to accumulate every intermediate): same values,
+  different nodes (``gradients/<while>_grad/forward`` and ``.../backward``).
 """
 
 from __future__ import annotations
@@ -525,35 +538,37 @@ def _gather(op: Operation, g: Any) -> Any:
 
 
 def _switch(op: Operation, g0: Any, g1: Any) -> Any:
-    from .control_flow import CondContext, merge
+    from .control_flow import CondContext, WhileContext
     ctxt = op.ctxt
+    if isinstance(ctxt, WhileContext):
+        from .control_flow_grad import loop_switch_grad
+        return loop_switch_grad(op, None if g0 is None else _dense(g0),
+                                None if g1 is None else _dense(g1))
     if isinstance(ctxt, CondContext):
         zero = (g0, g1)[1 - ctxt.branch]
         if zero is None:
             return [None, None]
+        from .control_flow import merge
         return [merge([_dense(g0), _dense(g1)], name="cond_grad")[0], None]
-    if ctxt is not None:
-        raise UnimplementedError("gradient through a while loop: unroll it first "
-                                 "(builder.unroll_loops(graph))", node=op.name, op=op.type)
-    from .control_flow import switch
+    from .control_flow import merge, switch
     f = switch(_dense(g0), op.inputs[1])[0]
     t = switch(_dense(g1), op.inputs[1])[1]
     return [merge([f, t])[0], None]
 
 
 def _merge(op: Operation, g: Any, _unused: Any = None) -> Any:
-    from .control_flow import CondContext, WhileContext, switch
-    src = op.inputs[0].op
-    ctxt = src.ctxt
-    # the context a tensor is output to: a Switch's is its cond branch or loop
-    if isinstance(ctxt, WhileContext) or src.type == "Enter":
-        raise UnimplementedError("gradient through a while loop: unroll it first "
-                                 "(builder.unroll_loops(graph))", node=op.name, op=op.type)
+    from .control_flow import CondContext, WhileContext, output_context, switch
+    ctxt = output_context(op.inputs[0].op)
     g = _dense(g)
+    if isinstance(ctxt, WhileContext):
+        from .control_flow_grad import loop_merge_grad
+        return loop_merge_grad(op, g)
     if isinstance(ctxt, CondContext):
+        from .control_flow_grad import cond_pred_in_loop
+        pred = cond_pred_in_loop(ctxt.pred)
         gr = get_default_graph()
         with gr.colocate_with(g.op, ignore_existing=True):
-            return list(switch(g, ctxt.pred, name="cond_grad"))
+            return list(switch(g, pred, name="cond_grad"))
     outs = []
     for i in range(len(op.inputs)):
         c = _o(apply_op("Equal", [op.outputs[1], np.int32(i)]))
@@ -561,9 +576,19 @@ def _merge(op: Operation, g: Any, _unused: Any = None) -> Any:
     return outs
 
 
-def _loop_refused(op: Operation, *g: Any) -> Any:
-    raise UnimplementedError("gradient through a while loop: unroll it first "
-                             "(builder.unroll_loops(graph))", node=op.name, op=op.type)
+def _enter(op: Operation, g: Any) -> Any:
+    from .control_flow_grad import enter_grad
+    return enter_grad(op, _dense(g))
+
+
+def _exit(op: Operation, g: Any) -> Any:
+    from .control_flow_grad import exit_grad
+    return exit_grad(op, _dense(g))
+
+
+def _functional(name: str) -> Callable:
+    from . import functional
+    return getattr(functional, name)
 
 
 GRADIENTS: dict[str, Callable] = {
@@ -605,9 +630,14 @@ GRADIENTS: dict[str, Callable] = {
     "GatherV2": _gather,
     "SoftmaxCrossEntropyWithLogits": _xent,
     "SparseSoftmaxCrossEntropyWithLogits": _xent,
-    "Switch": _switch,
-    "Merge": _merge,
-    "Enter": _loop_refused, "Exit": _loop_refused, "NextIteration": _loop_refused,
+    "Switch": _switch, "RefSwitch": _switch,
+    "Merge": _merge, "RefMerge": _merge,
+    "Enter": _enter, "RefEnter": _enter, "Exit": _exit, "RefExit": _exit,
+    "NextIteration": lambda op, g: [g], "RefNextIteration": lambda op, g: [g],
+    "If": lambda op, *g: _functional("if_grad")(op, *g),
+    "StatelessIf": lambda op, *g: _functional("if_grad")(op, *g),
+    "While": lambda op, *g: _functional("while_grad")(op, *g),
+    "StatelessWhile": lambda op, *g: _functional("while_grad")(op, *g),
 }
 # ops with no gradient (TensorFlow's NotDifferentiable): the walk passes None through them
 NOT_DIFFERENTIABLE = frozenset({
@@ -696,6 +726,10 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
                 between_list.append(op)
                 reached.discard(id(op))
                 queue.extend(t.op for t in op.inputs)
+        from .control_flow import is_loop_exit
+        from .control_flow_grad import build_state, is_loop_switch
+        # the forward loops between: their counters, backward loops and every exit
+        loop_state = build_state(between_list, between)
         pending: dict[int, int] = collections.defaultdict(int)
         for op in between_list:
             for t in op.inputs:
@@ -704,7 +738,17 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
         grads: dict[int, list] = {}
 
         def set_grad(t: Tensor, gv: Any) -> None:
-            grads.setdefault(id(t.op), [[] for _ in t.op.outputs])[t.value_index].append(gv)
+            og = grads.setdefault(id(t.op), [[] for _ in t.op.outputs])
+            slot = og[t.value_index]
+            if isinstance(slot, list):
+                slot.append(gv)
+            else:   # aggregated already (a loop Switch seen from its Exit): gets more
+                og[t.value_index] = [gv] if slot is None else [slot, gv]
+
+        def has_grads(op: Operation) -> bool:
+            og = grads.get(id(op))
+            return og is not None and any(
+                (v if isinstance(v, list) else v is not None) for v in og)
 
         for y, gy in zip(ys, new_grad_ys):
             set_grad(y, gy)
@@ -714,13 +758,22 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
             if pending[id(op)] == 0 and id(op) not in seen_to and id(op) in reachable_to:
                 seen_to.add(id(op))
                 queue.append(op)
+        if loop_state is not None:
+            for y in loop_state.process_unused_loop_exits(pending, seen_to):
+                if _trainable(y):
+                    set_grad(y, loop_state.zeros_like_for_exit(y))
+                    queue.append(y.op)
         from_ops = [x.op for x in xs]
         stop_ops = {id(op) for op in from_ops
                     if all(pending[id(t.op)] <= 0 for t in op.inputs)}
         stop_ops.update(id(op) for op in stops)
         while queue:
             op = queue.popleft()
+            if loop_state is not None:
+                loop_state.enter_grad_context(op, before=True)
             out_grads = _aggregate(grads, op, g)
+            if loop_state is not None:
+                loop_state.exit_grad_context(op, before=True)
             has = any(v is not None for v in out_grads)
             fn = None
             if has and id(op) not in stop_ops:
@@ -728,28 +781,60 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
                 if fn is None and op.type not in NOT_DIFFERENTIABLE:
                     raise UnimplementedError(f"no gradient for op {op.type}", node=op.name,
                                              op=op.type)
-            if fn is not None and has:
-                for i, v in enumerate(out_grads):
-                    if v is None and _trainable(op.outputs[i]):
-                        out_grads[i] = _zeros_for(op, i)
-                with g.name_scope(op.name + "_grad"):
-                    in_grads = list(fn(op, *out_grads))
-                if len(in_grads) != len(op.inputs):
-                    raise InvalidArgumentError(
-                        f"gradient of {op.type} returned {len(in_grads)} values for "
-                        f"{len(op.inputs)} inputs", node=op.name, op=op.type)
-            else:
-                in_grads = [None] * len(op.inputs)
-            for t_in, gi in zip(op.inputs, in_grads):
-                if gi is None:
-                    continue
-                if isinstance(gi, Tensor) and gi.shape is None and t_in.shape is not None:
-                    gi.shape = t_in.shape
-                set_grad(t_in, gi)
+            if loop_state is not None:
+                loop_state.enter_grad_context(op, before=False)
+            try:
+                if fn is not None and has:
+                    for i, v in enumerate(out_grads):
+                        if v is None and _trainable(op.outputs[i]):
+                            out_grads[i] = (_zeros_for(op, i) if loop_state is None
+                                            else loop_state.zeros_like(op, i, _zeros_for))
+                    with g.name_scope(op.name + "_grad"):
+                        in_grads = list(fn(op, *out_grads))
+                    if len(in_grads) != len(op.inputs):
+                        raise InvalidArgumentError(
+                            f"gradient of {op.type} returned {len(in_grads)} values for "
+                            f"{len(op.inputs)} inputs", node=op.name, op=op.type)
+                else:
+                    in_grads = [None] * len(op.inputs)
+                for t_in, gi in zip(op.inputs, in_grads):
+                    if gi is None:
+                        continue
+                    if isinstance(gi, Tensor) and gi.shape is None and t_in.shape is not None:
+                        gi.shape = t_in.shape
+                    set_grad(t_in, gi)
+            finally:
+                if loop_state is not None:
+                    loop_state.exit_grad_context(op, before=False)
+            # TensorFlow's _UpdatePendingAndEnqueueReady
             for t in op.inputs:
-                pending[id(t.op)] -= 1
-                if pending[id(t.op)] == 0:
-                    queue.append(t.op)
+                x = t.op
+                pending[id(x)] -= 1
+                ready = pending[id(x)] == 0
+                if loop_state is not None and not ready:
+                    # a loop Switch is visited twice: from its Exit, then from the body
+                    ready = pending[id(x)] > 0 and is_loop_switch(x)
+                if not ready:
+                    continue
+                if loop_state is not None and is_loop_exit(x):
+                    # a loop's exits are visited together, once all of them are ready
+                    state = loop_state.get_grad_state(x, before=False)
+                    state.deferred_exits.append(t)
+                    state.pending_exits_count -= 1
+                    if state.pending_exits_count == 0:
+                        used = False
+                        for y in state.deferred_exits:
+                            if has_grads(y.op):
+                                used = True
+                                queue.append(y.op)
+                            else:
+                                state.unused_exits.append(y)
+                        for y in state.unused_exits:
+                            if used and _trainable(y):
+                                set_grad(y, loop_state.zeros_like_for_exit(y))
+                            queue.append(y.op)
+                else:
+                    queue.append(x)
         out = []
         for x in xs:
             og = grads.get(id(x.op))
@@ -757,7 +842,10 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
             if isinstance(v, list):   # never processed (x feeds nothing between): sum here
                 v = _aggregate_list(v, g) if v else None
             out.append(_dense(v) if v is not None else None)
-        return out
+    if loop_state is not None:
+        # outside the gradients scope, as TensorFlow does it (its nodes: Const, NextIteration)
+        loop_state.post_processing()
+    return out
 
 
 def _aggregate_list(ts: list, g: Any) -> Any:
