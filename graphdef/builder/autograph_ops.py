@@ -262,6 +262,10 @@ def _tensor_if(test: Tensor, then_fn: Callable, else_fn: Callable, state: tuple,
         if t_undef and f_undef:
             out.append(t_val)
         elif t_undef or f_undef:
+            if names[k] == "_ag_retval" and getattr(_local, "probing", 0):
+                # probing a loop body for the return value's dtype (_probe_return)
+                out.append(by_pos.get(k, f_val))
+                continue
             if isinstance(state[k], UndefinedReturn) or names[k] == "_ag_retval":
                 raise AutographError(
                     "a `return` under an `if` with a tensor condition needs a value on "
@@ -327,6 +331,7 @@ def _tensor_loop(test_fn: Callable | None, extra_fn: Callable | None, body_fn: C
                  iteration: Any = None) -> tuple:
     """One graph while loop. ``iteration``: None for a while statement; for a for
     statement ``(start, limit_test, next_fn, item_fn)`` over an index carried first."""
+    state = _with_return_placeholder(body_fn, state, names, iteration)
     carried, init = _loop_vars(state, names, where, what)
     dtypes = [D.base(t.dtype) for t in init]
     n_idx = 0 if iteration is None else 1
@@ -419,6 +424,45 @@ def _tensor_loop(test_fn: Callable | None, extra_fn: Callable | None, body_fn: C
                                f"tensor condition {_line(where)} (which may run zero times); "
                                "give it a value before the loop to use it after")
     return tuple(out)
+
+
+def _with_return_placeholder(body_fn: Callable, state: tuple, names: tuple[str, ...],
+                             iteration: Any) -> tuple:
+    """A ``return`` inside a tensor loop: the return value must be a loop variable from the
+    start, so it starts as zeros of the dtype and shape the body gives it (found by building
+    the body once in a scratch graph, as TensorFlow's AutoGraph does; the scratch graph is
+    dropped). The value is read only when the loop's ``return`` ran."""
+    if "_ag_retval" not in names:
+        return state
+    k = names.index("_ag_retval")
+    if not isinstance(state[k], UndefinedReturn) or state[k].why:
+        return state
+    from .core import Graph
+    scratch = Graph()
+    _local.probing = getattr(_local, "probing", 0) + 1
+    try:
+        with scratch.as_default():
+            cur = list(state)
+            if iteration is None:
+                outs = body_fn(*cur)
+            else:
+                outs = body_fn(iteration[3](iteration[0]), *cur)
+    except AutographError:
+        return state       # the real build raises it, where it belongs
+    finally:
+        _local.probing -= 1
+    v = outs[k]
+    if not (is_tensor(v) or _number(v)):
+        return state
+    t = v if is_tensor(v) else None
+    dt = D.base(_ops.convert_to_tensor(t).dtype) if t is not None else \
+        D.from_numpy(np.asarray(v).dtype)
+    shape = t.shape if t is not None else np.shape(v)
+    if shape is None or None in shape:
+        return state
+    state = list(state)
+    state[k] = _ops.zeros(list(shape), dt)
+    return tuple(state)
 
 
 # --- for --------------------------------------------------------------------------------
