@@ -219,3 +219,41 @@ def test_carrying_errors_name_the_line(fn, inputs, says: str, functional: bool) 
     msg = str(e.value)
     assert msg.startswith(_where(fn) + f"{fn.__name__}): "), msg
     assert says.format(**stmt_line) in msg, msg
+
+
+def test_attribute_assignment_under_a_tensor_condition_is_refused() -> None:
+    h = bad.Holder()
+    store = B.autograph(bad.Holder.store)
+    assert store(h, 2.0) == 2.0 and h.value == 2.0      # a Python condition: Python
+    g = B.Graph()
+    with g.as_default():
+        with pytest.raises(AutographError) as e:
+            store(h, B.placeholder("float32", []))
+    assert str(e.value).startswith(_where(bad.Holder.store) + "store): assigning "
+                                   "`self.value` inside an `if` with a tensor condition is "
+                                   "not supported")
+
+
+def _len_and_with(x):
+    total = 0.0
+    with B.name_scope("acc"):
+        for i in range(len(x)):
+            total += B.gather(x, i)
+    if total > 100.0:
+        pass
+    return total, len(x) if len(x) > 2 else -1
+
+
+@pytest.mark.parametrize("functional", [False, True], ids=["v1", "functional"])
+def test_len_with_blocks_and_stateless_if(functional: bool) -> None:
+    g = B.Graph()
+    with g.as_default():
+        x = B.placeholder("float32", [None], name="x")
+        total, n = B.autograph(_len_and_with, functional=functional)(x)
+    gd = g.as_graph_def()
+    _assert_valid(gd)
+    assert any(nd.name.startswith("acc/while") for nd in gd.node)
+    sess = Session(gd, threads=1)
+    for v in (np.arange(4, dtype=np.float32), np.ones([2], np.float32)):
+        got = sess.run([total.name, n.name], {"x:0": v})
+        assert got[0] == v.sum() and got[1] == (len(v) if len(v) > 2 else -1)

@@ -228,6 +228,22 @@ def assigned(stmts: list[ast.stmt]) -> set[str]:
     return {n for n in out if not n.startswith("_agf_")}
 
 
+def _mutations(stmts: list[ast.stmt]) -> list[str]:
+    """Attribute and item assignments in a block (``self.x = ...``, ``a[i] += ...``)."""
+    out: list[str] = []
+    for s in stmts:
+        for n in [s, *_walk_scope(s)]:
+            targets = n.targets if isinstance(n, ast.Assign) else \
+                [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else []
+            for t in targets:
+                for e in ([t] if not isinstance(t, (ast.Tuple, ast.List)) else t.elts):
+                    if isinstance(e, (ast.Attribute, ast.Subscript)):
+                        text = ast.unparse(e)
+                        if text not in out:
+                            out.append(text)
+    return out
+
+
 def _contains(stmt: ast.stmt, kind: type) -> bool:
     """Whether ``stmt`` holds a ``kind`` statement (Break/Continue: not those of a nested
     loop; they were lowered already)."""
@@ -291,9 +307,9 @@ class _Converter:
         body = self.lower_returns(body, fn)
         body = self.lower_loops(body, fn)
         local = assigned(body) - params
-        self.locals = outer_locals | local | params
-        scope_locals = self.locals
-        body = self.block(body, fn, scope_locals)
+        # reads that may find an Undefined: variables assigned in this function or an
+        # enclosing converted one (a parameter never reassigned always has its value)
+        body = self.block(body, fn, outer_locals | assigned(body))
         pre = [_assign(n, _call(_ag("Undefined"), _const(n))) for n in sorted(local)]
         fdef.body = pre + body
 
@@ -416,8 +432,11 @@ class _Converter:
             names |= assigned(b)
         return sorted(n for n in names if n in local or n.startswith("_ag_"))
 
-    def _finish(self, s: ast.stmt, defs: list[ast.stmt], call: ast.expr,
-                names: list[str]) -> list[ast.stmt]:
+    def _finish(self, s: ast.stmt, defs: list[ast.stmt], call: ast.Call,
+                names: list[str], mutates: list[str]) -> list[ast.stmt]:
+        if mutates:
+            call.keywords.append(ast.keyword(arg="mutates", value=ast.Tuple(
+                elts=[_const(m) for m in mutates], ctx=ast.Load())))
         if names:
             last: ast.stmt = ast.Assign(targets=[_tuple(names, True)], value=call)
         else:
@@ -429,6 +448,7 @@ class _Converter:
 
     def if_(self, s: ast.If, fn: str, local: frozenset[str], ex: _Exprs) -> list[ast.stmt]:
         k = self.fresh()
+        mutates = _mutations(s.body + s.orelse)
         test = ex.visit(s.test)
         body = self.block(s.body, fn, local)
         orelse = self.block(s.orelse, fn, local)
@@ -439,11 +459,12 @@ class _Converter:
         call = _call(_ag("if_stmt"), test, _name(f"_agf_then_{k}"), _name(f"_agf_else_{k}"),
                      _tuple(names), ast.Tuple(elts=[_const(n) for n in names], ctx=ast.Load()),
                      _const(self.where(s, fn)))
-        return self._finish(s, defs, call, names)
+        return self._finish(s, defs, call, names, mutates)
 
     def while_(self, s: ast.While, fn: str, local: frozenset[str],
                ex: _Exprs) -> list[ast.stmt]:
         k = self.fresh()
+        mutates = _mutations(s.body)
         flags = s.__dict__.get("_ag_exit_flags", [])
         test_src = s.test
         if flags:
@@ -457,10 +478,11 @@ class _Converter:
         call = _call(_ag("while_stmt"), _name(f"_agf_test_{k}"), _name(f"_agf_body_{k}"),
                      _tuple(names), ast.Tuple(elts=[_const(n) for n in names], ctx=ast.Load()),
                      _const(self.where(s, fn)))
-        return self._finish(s, defs, call, names)
+        return self._finish(s, defs, call, names, mutates)
 
     def for_(self, s: ast.For, fn: str, local: frozenset[str], ex: _Exprs) -> list[ast.stmt]:
         k = self.fresh()
+        mutates = _mutations([ast.Assign(targets=[s.target], value=_const(None))] + s.body)
         it = s.iter
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and \
                 it.func.id == "range" and "range" not in local:
@@ -483,7 +505,7 @@ class _Converter:
         call = _call(_ag("for_stmt"), it, extra, _name(f"_agf_body_{k}"), _tuple(names),
                      ast.Tuple(elts=[_const(n) for n in names], ctx=ast.Load()),
                      _const(self.where(s, fn)))
-        return self._finish(s, defs, call, names)
+        return self._finish(s, defs, call, names, mutates)
 
 
 class _Exprs(ast.NodeTransformer):
@@ -510,6 +532,13 @@ class _Exprs(ast.NodeTransformer):
         if isinstance(node.ctx, ast.Load) and node.id in self.local and \
                 not node.id.startswith("_ag"):
             return self.ld(node.id, node)
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        node = self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "len" and \
+                "len" not in self.local and len(node.args) == 1 and not node.keywords:
+            node.func = ast.copy_location(_ag("len_"), node.func)
         return node
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:

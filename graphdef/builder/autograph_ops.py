@@ -179,6 +179,16 @@ def ne(a: Any, b: Any) -> Any:
     return a != b
 
 
+def len_(x: Any) -> Any:
+    """``len(x)``: a tensor's first dimension (a Python int when the shape knows it)."""
+    if not is_tensor(x):
+        return len(x)
+    t = _ops.convert_to_tensor(x)
+    if t.shape is not None and len(t.shape) > 0 and t.shape[0] is not None:
+        return t.shape[0]
+    return _ops.strided_slice_of(_ops.shape(t), 0)
+
+
 def if_exp(test: Any, a_fn: Callable[[], Any], b_fn: Callable[[], Any], where: str) -> Any:
     """``a if test else b``."""
     if is_tensor(test):
@@ -190,11 +200,14 @@ def if_exp(test: Any, a_fn: Callable[[], Any], b_fn: Callable[[], Any], where: s
 
 # --- if ---------------------------------------------------------------------------------
 def if_stmt(test: Any, then_fn: Callable, else_fn: Callable, state: tuple,
-            names: tuple[str, ...], where: str) -> tuple:
-    """``if test: ... else: ...`` over the variables ``names`` (their values ``state``)."""
+            names: tuple[str, ...], where: str, mutates: tuple[str, ...] = ()) -> tuple:
+    """``if test: ... else: ...`` over the variables ``names`` (their values ``state``).
+    ``mutates``: attributes and items the branches assign (``self.x``), which a graph
+    branch cannot carry."""
     if not is_tensor(test):
         return tuple(then_fn(*state) if test else else_fn(*state))
     test = _bool_tensor(test, "`if`", where)
+    _refuse_mutations(mutates, "an `if` with a tensor condition", where)
     return _tensor_if(test, then_fn, else_fn, tuple(state), names, where)
 
 
@@ -290,6 +303,14 @@ def _tensor_if(test: Tensor, then_fn: Callable, else_fn: Callable, state: tuple,
     return tuple(out)
 
 
+def _refuse_mutations(mutates: tuple[str, ...], what: str, where: str) -> None:
+    if mutates:
+        raise AutographError(
+            f"assigning {', '.join(f'`{m}`' for m in mutates)} inside {what} is not supported "
+            "(both paths of a graph branch are built, a graph loop body once); assign a local "
+            "variable and store it after", source=where)
+
+
 def _not_a_tensor(name: str, v: Any, what: str, where: str) -> AutographError:
     return AutographError(
         f"'{name}' holds a Python {type(v).__name__} that {what} would change; only tensors "
@@ -298,7 +319,7 @@ def _not_a_tensor(name: str, v: Any, what: str, where: str) -> AutographError:
 
 # --- while ------------------------------------------------------------------------------
 def while_stmt(test_fn: Callable, body_fn: Callable, state: tuple, names: tuple[str, ...],
-               where: str) -> tuple:
+               where: str, mutates: tuple[str, ...] = ()) -> tuple:
     """``while test: body``. A Python test runs the loop as Python; once the test is a
     tensor (at the start, or after Python iterations made a variable a tensor) the rest of
     the loop is one graph loop over the current values."""
@@ -306,6 +327,7 @@ def while_stmt(test_fn: Callable, body_fn: Callable, state: tuple, names: tuple[
     while True:
         t = test_fn(*state)
         if is_tensor(t):
+            _refuse_mutations(mutates, "a `while` loop with a tensor condition", where)
             return _tensor_loop(test_fn, None, body_fn, state, names, where, "`while`")
         if not t:
             return state
@@ -485,10 +507,12 @@ def range_(*args: Any) -> Any:
 
 
 def for_stmt(iterable: Any, extra_fn: Callable | None, body_fn: Callable, state: tuple,
-             names: tuple[str, ...], where: str) -> tuple:
+             names: tuple[str, ...], where: str, mutates: tuple[str, ...] = ()) -> tuple:
     """``for target in iterable: body`` (body_fn takes the item first). ``extra_fn``: the
     flags of ``break``/``return`` that end the loop early."""
     state = tuple(state)
+    if isinstance(iterable, TensorRange) or is_tensor(iterable):
+        _refuse_mutations(mutates, "a `for` loop over a tensor", where)
     if isinstance(iterable, TensorRange):
         return _tensor_range_loop(iterable, extra_fn, body_fn, state, names, where)
     if is_tensor(iterable):
@@ -500,6 +524,7 @@ def for_stmt(iterable: Any, extra_fn: Callable | None, body_fn: Callable, state:
             if is_tensor(go):
                 # a break under a tensor condition: each later iteration runs under it
                 go = _bool_tensor(go, "`for`", where)
+                _refuse_mutations(mutates, "a `for` loop ended by a tensor condition", where)
                 state = _tensor_if(go, lambda *s, item=item: body_fn(item, *s),
                                    lambda *s: s, state, names, where)
                 continue
