@@ -257,3 +257,67 @@ def test_len_with_blocks_and_stateless_if(functional: bool) -> None:
     for v in (np.arange(4, dtype=np.float32), np.ones([2], np.float32)):
         got = sess.run([total.name, n.name], {"x:0": v})
         assert got[0] == v.sum() and got[1] == (len(v) if len(v) > 2 else -1)
+
+
+def _collatz_by_hand(n, functional):
+    def body(m, s):
+        m = B.cond(B.equal(m % 2, 0), lambda: m // 2, lambda: 3 * m + 1, functional=functional)
+        return m, s + 1
+    return B.while_loop(lambda m, s: B.not_equal(m, 1), body, [n, B.constant(0)],
+                        functional=functional)[1]
+
+
+@pytest.mark.parametrize("functional", [False, True], ids=["v1", "functional"])
+def test_autograph_builds_the_graph_written_by_hand(functional: bool) -> None:
+    """The converted collatz is, node for node, the B.while_loop + B.cond program a person
+    would write (no leftover of the Python-or-tensor decisions in the graph)."""
+    gds = []
+    for by_hand in (False, True):
+        g = B.Graph()
+        with g.as_default():
+            n = B.placeholder("int32", [], name="n")
+            if by_hand:
+                _collatz_by_hand(n, functional)
+            else:
+                B.autograph(collatz, functional=functional)(n)
+        gds.append(g.as_graph_def())
+    assert gds[0] == gds[1]
+
+
+def _mixed(x, items):
+    i = 0
+    while i < 3:          # Python first; becomes a graph loop once `i` is a tensor
+        i = i + B.cast(x > 0.0, "int32") + 1
+    total = 0.0
+    for v in items:       # a Python list of tensors: unrolled; the break flag becomes a
+        if v > 2.0:       # tensor, so each later iteration runs under a cond
+            break
+        total += v
+    return i, total
+
+
+@pytest.mark.parametrize("functional", [False, True], ids=["v1", "functional"])
+def test_python_loops_that_meet_tensors(functional: bool) -> None:
+    g = B.Graph()
+    with g.as_default():
+        x = B.placeholder("float32", [], name="x")
+        items = [x, x + 1.0, x * 3.0, x - 10.0]
+        i, total = B.autograph(_mixed, functional=functional)(x, items)
+    gd = g.as_graph_def()
+    _assert_valid(gd)
+    sess = Session(gd, threads=1)
+
+    def plain(x):
+        i = 0
+        while i < 3:
+            i = i + int(x > 0) + 1
+        total = np.float32(0)
+        for v in [x, x + 1, x * 3, x - 10]:
+            if v > 2:
+                break
+            total += np.float32(v)
+        return i, total
+    for xv in (0.5, -1.0, 1.5, 3.0):
+        got = sess.run([i.name, total.name], {"x:0": np.float32(xv)})
+        want = plain(np.float32(xv))
+        assert got[0] == want[0] and got[1] == want[1], (xv, got, want)

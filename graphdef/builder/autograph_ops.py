@@ -20,7 +20,7 @@ from .. import dtypes as D
 from ..errors import AutographError
 from . import control_flow as _cf
 from . import ops as _ops
-from .core import Tensor, get_default_graph
+from .core import Graph, Tensor, get_default_graph
 
 # the options of the innermost decorated call running on this thread (functional or v1)
 _local = threading.local()
@@ -325,7 +325,10 @@ def while_stmt(test_fn: Callable, body_fn: Callable, state: tuple, names: tuple[
     the loop is one graph loop over the current values."""
     state = tuple(state)
     while True:
-        t = test_fn(*state)
+        # the test is tried in a scratch graph: a tensor test is built again inside the
+        # loop, and its first try would otherwise stay in the graph, unused
+        with Graph().as_default():
+            t = test_fn(*state)
         if is_tensor(t):
             _refuse_mutations(mutates, "a `while` loop with a tensor condition", where)
             return _tensor_loop(test_fn, None, body_fn, state, names, where, "`while`")
@@ -459,7 +462,6 @@ def _with_return_placeholder(body_fn: Callable, state: tuple, names: tuple[str, 
     k = names.index("_ag_retval")
     if not isinstance(state[k], UndefinedReturn) or state[k].why:
         return state
-    from .core import Graph
     scratch = Graph()
     _local.probing = getattr(_local, "probing", 0) + 1
     try:
