@@ -8,6 +8,7 @@ Python (loops unroll); refusals and carrying errors name the file, the line and 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import sys
@@ -181,6 +182,14 @@ def test_a_function_without_source_is_refused() -> None:
         B.autograph(lambda x: x)
     assert issubclass(AutographError, UsageError)   # the CLI's exit 2: the program's fault
 
+    def deco(f):
+        @functools.wraps(f)
+        def wrapper(*args):
+            return f(*args)
+        return wrapper
+    with pytest.raises(AutographError, match="autograph must be the innermost decorator"):
+        B.autograph(deco(collatz))
+
 
 @pytest.mark.parametrize("fn, inputs, says", [
     (bad.one_branch, [("float32", [])],
@@ -321,3 +330,36 @@ def test_python_loops_that_meet_tensors(functional: bool) -> None:
         got = sess.run([i.name, total.name], {"x:0": np.float32(xv)})
         want = plain(np.float32(xv))
         assert got[0] == want[0] and got[1] == want[1], (xv, got, want)
+
+
+class _Base:
+    def scale(self, x):
+        return x * 2.0
+
+
+class _Model(_Base):
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    @B.autograph
+    def __call__(self, x):
+        y = super().scale(x)          # the method's __class__ cell is kept
+        for _ in range(self.k):       # a Python int: unrolled
+            if y > 10.0:
+                y = y - 3.0
+        return y
+
+
+def test_a_decorated_method_with_super() -> None:
+    m = _Model(3)
+    assert m(7.0) == 8.0              # Python: 14 -> 11 -> 8
+    g = B.Graph()
+    with g.as_default():
+        x = B.placeholder("float32", [], name="x")
+        y = m(x)
+    gd = g.as_graph_def()
+    _assert_valid(gd)
+    assert sum(nd.op == "Merge" for nd in gd.node) == 3     # one cond per unrolled step
+    sess = Session(gd, threads=1)
+    for xv, want in ((7.0, 8.0), (4.0, 8.0), (20.0, 31.0)):
+        assert sess.run(y.name, {"x:0": np.float32(xv)}) == want

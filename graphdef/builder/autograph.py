@@ -101,6 +101,10 @@ def convert(fn: Callable) -> tuple[Callable, str]:
                              f"{type(fn).__name__}")
     code = fn.__code__
     where = f"{code.co_filename}:{code.co_firstlineno} (in {fn.__name__})"
+    if getattr(fn, "__wrapped__", None) is not None:
+        raise AutographError("autograph must be the innermost decorator: it rewrites the "
+                             "source of the function it is given, and this one wraps "
+                             f"'{fn.__wrapped__.__name__}'", source=where)
     if fn.__name__ == "<lambda>":
         raise AutographError("autograph cannot convert a lambda: write it with `def`",
                              source=where)
@@ -134,8 +138,13 @@ def convert(fn: Callable) -> tuple[Callable, str]:
     exec(compile(module, filename, "exec"), ns)  # noqa: S102 - the user's own function
     inner = ns["_ag_factory"](*([None] * len(freevars)), autograph_ops)
     cells = dict(zip(freevars, fn.__closure__ or ()))
-    closure = tuple(types.CellType(autograph_ops) if n == "_ag" else cells[n]
-                    for n in inner.__code__.co_freevars)
+    cells["_ag"] = types.CellType(autograph_ops)
+    missing = [n for n in inner.__code__.co_freevars if n not in cells]
+    if missing:   # the source read is not this function's (a decorator replaced it)
+        raise AutographError(f"the source read for '{fn.__name__}' does not match the "
+                             f"function (it needs {', '.join(missing)} from outside)",
+                             source=where)
+    closure = tuple(cells[n] for n in inner.__code__.co_freevars)
     new = types.FunctionType(inner.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
                              closure)
     new.__kwdefaults__ = fn.__kwdefaults__

@@ -290,11 +290,7 @@ def _tensor_if(test: Tensor, then_fn: Callable, else_fn: Callable, state: tuple,
                 f"tensor condition {_line(where)}; assign it in both branches or before the "
                 "`if`"))
         elif k in by_pos:
-            if f_val is state[k] and t_val is state[k] and not (is_tensor(t_val)
-                                                                or _number(t_val)):
-                out.append(state[k])
-            else:
-                out.append(by_pos[k])
+            out.append(by_pos[k])
         elif t_val is state[k] and f_val is state[k]:
             out.append(state[k])
         else:
@@ -312,9 +308,10 @@ def _refuse_mutations(mutates: tuple[str, ...], what: str, where: str) -> None:
 
 
 def _not_a_tensor(name: str, v: Any, what: str, where: str) -> AutographError:
+    kind = "a tensor" if is_tensor(v) else f"a Python {type(v).__name__}"
     return AutographError(
-        f"'{name}' holds a Python {type(v).__name__} that {what} would change; only tensors "
-        f"and numbers can differ between its paths", source=where)
+        f"'{name}' becomes {kind} on one path of {what} and not on the other; a graph "
+        "branch can give a variable only tensors and numbers", source=where)
 
 
 # --- while ------------------------------------------------------------------------------
