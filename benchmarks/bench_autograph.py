@@ -19,7 +19,7 @@ from dfg.executor import Session
 from dfg.graphdef import builder as B
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "data" / "autograph"))
-from programs import PROGRAMS, collatz  # noqa: E402
+from autograph_programs import PROGRAMS, collatz  # noqa: E402
 
 
 def by_hand(n, functional):

@@ -1,5 +1,5 @@
 """``B.autograph``: Python control flow turned into graph control flow by rewriting the
-function's source. The programs of tests/data/autograph/programs.py build graphs (v1
+function's source. The programs of tests/data/autograph/autograph_programs.py build graphs (v1
 Switch/Merge/Enter/Exit and functional If/While) that every pass validation and that dfg's
 Session runs to the values TensorFlow's AutoGraph (tf.function) computed for the same
 programs on the same feeds (generate.py, recorded in expected.npz). Python conditions run as
@@ -25,8 +25,8 @@ from dfg.graphdef.validate import validate
 
 DATA = Path(__file__).parent / "data" / "autograph"
 sys.path.insert(0, str(DATA))
-import bad  # noqa: E402
-from programs import PROGRAMS, collatz, unrolled  # noqa: E402
+import autograph_bad as bad  # noqa: E402
+from autograph_programs import PROGRAMS, collatz, unrolled  # noqa: E402
 
 CASES = json.loads((DATA / "cases.json").read_text())
 EXPECTED = np.load(DATA / "expected.npz")

@@ -1,5 +1,5 @@
 """TensorFlow's values for the autograph programs (the same programs written with
-``tf.function``, i.e. TensorFlow's AutoGraph; the dfg versions are in programs.py).
+``tf.function``, i.e. TensorFlow's AutoGraph; the dfg versions are in autograph_programs.py).
 
     /path/to/tfvenv/bin/python tests/data/autograph/generate.py
 
