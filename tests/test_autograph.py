@@ -363,3 +363,27 @@ def test_a_decorated_method_with_super() -> None:
     sess = Session(gd, threads=1)
     for xv, want in ((7.0, 8.0), (4.0, 8.0), (20.0, 31.0)):
         assert sess.run(y.name, {"x:0": np.float32(xv)}) == want
+
+
+def _enumerate_rows(m, ws):
+    acc = 0.0
+    for i, r in enumerate(m):          # a tensor: a graph loop over rows (TensorFlow's
+        acc += B.reduce_sum(r) * B.cast(i, "float32")    # AutoGraph refuses this one)
+    for j, w in enumerate(ws, 1):      # a Python list: unrolled
+        acc = acc + w * j
+    return acc
+
+
+@pytest.mark.parametrize("functional", [False, True], ids=["v1", "functional"])
+def test_enumerate_over_a_tensor(functional: bool) -> None:
+    g = B.Graph()
+    with g.as_default():
+        m = B.placeholder("float32", [None, 2], name="m")
+        out = B.autograph(_enumerate_rows, functional=functional)(m, [1.0, 2.0])
+    gd = g.as_graph_def()
+    _assert_valid(gd)
+    sess = Session(gd, threads=1)
+    for rows in (3, 0):
+        mv = np.arange(rows * 2, dtype=np.float32).reshape(rows, 2)
+        want = sum(mv[i].sum() * i for i in range(rows)) + 1.0 * 1 + 2.0 * 2
+        assert sess.run(out.name, {"m:0": mv}) == want

@@ -494,8 +494,8 @@ class _Converter:
         mutates = _mutations([ast.Assign(targets=[s.target], value=_const(None))] + s.body)
         it = s.iter
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and \
-                it.func.id == "range" and "range" not in local:
-            it = ast.copy_location(ast.Call(func=_ag("range_"), args=it.args,
+                it.func.id in ("range", "enumerate") and it.func.id not in local:
+            it = ast.copy_location(ast.Call(func=_ag(it.func.id + "_"), args=it.args,
                                             keywords=it.keywords), it)
         it = ex.visit(it)
         flags = s.__dict__.get("_ag_exit_flags", [])

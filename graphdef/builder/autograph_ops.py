@@ -505,18 +505,38 @@ def range_(*args: Any) -> Any:
     return TensorRange(*args)
 
 
+class TensorEnumerate:
+    """``enumerate(x)`` of a tensor: (index, row) pairs along its first dimension."""
+
+    def __init__(self, x: Any, start: Any) -> None:
+        self.x, self.start = x, start
+
+
+def enumerate_(x: Any, start: Any = 0) -> Any:
+    """``enumerate`` in a ``for``: Python's unless ``x`` is a tensor."""
+    if is_tensor(x):
+        return TensorEnumerate(x, start)
+    if isinstance(x, TensorRange):
+        raise AutographError("enumerate() of a range with tensor bounds is not supported: "
+                             "loop over the range itself")
+    return enumerate(x, start)
+
+
 def for_stmt(iterable: Any, extra_fn: Callable | None, body_fn: Callable, state: tuple,
              names: tuple[str, ...], where: str, mutates: tuple[str, ...] = ()) -> tuple:
     """``for target in iterable: body`` (body_fn takes the item first). ``extra_fn``: the
     flags of ``break``/``return`` that end the loop early."""
     state = tuple(state)
-    if isinstance(iterable, TensorRange) or is_tensor(iterable):
+    if isinstance(iterable, (TensorRange, TensorEnumerate)) or is_tensor(iterable):
         _refuse_mutations(mutates, "a `for` loop over a tensor", where)
     if isinstance(iterable, TensorRange):
         return _tensor_range_loop(iterable, extra_fn, body_fn, state, names, where)
     if is_tensor(iterable):
         return _tensor_items_loop(_ops.convert_to_tensor(iterable), extra_fn, body_fn, state,
                                   names, where)
+    if isinstance(iterable, TensorEnumerate):
+        return _tensor_items_loop(_ops.convert_to_tensor(iterable.x), extra_fn, body_fn, state,
+                                  names, where, iterable.start)
     for item in iterable:
         if extra_fn is not None:
             go = extra_fn(*state)
@@ -567,11 +587,17 @@ def _tensor_range_loop(r: TensorRange, extra_fn: Callable | None, body_fn: Calla
 
 
 def _tensor_items_loop(x: Tensor, extra_fn: Callable | None, body_fn: Callable, state: tuple,
-                       names: tuple[str, ...], where: str) -> tuple:
-    """``for row in x``: the rows along x's first dimension."""
+                       names: tuple[str, ...], where: str, start: Any = None) -> tuple:
+    """``for row in x``: the rows along x's first dimension; with ``start`` (enumerate)
+    the items are ``(start + i, row)``."""
     if x.shape is not None and len(x.shape) == 0:
         raise AutographError("cannot iterate over a scalar tensor", source=where)
     n = _ops.strided_slice_of(_ops.shape(x), 0)
+
+    def item(i: Tensor) -> Any:
+        row = _ops.gather(x, i)
+        if start is None:
+            return row
+        return (i + start if not (isinstance(start, int) and start == 0) else i), row
     return _tensor_loop(None, extra_fn, body_fn, state, names, where, "`for`",
-                        (_ops.constant(0), lambda i: _ops.less(i, n), lambda i: i + 1,
-                         lambda i: _ops.gather(x, i)))
+                        (_ops.constant(0), lambda i: _ops.less(i, n), lambda i: i + 1, item))
