@@ -387,3 +387,12 @@ def test_enumerate_over_a_tensor(functional: bool) -> None:
         mv = np.arange(rows * 2, dtype=np.float32).reshape(rows, 2)
         want = sum(mv[i].sum() * i for i in range(rows)) + 1.0 * 1 + 2.0 * 2
         assert sess.run(out.name, {"m:0": mv}) == want
+
+
+def test_a_tensor_is_not_iterable_outside_autograph() -> None:
+    with B.Graph().as_default():
+        x = B.placeholder("float32", [3])
+        with pytest.raises(TypeError, match="not iterable in Python"):
+            list(x)
+        with pytest.raises(TypeError, match="not iterable in Python"):
+            a, b, c = x
