@@ -51,8 +51,10 @@ def programs(tf):
         y = x
         k = 0
         while y < 100.0:
-            if y > 10.0:
+            if y > 50.0:
                 y = y * 1.5
+            elif y > 10.0:
+                y = y * 2.0
             else:
                 y = y + 7.0
             k += 1
