@@ -122,6 +122,10 @@ def convert(fn: Callable) -> tuple[Callable, str]:
         raise AutographError("`async def` is not supported", source=where)
     if not isinstance(fdef, ast.FunctionDef):
         raise AutographError("autograph needs a function defined with `def`", source=where)
+    if fdef.name != fn.__name__ and fn.__name__ == code.co_name:
+        # inspect reads the file as it is now, by the line the function started at then
+        raise AutographError(f"the source at this line defines '{fdef.name}': the file "
+                             "changed since the function was defined", source=where)
     fdef.decorator_list = []
     _Converter(filename, fdef.name).function(fdef, frozenset())
     freevars = list(code.co_freevars)
