@@ -214,6 +214,9 @@ def test_a_function_without_source_is_refused() -> None:
      "'y' is int32 in the true branch of the `if` and float32 in the false branch"),
     (bad.return_on_one_path, [("float32", [])],
      "a `return` under an `if` with a tensor condition needs a value on both paths"),
+    (bad.return_in_loop_then_none, [("float32", [5]), ("int32", [])],
+     "a `return` inside the `while` loop with a tensor condition at line {while} needs the "
+     "function to end with a `return` on every path"),
 ], ids=lambda v: getattr(v, "__name__", "")[:20] if callable(v) else "")
 @pytest.mark.parametrize("functional", [False, True], ids=["v1", "functional"])
 def test_carrying_errors_name_the_line(fn, inputs, says: str, functional: bool) -> None:

@@ -127,7 +127,7 @@ def convert(fn: Callable) -> tuple[Callable, str]:
         raise AutographError(f"the source at this line defines '{fdef.name}': the file "
                              "changed since the function was defined", source=where)
     fdef.decorator_list = []
-    _Converter(filename, fdef.name).function(fdef, frozenset())
+    _Converter(filename).function(fdef, frozenset())
     freevars = list(code.co_freevars)
     factory = ast.FunctionDef(
         name="_ag_factory",
@@ -284,10 +284,11 @@ def _not_flags(flags: list[str]) -> ast.expr:
 
 
 class _Converter:
-    def __init__(self, filename: str, top: str) -> None:
+    """Rewrites one decorated function (and the functions defined in it) in place."""
+
+    def __init__(self, filename: str) -> None:
         self.filename = filename
-        self.top = top
-        self.counter = 0
+        self.counter = 0      # numbers the generated functions and flags
 
     def where(self, node: ast.AST, fn: str) -> str:
         return f"{self.filename}:{getattr(node, 'lineno', '?')} (in {fn})"
@@ -331,9 +332,13 @@ class _Converter:
         returns = [n for s in body for n in [s, *_walk_scope(s)] if isinstance(n, ast.Return)]
         if not returns or (len(returns) == 1 and body and body[-1] is returns[0]):
             return body
+        # a function that returns on every path may start its return value as a stand-in
+        # that a graph loop can carry (autograph_ops._with_return_placeholder)
+        fill = _always_returns(body)
         new = self._guard(body, ast.Return, "_ag_do_return", fn)
-        return ([_assign("_ag_do_return", _const(False)),
-                 _assign("_ag_retval", _call(_ag("UndefinedReturn"), _const("return value")))]
+        undefined = _call(_ag("UndefinedReturn"), _const("return value"))
+        undefined.keywords.append(ast.keyword(arg="fill", value=_const(fill)))
+        return ([_assign("_ag_do_return", _const(False)), _assign("_ag_retval", undefined)]
                 + new + [ast.Return(value=_call(_ag("retval"), _name("_ag_retval")))])
 
     def _guard(self, stmts: list[ast.stmt], kind: type, flag: str, fn: str) -> list[ast.stmt]:

@@ -83,7 +83,14 @@ Undefined.__hash__ = object.__hash__  # type: ignore[method-assign]
 
 
 class UndefinedReturn(Undefined):
-    """The function's return value before a ``return`` ran: the function returns None."""
+    """The function's return value before a ``return`` ran: the function returns None.
+    ``fill``: the function returns on every path, so a graph loop may carry a stand-in."""
+
+    __slots__ = ("fill",)
+
+    def __init__(self, name: str, why: str = "", fill: bool = False) -> None:
+        super().__init__(name, why)
+        self.fill = fill
 
 
 def ld(value: Any, name: str, where: str) -> Any:
@@ -279,6 +286,8 @@ def _tensor_if(test: Tensor, then_fn: Callable, else_fn: Callable, state: tuple,
                 # probing a loop body for the return value's dtype (_probe_return)
                 out.append(by_pos.get(k, f_val))
                 continue
+            if isinstance(state[k], UndefinedReturn) and state[k].why:
+                raise AutographError(state[k].why, source=where)
             if isinstance(state[k], UndefinedReturn) or names[k] == "_ag_retval":
                 raise AutographError(
                     "a `return` under an `if` with a tensor condition needs a value on "
@@ -334,7 +343,7 @@ def while_stmt(test_fn: Callable, body_fn: Callable, state: tuple, names: tuple[
         state = tuple(body_fn(*state))
 
 
-def _loop_vars(state: tuple, names: tuple[str, ...], where: str, what: str) -> tuple:
+def _loop_vars(state: tuple) -> tuple[list[int], list[Tensor]]:
     """Split the state of a tensor loop: positions carried as loop variables (tensors and
     numbers, numbers made constants), and the rest passed to the body as they are."""
     carried: list[int] = []
@@ -353,8 +362,8 @@ def _tensor_loop(test_fn: Callable | None, extra_fn: Callable | None, body_fn: C
                  iteration: Any = None) -> tuple:
     """One graph while loop. ``iteration``: None for a while statement; for a for
     statement ``(start, limit_test, next_fn, item_fn)`` over an index carried first."""
-    state = _with_return_placeholder(body_fn, state, names, iteration)
-    carried, init = _loop_vars(state, names, where, what)
+    state = _with_return_placeholder(body_fn, state, names, iteration, what, where)
+    carried, init = _loop_vars(state)
     dtypes = [D.base(t.dtype) for t in init]
     n_idx = 0 if iteration is None else 1
     if iteration is not None:
@@ -365,7 +374,7 @@ def _tensor_loop(test_fn: Callable | None, extra_fn: Callable | None, body_fn: C
         for k, t in zip(carried, ts[n_idx:]):
             cur[k] = t
         for k, v in enumerate(cur):
-            if isinstance(v, Undefined) and k not in carried:
+            if type(v) is Undefined and k not in carried:
                 # first assigned inside the loop: a temporary of each iteration
                 cur[k] = Undefined(names[k], f"it is first assigned inside the {what} loop "
                                    f"with a tensor condition {_line(where)}, and read before "
@@ -439,8 +448,10 @@ def _tensor_loop(test_fn: Callable | None, extra_fn: Callable | None, body_fn: C
     for k, v in enumerate(state):
         if isinstance(v, Undefined) and k not in carried:
             if isinstance(v, UndefinedReturn) or names[k] == "_ag_retval":
-                out[k] = UndefinedReturn(names[k], f"a `return` inside the {what} loop with "
-                                         f"a tensor condition {_line(where)} is not supported")
+                out[k] = v if v.why else UndefinedReturn(
+                    names[k], f"a `return` inside the {what} loop with a tensor condition "
+                    f"{_line(where)} could not be given a value before the loop (its dtype "
+                    "and shape must be known when the loop is built)")
                 continue
             out[k] = Undefined(names[k], f"it is first assigned inside the {what} loop with a "
                                f"tensor condition {_line(where)} (which may run zero times); "
@@ -449,7 +460,7 @@ def _tensor_loop(test_fn: Callable | None, extra_fn: Callable | None, body_fn: C
 
 
 def _with_return_placeholder(body_fn: Callable, state: tuple, names: tuple[str, ...],
-                             iteration: Any) -> tuple:
+                             iteration: Any, what: str, where: str) -> tuple:
     """A ``return`` inside a tensor loop: the return value must be a loop variable from the
     start, so it starts as zeros of the dtype and shape the body gives it (found by building
     the body once in a scratch graph, as TensorFlow's AutoGraph does; the scratch graph is
@@ -459,6 +470,13 @@ def _with_return_placeholder(body_fn: Callable, state: tuple, names: tuple[str, 
     k = names.index("_ag_retval")
     if not isinstance(state[k], UndefinedReturn) or state[k].why:
         return state
+    if not state[k].fill:
+        state = list(state)
+        state[k] = UndefinedReturn(names[k], f"a `return` inside the {what} loop with a "
+                                   f"tensor condition {_line(where)} needs the function to end "
+                                   "with a `return` on every path (a graph cannot return None "
+                                   "on some runs)")
+        return tuple(state)
     scratch = Graph()
     _local.probing = getattr(_local, "probing", 0) + 1
     try:

@@ -132,3 +132,11 @@ class Holder:
         if x > 0.0:  # <-
             self.value = x
         return x
+
+
+def return_in_loop_then_none(x, n):
+    i = 0
+    while i < n:
+        if B.gather(x, i) > 3.0:  # <-
+            return i
+        i += 1
