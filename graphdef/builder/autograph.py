@@ -24,15 +24,21 @@ with ``ast`` and rewrites it once, at decoration:
    (found by walking the statement: its *state*), passed to an operator of
    autograph_ops.py (``if_stmt``, ``while_stmt``, ``for_stmt``) that builds ``cond``/
    ``while_loop`` when the condition or iterable is a graph tensor and runs the Python as
-   written otherwise; ``and``/``or``/``not``/``==``/``!=``/``x if c else y`` become
-   operators that do the same;
+   written otherwise; ``range``/``enumerate`` in a ``for``, ``len``, ``and``/``or``/
+   ``not``/``==``/``!=``/``x if c else y`` become operators that do the same;
 4. each local variable starts as an ``Undefined`` and each read of one goes through
    ``ld``, so that a variable a graph branch or loop leaves without a value raises an
    AutographError naming it, the line and the reason when the program reads it.
 
-The rewritten function runs with the original's globals and closure cells. What it refuses
-(``try``, ``yield``, ``async``, ``global``/``nonlocal``, ``del`` of a variable, ``else`` on a
-loop, ``match``) raises an AutographError at decoration, naming the file and line.
+In a graph loop the loop variables are the state's variables that have a value before it
+(a Python number becomes a constant); those without are the iteration's temporaries and
+have no value after the loop. A ``return`` inside a graph loop starts its value as zeros of
+the dtype and shape a scratch build of the body gives it (when the function returns on
+every path). Functions defined inside are rewritten too; functions it calls are not
+(decorate them). The rewritten function runs with the original's globals and closure
+cells. What it refuses (``try``, ``yield``, ``async``, ``global``/``nonlocal``, ``del`` of a
+variable, ``else`` on a loop, ``match``; at run, attribute or item assignment under a tensor
+condition) raises an AutographError naming the file, line and function.
 ``f.autograph_source`` holds the rewritten source.
 """
 
