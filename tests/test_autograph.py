@@ -399,3 +399,19 @@ def test_a_tensor_is_not_iterable_outside_autograph() -> None:
             list(x)
         with pytest.raises(TypeError, match="not iterable in Python"):
             a, b, c = x
+
+
+_SCALE = 3.0
+
+
+def _with_defaults(x: B.Tensor, scale: float = _SCALE, *, k: int = int(_SCALE)) -> B.Tensor:
+    for _ in range(k):
+        x = x * scale
+    return x
+
+
+def test_defaults_and_annotations_keep_their_values() -> None:
+    """They were evaluated once, in the function's module; the rewrite reuses the values."""
+    f = B.autograph(_with_defaults)
+    assert f(1.0) == 27.0 and f(1.0, 2.0, k=2) == 4.0
+    assert f.__annotations__ == _with_defaults.__annotations__

@@ -133,6 +133,13 @@ def convert(fn: Callable) -> tuple[Callable, str]:
         raise AutographError(f"the source at this line defines '{fdef.name}': the file "
                              "changed since the function was defined", source=where)
     fdef.decorator_list = []
+    # defaults and annotations were evaluated when the function was defined: the rewritten
+    # one takes the original's values (evaluating them again here would miss its globals)
+    fdef.args.defaults, fdef.args.kw_defaults = [], [None] * len(fdef.args.kwonlyargs)
+    fdef.returns = None
+    for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs + \
+            [x for x in (fdef.args.vararg, fdef.args.kwarg) if x is not None]:
+        a.annotation = None
     _Converter(filename).function(fdef, frozenset())
     freevars = list(code.co_freevars)
     factory = ast.FunctionDef(
@@ -158,6 +165,7 @@ def convert(fn: Callable) -> tuple[Callable, str]:
     new = types.FunctionType(inner.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
                              closure)
     new.__kwdefaults__ = fn.__kwdefaults__
+    new.__annotations__ = dict(fn.__annotations__)
     new.__qualname__ = fn.__qualname__
     new.__module__ = fn.__module__
     return new, source
