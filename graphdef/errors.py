@@ -62,6 +62,12 @@ class UsageError(DfgError):
     exit_code = 2
 
 
+class AutographError(UsageError):
+    """``builder.autograph`` cannot turn a Python function into graph control flow: a
+    statement it does not support, or a variable a graph loop or branch cannot carry.
+    ``source`` names the file, line and function (``f.py:12 (in collatz)``)."""
+
+
 class GraphLoadError(DfgError):
     """A graph file could not be read or parsed (exit 2: unreadable input)."""
 
@@ -159,7 +165,8 @@ __all__ = [
     "AbortedError",
     "DataLossError",
     "UnavailableError",
-    "DfgError", "UsageError", "GraphLoadError", "UnsupportedDTypeError", "InvalidGraphError",
+    "DfgError", "UsageError", "AutographError", "GraphLoadError", "UnsupportedDTypeError",
+    "InvalidGraphError",
     "OpError", "CancelledError", "InvalidArgumentError", "MissingFeedError",
     "DeadlineExceededError",
     "NotFoundError", "ResourceExhaustedError", "FailedPreconditionError", "OutOfRangeError",

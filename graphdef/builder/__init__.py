@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from .autograph import autograph
 from .control_flow import cond, merge, switch, while_loop
 from .core import Graph, Operation, Tensor, get_default_graph, reset_default_graph
 from .function import Function, function
@@ -53,5 +54,5 @@ __all__ = [
     "global_variables", "trainable_variables", "global_variables_initializer",
     "variables_initializer", "cond", "switch", "merge", "while_loop", "apply_op", "group",
     "name_scope", "control_dependencies", "device", "colocate_with", "gradients",
-    "import_graph_def", "unroll_loops",
+    "import_graph_def", "unroll_loops", "autograph",
 ]

@@ -61,6 +61,11 @@ class Tensor:
         # TensorFlow refuses too: a Python `if` would pick one branch at build time
         raise TypeError("a graph Tensor has no truth value; use builder.cond for a branch")
 
+    def __iter__(self) -> Any:
+        # without it Python iterates through __getitem__ (a StridedSlice per index) forever
+        raise TypeError("a graph Tensor is not iterable in Python; loop over it with "
+                        "builder.while_loop or in a function decorated with builder.autograph")
+
     # operator overloading lives in ops.py (installed on this class there)
 
 
