@@ -129,3 +129,24 @@ def test_build_while_example_runs(tmp_path) -> None:
         assert sess.run("outer/Exit_1:0", {"n:0": n}) == sum(i * i for i in range(n))
     # the committed copy is what the script writes
     assert out.read_text() == (ROOT / "examples" / "build_while.pbtxt").read_text()
+
+
+def test_cond_branch_returning_a_loop_variable_unchanged_inside_a_while():
+    """A cond branch in a while body that returns a loop variable as it is: its Switch is
+    made in the loop's frame (it was built outside it, and dfg validate found a second Enter
+    of the frame). a doubles while above 1, three times: 1.5 -> 12, 0.5 stays."""
+    import numpy as np
+
+    from dfg.executor import Session
+    from dfg.graphdef import builder as B
+
+    g = B.Graph()
+    with g.as_default():
+        x = B.placeholder("float32", [], name="x")
+        r = B.while_loop(lambda i, a: i < 3,
+                         lambda i, a: (i + 1, B.cond(a > 1.0, lambda: a * 2.0, lambda: a)),
+                         [B.constant(0), x])
+    gd = g.as_graph_def()
+    with Session(gd) as s:
+        assert s.run(r[1].name, {"x:0": np.float32(1.5)}) == 12.0
+        assert s.run(r[1].name, {"x:0": np.float32(0.5)}) == 0.5

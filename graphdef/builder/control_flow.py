@@ -159,6 +159,11 @@ class CondContext(_Context):
                 real = self.outer.add_value(v)
             with self.outside(control_deps=True):
                 real = _switch_colocated(real, self.pred)[self.branch]
+            # the Switch belongs to the enclosing context (a loop's frame): registered there,
+            # as an op built inside it, it gets the loop's Enter for outside inputs
+            real.op.ctxt = self.outer
+            if self.outer is not None:
+                self.outer.add_inner_op(real.op)
             self.external[v.name] = real
             return real
         return self.external.get(v.name, v)
