@@ -77,34 +77,39 @@ def main() -> None:
     ap.add_argument("--cpu", action="store_true")
     args = ap.parse_args()
     clock = time.thread_time if args.cpu else time.perf_counter
+    names = args.cases.split(",")
     with tempfile.TemporaryDirectory() as tmp:
-        mods = [_import(_farm(t.resolve(), Path(tmp))) for t in args.trees]
-        print(f"{'case':24}" + "".join(f" {t.name[:22]:>22}" for t in args.trees)
-              + "   (min / median ms)")
-        for name in args.cases.split(","):
-            d = _case(name)
-            fetch, feed, setup = timed_step(d)
-            graph = d / "graph.pbtxt" if (d / "graph.pbtxt").exists() else d / "graph.pb"
-            sessions = []
-            for Session, load_graph in mods:
+        # each tree's Sessions are made and warmed before the next tree is imported: lazy
+        # imports inside dfg's functions resolve to whatever tree ``dfg`` names at the time
+        sessions: dict[str, list] = {n: [] for n in names}
+        steps = {}
+        for t in args.trees:
+            Session, load_graph = _import(_farm(t.resolve(), Path(tmp)))
+            for name in names:
+                d = _case(name)
+                fetch, feed, setup = steps[name] = timed_step(d)
+                graph = d / "graph.pbtxt" if (d / "graph.pbtxt").exists() else d / "graph.pb"
                 s = Session(load_graph(graph), threads=args.threads, programs=args.programs)
                 for targets, f in setup:
                     s.run([], f, targets=targets)
                 for _ in range(5):
                     s.run(fetch, feed)
-                sessions.append(s)
-            times: list[list[float]] = [[] for _ in sessions]
+                sessions[name].append(s)
+        print(f"{'case':24}" + "".join(f" {t.name[:22]:>22}" for t in args.trees)
+              + "   (min / median ms)")
+        for name in names:
+            fetch, feed, _ = steps[name]
+            times: list[list[float]] = [[] for _ in args.trees]
             for _ in range(args.iters):
-                for k, s in enumerate(sessions):
+                for k, s in enumerate(sessions[name]):
                     t0 = clock()
                     s.run(fetch, feed)
                     times[k].append(clock() - t0)
-            for s in sessions:
+            for s in sessions[name]:
                 s.close()
             print(f"{name:24}" + "".join(
                 f" {min(t) * 1e3:10.2f} /{statistics.median(t) * 1e3:9.2f}" for t in times),
                 flush=True)
-
 
 if __name__ == "__main__":
     main()
