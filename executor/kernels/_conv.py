@@ -381,6 +381,7 @@ class _ConvPlan:
     idx: np.ndarray | None = None
     fill_row: bool = False
     native: bool = False    # the compiled direct convolution pays (when it is built)
+    window: Any = None      # "depthwise": its DepthwiseConv2dNative plan (_WindowPlan)
 
 
 def tiles_exactly(g: Geom) -> bool:
@@ -411,6 +412,13 @@ def _conv_plan(x_shape: tuple[int, ...], f_shape: tuple[int, ...], itemsize: int
     if min(g.n, g.oh, g.ow, oc) == 0 or g.c == 0:
         return _ConvPlan(g, oc, groups, "empty")
     if groups > 1:
+        # one input channel per group (Keras ConvNeXt's 7x7 "depthwise" Conv2D): the filter
+        # (KH, KW, 1, C*mult) is DepthwiseConv2dNative's (KH, KW, C, mult), output channel
+        # c*mult + m in both; per group matmuls cost a Python loop turn per channel
+        if fc == 1:
+            return _ConvPlan(g, oc, groups, "depthwise", window=_depthwise_plan(
+                x_shape, (kh, kw, g.c, oc // g.c), itemsize, strides, padding, dilations,
+                fmt, explicit))
         return _ConvPlan(g, oc, groups, "grouped")
     native = _native_pays(g, oc)
     if kh == kw == 1 and not g.padded:
@@ -465,8 +473,23 @@ def conv2d_nhwc(x: np.ndarray, f: np.ndarray, strides: Any, padding: Any,
 
     ``strides``/``dilations``/``explicit_paddings`` are read in ``data_format`` order.
     """
-    p = _conv_plan(x.shape, f.shape, x.dtype.itemsize, _key(strides), padding,
-                   _key(dilations), data_format, _key(explicit_paddings))
+    return conv2d_planned(x, f, conv2d_plan(x.shape, f.shape, x.dtype.itemsize, strides,
+                                            padding, dilations, data_format,
+                                            explicit_paddings))
+
+
+def conv2d_plan(x_shape: tuple[int, ...], f_shape: tuple[int, ...], itemsize: int,
+                strides: Any, padding: Any, dilations: Any = (1, 1, 1, 1),
+                data_format: str = "NHWC", explicit_paddings: Any = ()) -> _ConvPlan:
+    """How :func:`conv2d_nhwc` convolves inputs of these shapes (geometry, method): a kernel
+    may keep it (``KernelContext.memo``) and call :func:`conv2d_planned` while the shapes
+    stay the same."""
+    return _conv_plan(x_shape, f_shape, itemsize, _key(strides), padding, _key(dilations),
+                      data_format, _key(explicit_paddings))
+
+
+def conv2d_planned(x: np.ndarray, f: np.ndarray, p: _ConvPlan) -> np.ndarray:
+    """:func:`conv2d_nhwc` by plan ``p`` (from :func:`conv2d_plan` for these shapes)."""
     g, oc = p.g, p.oc
     if p.native and x.dtype == _F32 and f.dtype == _F32 and _native.enabled():
         return _native.conv2d_nhwc_f32(x, f, g)
@@ -482,6 +505,9 @@ def conv2d_nhwc(x: np.ndarray, f: np.ndarray, strides: Any, padding: Any,
         return _conv_taps(x, f, g, oc)
     if p.mode == "empty":
         return np.zeros((g.n, g.oh, g.ow, oc), x.dtype)
+    if p.mode == "depthwise":
+        kh, kw = f.shape[:2]
+        return depthwise_planned(x, f.reshape(kh, kw, g.c, oc // g.c), p.window)
     return _conv_im2col(x, f, g, oc, p.groups)
 
 
@@ -570,13 +596,29 @@ def depthwise_conv2d(x: np.ndarray, filter: np.ndarray, strides: Sequence[int], 
     check_rank(filter, 4, "filter")
     x, f, dt = same_dtype(x, filter)
     xn = to_nhwc(x, fmt)
-    kh, kw, c, mult = f.shape
-    p = _depthwise_plan(xn.shape, f.shape, x.dtype.itemsize, _key(strides), padding,
-                        _key(dilations), fmt, _key(explicit_paddings))
+    p = depthwise_plan(xn.shape, f.shape, x.dtype.itemsize, strides, padding, dilations, fmt,
+                       explicit_paddings)
+    return from_nhwc(depthwise_planned(xn, f, p), fmt).astype(dt, copy=False)
+
+
+def depthwise_plan(x_shape: tuple[int, ...], f_shape: tuple[int, ...], itemsize: int,
+                   strides: Any, padding: Any, dilations: Any = (1, 1, 1, 1),
+                   data_format: str = "NHWC", explicit_paddings: Any = ()) -> _WindowPlan:
+    """How :func:`depthwise_planned` convolves inputs of these shapes (``x_shape`` in
+    ``data_format``): a kernel may keep it while the shapes stay the same."""
+    return _depthwise_plan(x_shape, f_shape, itemsize, _key(strides), padding,
+                           _key(dilations), data_format, _key(explicit_paddings))
+
+
+def depthwise_planned(xn: np.ndarray, f: np.ndarray, p: _WindowPlan) -> np.ndarray:
+    """The depthwise convolution of NHWC ``xn`` (in its compute dtype) by plan ``p``: NHWC
+    out, in ``xn``'s dtype."""
     g = p.g
+    x = xn
+    kh, kw, c, mult = f.shape
     if mult == 1 and p.mode != "empty" and xn.dtype == _F32 and f.dtype == _F32 \
             and _native.enabled():
-        return from_nhwc(_native.depthwise_nhwc_f32(xn, f, g), fmt).astype(dt, copy=False)
+        return _native.depthwise_nhwc_f32(xn, f, g)
     if p.mode == "gather":
         cols = _gather(xn, p.idx, p.fill_row, 0).reshape(-1, kh * kw, c)
         if mult == 1:
@@ -601,8 +643,7 @@ def depthwise_conv2d(x: np.ndarray, filter: np.ndarray, strides: Sequence[int], 
                 out += tmp
     else:
         out = np.zeros((g.n, g.oh, g.ow, c * mult), x.dtype)
-    out = out.reshape(g.n, g.oh, g.ow, c * mult)
-    return from_nhwc(out, fmt).astype(dt, copy=False)
+    return out.reshape(g.n, g.oh, g.ow, c * mult)
 
 
 # ----------------------------------------------------------------------------------------------

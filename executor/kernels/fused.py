@@ -209,9 +209,12 @@ def _native_epilogue(ctx: KernelContext, f: np.ndarray, args: tuple[np.ndarray, 
 
 def _conv_call(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
                f: np.ndarray, args: tuple[np.ndarray, ...]) -> np.ndarray:
-    first, add, act = _plan(ctx, args)
-    fmt = ctx.attrs.get("data_format", "NHWC") or "NHWC"
-    if fn is nn.conv2d_of and fmt == "NHWC":
+    m = ctx.memo
+    if m is None or m[0] != x.shape or m[1] != f.shape or m[2] is not x.dtype \
+            or m[3] is not f.dtype or m[4] != len(args):
+        m = _conv_call_plan(fn, ctx, x, f, args)
+    first, add, act, fmt, p = m[5:]
+    if fn is nn.conv2d_of and fmt == "NHWC" and (p is None or p.native):
         ep = _native_epilogue(ctx, f, args, first, add, act)
         if ep is not None:
             a = ctx.attrs
@@ -220,8 +223,38 @@ def _conv_call(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
                                           a.get("explicit_paddings"), ep)
             if y is not None:
                 return y
-    y = fn(ctx.attrs, x, f)
+    if p is None:
+        y = fn(ctx.attrs, x, f)
+        return _epilogue(ctx, y, args, first, add, act, fmt, (x, f))
+    if fn is nn.conv2d_of:
+        y = _conv.conv2d_planned(x, f, p)
+        if p.mode == "gemm" and first == "BiasAdd" and not add:
+            # a 1x1 convolution (DenseNet's, MobileNet's pointwise ones) is one matmul into
+            # a fresh array: the bias and activation go straight on, as _epilogue would
+            # apply them (same ufuncs, same operands), without its checks of the general case
+            b = args[0]
+            if type(b) is np.ndarray and b.dtype is y.dtype and b.shape == (p.oc,):
+                np.add(y, b, out=y)
+                if act is not None:
+                    ACTIVATIONS[act](y, ctx)
+                return y
+    else:
+        y = _conv.depthwise_planned(x, f, p)
     return _epilogue(ctx, y, args, first, add, act, fmt, (x, f))
+
+
+def _conv_call_plan(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
+                    f: np.ndarray, args: tuple[np.ndarray, ...]) -> tuple:
+    """What a fused convolution node keeps in ``ctx.memo`` for inputs of these shapes and
+    dtypes: the fused ops (``_plan``), the data format, and the convolution's plan (None:
+    the general path, which raises what is wrong)."""
+    first, add, act = _plan(ctx, args)
+    fmt = ctx.attrs.get("data_format", "NHWC") or "NHWC"
+    ctx.memo = None     # nn's kernels keep their own plan there: not while fused
+    p = nn.planned_conv(ctx, x, f, _conv.conv2d_plan if fn is nn.conv2d_of
+                        else _conv.depthwise_plan)
+    m = ctx.memo = (x.shape, f.shape, x.dtype, f.dtype, len(args), first, add, act, fmt, p)
+    return m
 
 
 @kernel("_FusedConv2D", heavy=True, blas=True)

@@ -70,25 +70,56 @@ def _geometry(ctx: KernelContext, fmt: str, x_shape: tuple[int, ...], kh: int,
 # Convolutions
 
 
+_PLANNED = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def planned_conv(ctx: KernelContext, x: np.ndarray, f: np.ndarray, plan: Any) -> Any:
+    """The convolution plan ``ctx.memo`` keeps for a NHWC float32/float64 node whose inputs
+    have these shapes and dtypes: made once by ``plan(x_shape, f_shape, itemsize, strides,
+    padding, dilations, "NHWC", explicit_paddings)`` and kept while they stay the same (a
+    convolution's wrapper checks and geometry cost more than a small convolution itself).
+    None where the general path runs (other formats, dtypes or ranks: it raises the
+    errors)."""
+    m = ctx.memo
+    if m is not None and m[0] is plan and m[1] == x.shape and m[2] == f.shape \
+            and m[3] is x.dtype and m[4] is f.dtype:
+        return m[5]
+    a = ctx.attrs
+    if (a.get("data_format") or "NHWC") != "NHWC" or x.ndim != 4 or f.ndim != 4 \
+            or x.dtype not in _PLANNED or f.dtype != x.dtype:
+        return None
+    p = plan(x.shape, f.shape, x.dtype.itemsize, a.get("strides"), a.get("padding"),
+             a.get("dilations"), "NHWC", a.get("explicit_paddings"))
+    ctx.memo = (plan, x.shape, f.shape, x.dtype, f.dtype, p)
+    return p
+
+
 @kernel("Conv2D", heavy=True, blas=True)
 def conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    p = planned_conv(ctx, x, f, _conv.conv2d_plan)
+    if p is not None:
+        return _conv.conv2d_planned(x, f, p)
     return conv2d_of(ctx.attrs, x, f)
 
 
 def conv2d_of(a: dict, x: np.ndarray, f: np.ndarray) -> np.ndarray:
     """Conv2D of ``x`` by ``f`` with the window attributes ``a`` (Conv2D's, or a fused
-    convolution's)."""
+    convolution's): the general path, which raises what is wrong."""
     return _conv.conv2d(x, f, a.get("strides"), a.get("padding"), a.get("dilations"),
                         a.get("data_format") or "NHWC", a.get("explicit_paddings"))
 
 
 @kernel("DepthwiseConv2dNative", heavy=True)
 def depthwise_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    p = planned_conv(ctx, x, f, _conv.depthwise_plan)
+    if p is not None:
+        return _conv.depthwise_planned(x, f, p)
     return depthwise_conv2d_of(ctx.attrs, x, f)
 
 
 def depthwise_conv2d_of(a: dict, x: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """DepthwiseConv2dNative of ``x`` by ``f`` with the window attributes ``a``."""
+    """DepthwiseConv2dNative of ``x`` by ``f`` with the window attributes ``a``: the general
+    path."""
     return _conv.depthwise_conv2d(x, f, a.get("strides"), a.get("padding"),
                                   a.get("dilations"), a.get("data_format") or "NHWC",
                                   a.get("explicit_paddings"))

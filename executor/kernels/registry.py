@@ -251,7 +251,7 @@ class KernelContext:
     """What a kernel may know about its node and run. Built by the executor per node."""
 
     __slots__ = ("node", "op", "attrs", "output_dtypes", "input_dtypes", "resources", "step",
-                 "frame", "deadline", "max_bytes")
+                 "frame", "deadline", "max_bytes", "memo")
 
     def __init__(self, node: str, op: str, attrs: dict[str, Any],
                  output_dtypes: list[Any] | None = None, input_dtypes: list[Any] | None = None,
@@ -267,6 +267,11 @@ class KernelContext:
         self.frame = frame          # (frame name, iteration) the node runs in, if any
         self.deadline = deadline    # time.monotonic() the step must end by, if any
         self.max_bytes = max_bytes  # the step's memory budget (executor/limits.py), if any
+        # what the kernel derived from its attrs and its inputs' shapes and dtypes (never
+        # their values): a stateless node's context serves every run of a plan, so a kernel
+        # that keeps its plan here (a convolution's geometry) redoes it only when the shapes
+        # change. Replaced whole, never mutated: concurrent steps see one plan or the other.
+        self.memo: Any = None
 
 
 def invoke(op: str, *inputs: Any, attrs: dict[str, Any] | None = None,
