@@ -100,6 +100,11 @@ CONV_CASES = [
     ((2, 38, 38, 3), (7, 7, 3, 8), (2, 2), (1, 1), "VALID", None, "im2col"),
     ((1, 40, 40, 3), (3, 3, 3, 4), (1, 1), (1, 1), "SAME", None, "im2col"),
     ((2, 6, 6, 8), (3, 3, 4, 6), (1, 1), (1, 1), "SAME", None, "grouped"),
+    # one input channel per group (Keras ConvNeXt's 7x7 convs): the depthwise kernels
+    ((2, 9, 9, 6), (3, 3, 1, 6), (1, 1), (1, 1), "SAME", None, "depthwise"),
+    ((1, 8, 7, 5), (3, 3, 1, 10), (2, 1), (1, 1), "SAME", None, "depthwise"),
+    ((1, 12, 12, 4), (3, 3, 1, 4), (1, 1), (2, 2), "VALID", None, "depthwise"),
+    ((2, 40, 40, 8), (7, 7, 1, 8), (1, 1), (1, 1), "SAME", None, "depthwise"),
 ]
 
 
