@@ -1,11 +1,13 @@
 """The whole performance table, dfg against TensorFlow in the same run (issue #12).
 
     python benchmarks/table.py [--tf-python /tmp/tfvenv/bin/python] [--threads 2]
-                               [--rounds 3] [--iters 10] [--only bench,zoo,tf2,cold] [--json]
+                               [--rounds 3] [--iters 10] [--only bench,zoo,tf2,rnn,cold] [--json]
 
 Cases: every ``bench`` case of tests/data/conformance and tests/data/bench (the issue's
 nested loops, MLP, ResNet-style, Transformer encoder and U-Net), every keras.applications
-model of the zoo (tests/data/models) and the TF2 loop cases (tests/data/tf2). For each, ``--rounds``
+model of the zoo (tests/data/models), the TF2 loop cases (tests/data/tf2) and the recurrent
+models (``rnn``: Keras LSTM/GRU/Bidirectional/SimpleRNN functional and lowered, an LSTM
+classifier, a TF1 ``dynamic_rnn`` LSTM, a scalar while with a Cast). For each, ``--rounds``
 alternating rounds (dfg, then TensorFlow in a subprocess of its own environment), each the
 median of ``--iters`` warm steps; the table shows the median over rounds and the ratio
 dfg/TF (below 1: dfg is faster). Then the cold timings: ``dfg run`` of the README's example as
@@ -38,6 +40,11 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 TF2_LOOPS = ("tf2_stateless_while", "tf2_nested_while", "tf2_while_stateful", "tf2_scan",
              "tf2_map_fn", "tf2_if_in_while", "tf2_keras_lstm_lowered", "tf2_keras_gru_lowered")
+# recurrent models (issue #32): the Keras layers functional and lowered, then the bench cases
+# of tests/data/bench that hold a recurrent network and the scalar while with a Cast
+RNN_TF2 = tuple(f"tf2_keras_{k}{lo}" for k in ("lstm", "gru", "bidirectional_lstm", "simple_rnn")
+                for lo in ("", "_lowered"))
+RNN_BENCH = ("bench_lstm_classifier", "bench_dynamic_rnn_lstm", "bench_while_cast_10k")
 
 # dfg/TF ratios the issue measured before the work on it (issue #12's text), for the cases
 # that are the same graphs here
@@ -51,7 +58,8 @@ def cases(groups: set[str]) -> list[tuple[str, Path]]:
     if "bench" in groups:
         for d in [*sorted((DATA / "conformance").glob("*/case.json")),
                   *sorted((DATA / "bench").glob("*/case.json"))]:
-            if "bench" in json.loads(d.read_text())["features"]:
+            if "bench" in json.loads(d.read_text())["features"] and \
+                    d.parent.name not in RNN_BENCH:
                 out.append(("bench", d.parent))
     if "zoo" in groups:
         for d in sorted((DATA / "models").glob("*/case.json")):
@@ -61,6 +69,13 @@ def cases(groups: set[str]) -> list[tuple[str, Path]]:
         for name in TF2_LOOPS:
             if (DATA / "tf2" / name / "case.json").exists():
                 out.append(("tf2", DATA / "tf2" / name))
+    if "rnn" in groups:
+        for name in RNN_TF2:
+            if (DATA / "tf2" / name / "case.json").exists():
+                out.append(("rnn", DATA / "tf2" / name))
+        for name in RNN_BENCH:
+            if (DATA / "bench" / name / "case.json").exists():
+                out.append(("rnn", DATA / "bench" / name))
     return out
 
 
@@ -149,7 +164,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=10)
-    ap.add_argument("--only", default="bench,zoo,tf2,cold")
+    ap.add_argument("--only", default="bench,zoo,tf2,rnn,cold")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     held = None if args.keep_blas_env else _blas_kernels_held_back()

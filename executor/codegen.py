@@ -17,7 +17,14 @@ ufunc call on 0-d arrays; on anything else the guard falls back to the kernel. S
 from 0-d constants (converted once, at compile time), from 0-d inputs at program entry and
 from 0-d kernel outputs read by scalar forms; they are turned back into 0-d arrays (``A``)
 before any other kernel sees them and on the way out, so kernels and callers only ever see
-arrays.
+arrays. A value copied between slots (a loop variable's next value, a cond's Merge, an Exit)
+is converted where it is computed, never on the copy: a loop's back edge costs an assignment.
+
+Arrays are kept cheap too: a kernel with an array form (``registry.ArrayForm``: the kernel's
+own core, ``np.add`` for a float AddV2, the cell's MatMul, BiasAdd, Sigmoid, Tanh) is called
+directly on the slots, its result taken when it is an ndarray of the output's dtype; anything
+else falls back to the kernel call. An RNN cell's step is then a dozen NumPy calls, without
+the kernel call's bookkeeping around each (about a microsecond apiece).
 """
 
 from __future__ import annotations
@@ -27,11 +34,15 @@ from typing import Any
 
 import numpy as np
 
-from .kernel_call import call
+from .kernel_call import call, fits
 from .program_ir import If, KernelStep, LoopIR, Select, kernel_steps
 
 # NumPy scalar types the scalar forms handle (numeric and bool; not strings or objects)
 SCALAR_TYPES = frozenset(np.dtype(c).type for c in "?bBhHiIlLqQefd")
+# what a scalar form's ``{out}`` becomes: the output's NumPy scalar type by name (T_float32),
+# bound in generated code's globals as FORM_ENV says
+FORM_ENV = {f"T_{np.dtype(c).name}": np.dtype(c).type for c in "?bBhHiIlLqQefd"}
+FORM_ENV.update({f"NZ_{np.dtype(c).name}": np.dtype(c).type(-0.0) for c in "efd"})
 
 # Above this many steps a straight-line program stays interpreted: compiling a function
 # with tens of thousands of locals costs more than it saves on one step.
@@ -54,7 +65,27 @@ def scalar_form(item: Any) -> str | None:
     """The expression generated code computes ``item`` with on NumPy scalars, if its kernel has
     a scalar form valid for the node's input dtypes (``ScalarForm.applies``); else None."""
     form = item.spec.scalar if item.num_outputs == 1 else None
-    return form.expr if form is not None and form.applies(item.input_dtypes) else None
+    if form is None or not form.applies(item.input_dtypes, item.out_types, item.attrs):
+        return None
+    expr = form.text(item.input_dtypes, item.out_types)
+    if "{out}" in expr or "{nz_out}" in expr:
+        name = item.out_dtypes[0].name
+        expr = expr.replace("{out}", f"T_{name}").replace("{nz_out}", f"NZ_{name}")
+    return expr
+
+
+def array_form(item: Any) -> Callable[..., Any] | None:
+    """The function generated code calls on ``item``'s input arrays instead of its kernel
+    call (``OpSpec.array``, ``ArrayForm.function``), if the op has one for the node's input
+    dtypes and attrs and the kernel call would add nothing to it: one output, not bfloat16
+    (rounded by the call), no input that may be a ref (dereferenced by the call), stateless.
+    Its result is taken only when it is an ndarray of the output's dtype; else the kernel
+    runs (and gives the result, or the error naming the node)."""
+    form = item.spec.array if item.num_outputs == 1 else None
+    if form is None or item.bf16_out or item.deref or item.stateful \
+            or item.out_dtypes[0] is None:
+        return None
+    return form.function(item.input_dtypes, item.attrs)
 
 
 class Emitter:
@@ -63,9 +94,23 @@ class Emitter:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.kernels: list[Any] = []    # K[i]: the i-th kernel step's item
+        self.env: dict[str, Any] = {}   # further globals: array forms, output dtypes
+        # slots that always hold a NumPy scalar of SCALAR_TYPES: 0-d constants converted at
+        # compile time, never written by the function (a scalar form reading one needs no
+        # type test for it)
+        self.scalar_consts: set[int] = set()
+        # slots that may hold a NumPy scalar (None: any): a kernel reading any other needs no
+        # conversion to an array (``A``)
+        self.maybe_scalar: set[int] | None = None
 
     def line(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
+
+    def arg(self, slot: int) -> str:
+        """A slot as a kernel's argument: an array."""
+        if self.maybe_scalar is not None and slot not in self.maybe_scalar:
+            return f"s{slot}"
+        return f"A(s{slot})"
 
     def steps(self, depth: int, steps: list[KernelStep], scalar_read: set[int],
               free: bool) -> None:
@@ -76,20 +121,36 @@ class Emitter:
             i = len(self.kernels)
             self.kernels.append(item)
             names = [f"s{a}" for a in args]
-            generic = f"call(K[{i}], [{', '.join(f'A({n})' for n in names)}], C[{i}])"
+            generic = f"call(K[{i}], [{', '.join(self.arg(a) for a in args)}], C[{i}])"
             form = scalar_form(item)
+            fn = array_form(item) if args else None
             conv = "S" if out in scalar_read else ""
             if form is not None and args:
-                guard = " and ".join(f"{n}.__class__ in SC" for n in names)
-                self.line(depth, f"s{out} = ({form.format(*names)}) if {guard} else "
-                                 f"{conv}({generic}[0])")
+                guard = " and ".join(f"{n}.__class__ in SC" for n, a in zip(names, args)
+                                     if a not in self.scalar_consts)
+                if not guard:
+                    self.line(depth, f"s{out} = {form.format(*names)}")
+                    continue
+                if fn is None:
+                    self.line(depth, f"s{out} = ({form.format(*names)}) if {guard} else "
+                                     f"{conv}({generic}[0])")
+                    continue
+                # scalars take the form, arrays the array form (the kernel otherwise)
+                self.line(depth, f"if {guard}:")
+                self.line(depth + 1, f"s{out} = {form.format(*names)}")
+                self.line(depth, "else:")
+                self.array_step(depth + 1, i, item, args, out, fn, f"{conv}({generic}[0])")
                 continue
-            self.line(depth, "if ctl.error is not None: raise ctl.error")
-            if item.num_outputs == 1:
+            if fn is not None:
+                self.array_step(depth, i, item, args, out, fn, f"{conv}({generic}[0])")
+            elif item.num_outputs == 1:
+                self.line(depth, "if ctl.error is not None: raise ctl.error")
                 self.line(depth, f"s{out} = {conv}({generic}[0])")
             elif item.num_outputs == 0:
+                self.line(depth, "if ctl.error is not None: raise ctl.error")
                 self.line(depth, generic)
             else:
+                self.line(depth, "if ctl.error is not None: raise ctl.error")
                 self.line(depth, f"_r = {generic}")
                 for k in range(item.num_outputs):
                     c = "S" if out + k in scalar_read else ""
@@ -98,9 +159,31 @@ class Emitter:
                 for s in frees:
                     self.line(depth, f"s{s} = None")
 
+    def array_step(self, depth: int, i: int, item: Any, args: tuple, out: int,
+                   fn: Callable[..., Any], fallback: str) -> None:
+        """Kernel step ``i`` as its array form ``fn`` on the arrays, its result taken when it
+        is an ndarray of the output dtype (the memory budget checked first, as the kernel
+        call does), else ``fallback`` (the kernel call)."""
+        self.env[f"AF{i}"], self.env[f"OD{i}"] = fn, item.out_dtypes[0]
+        # a NumPy scalar among them is taken as its 0-d array would be (NumPy's scalars
+        # keep their dtype; tests/test_fast_paths.py checks the forms on both)
+        arrays = ", ".join(f"s{a}" for a in args)
+        core = f"AF{i}({arrays})"
+        if item.size_check is not None:
+            sized = ", ".join(self.arg(a) for a in args)
+            core = f"{core} if FITS(K[{i}], [{sized}], C[{i}]) else None"
+        self.line(depth, "if ctl.error is not None: raise ctl.error")
+        self.line(depth, "try:")
+        self.line(depth + 1, f"_o = {core}")
+        self.line(depth, "except Exception:")
+        self.line(depth + 1, "_o = None")
+        self.line(depth, f"s{out} = _o if _o.__class__ is ND and _o.dtype is OD{i} "
+                         f"else {fallback}")
+
     def compile(self, name: str, params: str) -> Callable:
         src = f"def {name}({params}):\n" + "\n".join(self.lines) + "\n"
-        env = {"call": call, "A": to_array, "S": to_scalar, "SC": SCALAR_TYPES}
+        env = {"call": call, "A": to_array, "S": to_scalar, "SC": SCALAR_TYPES,
+               "ND": np.ndarray, "FITS": fits, **FORM_ENV, **self.env}
         exec(compile(src, f"<dfg {name}>", "exec"), env)  # noqa: S102 - our own source
         fn = env[name]
         fn.source = src
@@ -116,6 +199,42 @@ def scalar_reads(steps: list[KernelStep]) -> set[int]:
     return out
 
 
+def _copies(loops: list[LoopIR]) -> list[tuple[int, int]]:
+    """(destination, source) of every copy between slots in a loop nest: a loop variable's
+    first and next values (and value_index), the two sides of a cond's Merge, an Exit's last
+    value."""
+    copies: list[tuple[int, int]] = []
+
+    def selects(stmts: list) -> None:
+        for st in stmts:
+            if type(st) is Select:
+                copies.extend([(st.out, st.a), (st.out, st.b)])
+            elif type(st) is If:
+                selects(st.block)
+
+    for lp in loops:
+        for vs, ix, init, nx, i0, i1 in lp.merges:
+            copies += [(vs, init), (vs, nx)]
+            if ix is not None:
+                copies += [(ix, i0), (ix, i1)]
+        copies += lp.exit_copies
+        selects(lp.pre)
+        selects(lp.body)
+    return copies
+
+
+def _close(slots: set[int], edges: list[tuple[int, int]]) -> None:
+    """Add to ``slots`` every ``b`` of an edge ``(a, b)`` whose ``a`` is in it,
+    transitively."""
+    grew = True
+    while grew:
+        grew = False
+        for a, b in edges:
+            if a in slots and b not in slots:
+                slots.add(b)
+                grew = True
+
+
 def template_line(em: Emitter, slots: list[Any], scalar_read: set[int]) -> list[Any]:
     """Prologue assigning every slot from T (constants; None elsewhere); 0-d constants read by
     scalar forms are stored as scalars. Returns T."""
@@ -123,6 +242,7 @@ def template_line(em: Emitter, slots: list[Any], scalar_read: set[int]) -> list[
          for k, v in enumerate(slots)]
     for k in range(len(slots)):
         em.line(1, f"s{k} = T[{k}]")
+    em.scalar_consts = {k for k, v in enumerate(t) if v.__class__ in SCALAR_TYPES}
     return t
 
 
@@ -134,6 +254,7 @@ def compile_straight_line(prog: Any) -> tuple[Callable, list[Any], list[Any]] | 
     em = Emitter()
     reads = scalar_reads(prog.steps)
     t = template_line(em, prog.template, reads)
+    em.maybe_scalar = reads | {st.out for st in prog.steps if scalar_form(st.item)}
     for j, slot in enumerate(prog.feed_slots.values()):
         em.line(1, f"s{slot} = {'S' if slot in reads else ''}(F[{j}])")
     em.steps(1, prog.steps, reads, free=True)
@@ -148,9 +269,24 @@ def compile_loop(prog: Any) -> tuple[Callable, list[Any], list[Any]]:
     the Enters' values): its loop, the loops nested in it and the conds in their bodies, as
     nested ``while``/``if`` statements of one function."""
     em = Emitter()
-    reads = scalar_reads(list(kernel_steps([prog.loop])))
-    # a value written where a scalar form reads it is converted on the way in
+    steps = list(kernel_steps([prog.loop]))
+    reads = scalar_reads(steps)
+    copies = _copies(prog.loops)
+    _close(reads, [(dst, src) for dst, src in copies])
+    # a value written where a scalar form reads it is converted on the way in: by the step
+    # that computes it (or the template, or the program's entry), so copies between slots
+    # (a loop variable's next value, a cond's Merge, an Exit) never convert
     t = template_line(em, prog.template, reads)
+    assigned = {st.out + k for st in steps for k in range(st.item.num_outputs)}
+    assigned.update(prog.enter_slots)
+    for lp in prog.loops:
+        assigned.update(m[0] for m in lp.merges)
+        assigned.update(m[1] for m in lp.merges if m[1] is not None)
+        assigned.update(dst for dst, _src in lp.exit_copies)
+    em.scalar_consts -= assigned
+    # what may hold a scalar: what is converted, what scalar forms compute, copies of those
+    em.maybe_scalar = reads | {st.out for st in steps if scalar_form(st.item)}
+    _close(em.maybe_scalar, [(src, dst) for dst, src in copies])
     for k, slot in enumerate(prog.enter_slots):
         em.line(1, f"s{slot} = {'S' if slot in reads else ''}(E[{k}])")
     for lp in prog.loops:
@@ -166,14 +302,13 @@ def compile_loop(prog: Any) -> tuple[Callable, list[Any], list[Any]]:
                 em.line(depth, f"if {'' if st.side else 'not '}s{st.pred}:")
                 block(depth + 1, st.block)
             elif type(st) is Select:
-                conv = "S" if st.out in reads else ""
-                em.line(depth, f"s{st.out} = {conv}(s{st.a} if s{st.pred} else s{st.b})")
+                em.line(depth, f"s{st.out} = s{st.a} if s{st.pred} else s{st.b}")
             else:
                 loop(depth, st)
 
     def loop(depth: int, lp: LoopIR) -> None:
         for vs, ix, init, _nx, i0, _i1 in lp.merges:
-            em.line(depth, f"s{vs} = {'S' if vs in reads else ''}(s{init})")
+            em.line(depth, f"s{vs} = s{init}")
             if ix is not None:
                 em.line(depth, f"s{ix} = s{i0}")
         em.line(depth, "while True:")
@@ -184,13 +319,13 @@ def compile_loop(prog: Any) -> tuple[Callable, list[Any], list[Any]]:
         block(depth + 1, lp.body)
         if lp.merges:
             lhs = ", ".join(f"s{m[0]}" for m in lp.merges)
-            rhs = ", ".join(f"{'S' if m[0] in reads else ''}(s{m[3]})" for m in lp.merges)
+            rhs = ", ".join(f"s{m[3]}" for m in lp.merges)
             em.line(depth + 1, f"{lhs}, = {rhs},")
             for _vs, ix, _init, _nx, _i0, i1 in lp.merges:
                 if ix is not None:
                     em.line(depth + 1, f"s{ix} = s{i1}")
         for dst, src in lp.exit_copies:
-            em.line(depth, f"s{dst} = {'S' if dst in reads else ''}(s{src})")
+            em.line(depth, f"s{dst} = s{src}")
 
     loop(1, prog.loop)
     outs = ", ".join(f"A(s{s})" for s in prog.exit_slots)

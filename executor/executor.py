@@ -157,7 +157,8 @@ class Step:
     def _run(self, feed_values: dict) -> list[Any]:
         prog = self.plan.program
         timed = None     # the stats that time this node-by-node step against the program
-        if prog is not None and self.programs != "never":
+        if prog is not None and self.programs != "never" and (
+                self.tracer is None or not prog.loops):   # a trace names the loops' frames
             if (self.programs == "always" or prog.runs()) and prog.ready():
                 return prog.run(feed_values, self.resources, self.step_state, self.control,
                                 self.max_bytes, self.tracer)

@@ -223,6 +223,13 @@ def call(k: BoundKernel, args: list, ctx: KernelContext) -> Any:
     return checked_outputs(k, res)
 
 
+def fits(k: BoundKernel, args: list, ctx: KernelContext) -> bool:
+    """Whether ``k``'s outputs on ``args`` fit the step's memory budget (what :func:`call`
+    checks first, for a caller that runs the kernel's core itself: codegen's array forms);
+    when not, :func:`call` raises the error."""
+    return ctx.max_bytes is None or k.size_check(k, args) <= ctx.max_bytes
+
+
 def _round_bf16(k: BoundKernel, res: Any) -> Any:
     """The kernel's float results in bfloat16 slots rounded to bfloat16 (kept as float32)."""
     single = type(res) is not tuple and type(res) is not list

@@ -45,7 +45,7 @@ def add_programs(plan: Plan) -> Plan:
                                    plan.frames)
         if lay.program is not None:
             plan.num_ids += 1
-    if not plan.has_control_flow:
+    if not plan.has_control_flow or _loops_only(plan):
         plan.program = compile_straight_line(plan, plan.num_ids)
         plan.num_ids += 1
     plan.stats = PlanStats(plan.num_ids)
@@ -55,20 +55,99 @@ def add_programs(plan: Plan) -> Plan:
     return plan
 
 
+def _loops_only(plan: Plan) -> bool:
+    """Whether the plan's control flow is while loops at its top level only, each compiled
+    into a loop program (no cond outside a loop): its root frame can run as a straight-line
+    program that runs each loop as one step."""
+    from dfg.graphdef.frames import ROOT
+
+    root = plan.frames.get(ROOT)
+    if root is None:
+        return False
+    tops = {it.enter_frame for it in root.items if it.is_enter}
+    return bool(tops) and all(plan.frames[f].program is not None for f in tops) and all(
+        not it.transfer or it.transfer == CONST or (it.transfer == FORWARD
+                                                    and it.num_inputs == 1)
+        for it in root.items)
+
+
 def compile_straight_line(plan: Any, prog_id: int) -> StraightLineProgram | None:
-    """The program of a plan without control flow, or None when some node cannot be part of
-    one (a transfer other than a Const or a one-input forward). Its steps are built when it
-    first runs (``ready``: False for an input that comes later in the order, a cycle in an
-    unvalidated graph)."""
+    """The program of a plan without control flow, or of one whose control flow is loops at
+    its top level that compiled into loop programs (each runs as one step of this one);
+    None when some node cannot be part of one (a transfer other than a Const or a one-input
+    forward). Its steps are built when it first runs (``ready``: False for an input that
+    comes later in the order, a cycle in an unvalidated graph)."""
+    from dfg.graphdef.frames import ROOT
+
     prog = StraightLineProgram(prog_id, plan, _build_straight_line)
-    for it in plan.items:
+    items = plan.frames[ROOT].items if plan.has_control_flow else plan.items
+    for it in items:
         if it.writes_ref:   # as loops (compile_frame): 0-d reads would be copies
             return None
+        if it.is_enter:
+            if it.transfer != FORWARD or it.num_inputs != 1:
+                return None   # a RefEnter: the loop reads a variable
+            continue
         if not it.transfer:
             prog.kernels.append(it)
         elif not (it.transfer == CONST or it.transfer == FORWARD and it.num_inputs == 1):
             return None
+    if plan.has_control_flow:
+        tops = dict.fromkeys(it.enter_frame for it in items if it.is_enter)
+        prog.loops = [plan.frames[f].program for f in tops]
     return prog
+
+
+def _root_order(plan: Any) -> list[Any]:
+    """The root frame's items and its loops (a loop program: its pseudo item) in a
+    topological order, the plan's order where it allows: a loop after its Enters' inputs,
+    the readers of its Exits after it. None when an edge makes a cycle."""
+    from dfg.graphdef.frames import ROOT
+
+    items = plan.frames[ROOT].items
+    loop_of: dict[int, Any] = {}    # Enter and Exit item ids -> the loop's pseudo item
+    for lay in plan.frames.values():
+        if lay.name != ROOT and lay.program is not None:
+            for x in lay.exits:
+                loop_of[x.id] = lay.program.item
+    for it in items:
+        if it.is_enter:
+            loop_of[it.id] = plan.frames[it.enter_frame].program.item
+    unit_of = {it.id: loop_of.get(it.id, it) for it in items}
+    units: dict[int, Any] = {}
+    for u in unit_of.values():
+        units[u.id] = u
+    order_key = {it.id: it.id for it in items}
+    for it in items:
+        if it.is_enter:
+            u = unit_of[it.id]
+            order_key[u.id] = min(order_key.get(u.id, it.id), it.id)
+    deps: dict[int, set[int]] = {uid: set() for uid in units}
+    for it in items:
+        u = unit_of[it.id]
+        srcs = [x[0] for x in plan.inputs[it.id] if x is not None] + plan.controls[it.id]
+        for src in srcs:
+            su = loop_of.get(src.id, src)
+            if su.id != u.id:
+                if su.id not in units:
+                    return None   # an input from inside a loop other than an Exit
+                deps[u.id].add(su.id)
+    users: dict[int, list[int]] = {}
+    for uid, ds in deps.items():
+        for d in ds:
+            users.setdefault(d, []).append(uid)
+    indeg = {uid: len(ds) for uid, ds in deps.items()}
+    heap = [(order_key[uid], uid) for uid, n in indeg.items() if not n]
+    heapq.heapify(heap)
+    out = []
+    while heap:
+        _k, uid = heapq.heappop(heap)
+        out.append(units[uid])
+        for v in users.get(uid, ()):
+            indeg[v] -= 1
+            if not indeg[v]:
+                heapq.heappush(heap, (order_key[v], v))
+    return out if len(out) == len(units) else None
 
 
 def _build_straight_line(prog: StraightLineProgram, plan: Any) -> bool:
@@ -84,7 +163,29 @@ def _build_straight_line(prog: StraightLineProgram, plan: Any) -> bool:
             inputs[dst.id][k] = ("feed", key)
     where: dict[Any, int] = {("feed", k): s for k, s in prog.feed_slots.items()}
     steps: list[list[Any]] = []
-    for it in plan.items:
+    order = plan.items
+    if prog.loops:
+        order = _root_order(plan)
+        if order is None:
+            return False
+    loops = {lp.item.id: lp for lp in prog.loops}
+    for it in order:
+        if it.id in loops:
+            # a loop: one step of its program's pseudo item, on its Enters' inputs, its
+            # outputs its Exits' values
+            lp = loops[it.id]
+            try:
+                args = tuple(where[src] for e in lp.enters for src in inputs[e.id])
+            except KeyError:
+                return False
+            base = len(slots)
+            for k, x in enumerate(lp.exits):
+                slots.append(None)
+                where[(x.id, 0)] = base + k
+            steps.append([it, args, base, True, ()])
+            continue
+        if it.is_enter:
+            continue   # its loop's step reads its input
         try:
             args = tuple(where[src] for src in inputs[it.id])
         except KeyError:

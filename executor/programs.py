@@ -66,6 +66,10 @@ from .trace import TRACE_KEY
 
 # step_state key of the step's StepControl (cancel.py): programs check it before each kernel
 CONTROL_KEY = "dfg.step_control"
+# step_state key of the kernel calls the step's loop programs made so far: a straight-line
+# program that runs loops counts them in its mean kernel cost (its own few kernels alone
+# would make one preempted run look like slow kernels)
+LOOP_CALLS_KEY = "dfg.loop_calls"
 
 
 class _Program:
@@ -138,6 +142,7 @@ class LoopProgram(_Program):
         out, counts = fn(template, enter_values, items, contexts, ctl)
         calls = sum(n * lp.num_kernels for n, lp in zip(counts, self.loops))
         self.stats.record_program(self, time.perf_counter() - t0, max(1, calls))
+        state[LOOP_CALLS_KEY] = state.get(LOOP_CALLS_KEY, 0) + calls
         return out
 
     def _interpret(self, ctx: Any, enter_values: tuple, tracer: Any, ctl: Any) -> list[Any]:
@@ -159,12 +164,17 @@ def _compile_loop(prog: LoopProgram) -> Any:
 
 
 class StraightLineProgram(_Program):
-    """A step without control flow as one list of kernel calls (see the module docstring)."""
+    """A step without control flow as one list of kernel calls (see the module docstring),
+    or a step whose control flow is loops at its top level only: each loop (``loops``, its
+    ``LoopProgram``) is one step of the list, its pseudo item called on its Enters' inputs,
+    its outputs its Exits' values. Such a program runs when every loop runs as its program
+    too; it leaves a traced step node by node (the trace names every loop's frame)."""
 
     holds_serial = True
 
     def __init__(self, prog_id: int, plan: Any = None, build: Any = None) -> None:
         super().__init__(prog_id)
+        self.loops: list[LoopProgram] = []   # the loops it runs as steps (plan order)
         self.template: list[Any] = []
         self.feed_slots: dict[tuple[str, int], int] = {}
         self.fetch_slots: list[int | None] = []   # None: a fed tensor (the session has it)
@@ -181,6 +191,18 @@ class StraightLineProgram(_Program):
         # Compiled on the second run (PlanStats.compiled): the first one interprets the steps,
         # as compiling costs more than running once (Python's compile() of a 1000-kernel
         # function: ~30 ms against ~2 ms to interpret it; the compiled step then takes 0.02 ms)
+
+    def runs(self) -> bool:
+        return self.stats.program_runs(self) and all(lp.runs() for lp in self.loops)
+
+    def blocking_kernels(self) -> bool:
+        return super().blocking_kernels() or any(lp.blocking_kernels() for lp in self.loops)
+
+    def _record(self, secs: float, step_state: Any) -> None:
+        """Its mean kernel cost, over its loops' kernel calls too (each loop also keeps its
+        own, which decides whether it runs)."""
+        calls = len(self.kernels) + (step_state.pop(LOOP_CALLS_KEY, 0) if self.loops else 0)
+        self.stats.record_program(self, secs, max(1, calls))
 
     def ready(self) -> bool:
         """Whether the program can run, its steps built on first call."""
@@ -206,8 +228,7 @@ class StraightLineProgram(_Program):
                 t0 = time.perf_counter()
                 out = fn(template, [feed_values[key] for key in self.feed_slots], items,
                          contexts, ctl)
-                self.stats.record_program(self, time.perf_counter() - t0,
-                                          max(1, len(self.kernels)))
+                self._record(time.perf_counter() - t0, step_state)
                 return [v.read() if hasattr(v, "read") else v for v in out]
         vals = self.template[:]
         for key, slot in self.feed_slots.items():
@@ -217,8 +238,7 @@ class StraightLineProgram(_Program):
             t0 = time.perf_counter()
             run_steps(steps, vals, self.stats, ctl)
             # interpreted or compiled, a slow run is noticed at once by the program's mean
-            self.stats.record_program(self, time.perf_counter() - t0,
-                                      max(1, len(self.kernels)))
+            self._record(time.perf_counter() - t0, step_state)
         else:
             t0 = tracer._now()
             run_steps_traced(steps, vals, self.stats, ctl, tracer, 0)

@@ -1,5 +1,6 @@
 """The benchmark cases of tests/data/bench (issue #12's nested loops, MLP, ResNet-style CNN,
-Transformer encoder and U-Net, made by its generate.py with TensorFlow) run in dfg and give
+Transformer encoder and U-Net; issue #32's scalar while with a Cast, TF1 dynamic_rnn LSTM and
+Keras LSTM classifier; made by its generate.py with TensorFlow) run in dfg and give
 TensorFlow's outputs.
 
 For every case: ``dfg ops --missing`` finds no op without a kernel; the graph gives
@@ -57,7 +58,8 @@ def _check(d: Path, threads: int, optimize: bool = True, programs: str = "auto")
 def test_cases_are_present():
     names = {d.name for d in CASES}
     assert names >= {"bench_nested_while_100x100", "bench_mlp", "bench_resnet_style",
-                     "bench_transformer_encoder", "bench_unet"}, names
+                     "bench_transformer_encoder", "bench_unet", "bench_while_cast_10k",
+                     "bench_dynamic_rnn_lstm", "bench_lstm_classifier"}, names
     for d in CASES:
         assert "bench" in _case(d)["features"], d.name
 

@@ -1,13 +1,17 @@
 """Every fast path gives exactly what the kernel it replaces gives.
 
-For every op whose registry record declares a fast path (a scalar form, ``OpSpec.scalar``, or
-a transfer the scheduler does without a kernel call, ``OpSpec.transfer``), on every dtype its
-OpDef allows (bfloat16, float16, float32/64, the integers at their ends, complex, bool,
-strings where allowed) and on 0-d and small tensors with NaN, inf and -0.0:
+For every op whose registry record declares a fast path (a scalar form, ``OpSpec.scalar``, an
+array form, ``OpSpec.array``, or a transfer the scheduler does without a kernel call,
+``OpSpec.transfer``), on every dtype its OpDef allows (bfloat16, float16, float32/64, the
+integers at their ends, complex, bool, strings where allowed; for Cast every pair of them)
+and on 0-d and small tensors with NaN, inf and -0.0:
 
 * ``scalar``: the expression compiled programs write for the node (``codegen.scalar_form``,
   None where the form does not hold the dtype) on NumPy scalars, against the kernel call on
   0-d arrays;
+* ``array``: the function compiled programs call for the node (``codegen.array_form``) on
+  the arrays, against the kernel call: where the kernel raises, the form's result must not
+  be taken (an ndarray of the output dtype); where it is taken, it has the kernel's bits;
 * ``straight-line``, ``loop``, ``node-by-node``: the op in a graph run by a Session as a
   compiled straight-line program, inside a while loop compiled as a loop program, and node by
   node, against the reference interpreter (executor/reference.py), which runs every kernel
@@ -31,6 +35,7 @@ from dfg.executor.kernels.registry import specs
 from dfg.executor.reference import Reference
 from dfg.graphdef import builder as B
 from dfg.graphdef import dtypes as D
+from dfg.graphdef.errors import DfgError
 from dfg.graphdef.opdefs.registry import registry
 from dfg.schemas.node_def_pb2 import NodeDef
 
@@ -46,7 +51,8 @@ ALL_TYPES = (D.DT_BFLOAT16, D.DT_HALF, D.DT_FLOAT, D.DT_DOUBLE, D.DT_INT8, D.DT_
 
 def fast_path_ops() -> list[str]:
     ss = specs()
-    return sorted([op for op, s in ss.items() if s.scalar is not None] + list(TRANSFER_OPS))
+    return sorted([op for op, s in ss.items() if s.scalar is not None or s.array is not None]
+                  + list(TRANSFER_OPS))
 
 
 def allowed_types(op: str) -> list[int]:
@@ -60,6 +66,32 @@ def allowed_types(op: str) -> list[int]:
 
 def type_attrs(op: str, dt: int) -> dict[str, int]:
     return {"T": dt} if any(a.name == "T" for a in registry().get(op).attr) else {}
+
+
+# Cast's conversions: every pair of these (its OpDef allows any type; strings do not cast)
+CAST_TYPES = tuple(t for t in ALL_TYPES if t != D.DT_STRING)
+
+
+def signatures(op: str) -> list[tuple[int, dict[str, Any], str]]:
+    """(input dtype, attrs, label) of every node of ``op`` checked: one per dtype its OpDef
+    allows (MatMul: each transposition; BiasAdd: each data format); for Cast every
+    (source, destination) pair, and float narrowings with Truncate."""
+    if op == "MatMul":
+        return [(dt, {"T": dt, "transpose_a": ta, "transpose_b": tb},
+                 f"{D.name(dt)}{' ta' if ta else ''}{' tb' if tb else ''}")
+                for dt in allowed_types(op) for ta in (False, True) for tb in (False, True)]
+    if op == "BiasAdd":
+        return [(dt, {"T": dt, "data_format": fmt}, f"{D.name(dt)} {fmt}")
+                for dt in allowed_types(op) for fmt in (b"NHWC", b"NCHW")]
+    if op != "Cast":
+        return [(dt, type_attrs(op, dt), D.name(dt)) for dt in allowed_types(op)]
+    out = [(s, {"SrcT": s, "DstT": d, "Truncate": False}, f"{D.name(s)}->{D.name(d)}")
+           for s in CAST_TYPES for d in CAST_TYPES]
+    floats = (D.DT_DOUBLE, D.DT_FLOAT, D.DT_HALF, D.DT_BFLOAT16)
+    out += [(s, {"SrcT": s, "DstT": d, "Truncate": True},
+             f"{D.name(s)}->{D.name(d)} truncate")
+            for i, s in enumerate(floats) for d in floats[i + 1:]]
+    return out
 
 
 def values(dt: int) -> list[Any]:
@@ -96,10 +128,15 @@ def arity(op: str) -> int:
     return len(registry().get(op).input_arg)
 
 
-def node(op: str, dt: int) -> NodeDef:
+def node(op: str, attrs: dict[str, Any]) -> NodeDef:
     nd = NodeDef(name="n", op=op)
-    if type_attrs(op, dt):
-        nd.attr["T"].type = dt
+    for name, v in attrs.items():
+        if type(v) is bool:
+            nd.attr[name].b = v
+        elif type(v) is bytes:
+            nd.attr[name].s = v
+        else:
+            nd.attr[name].type = v
     for i in range(arity(op)):
         nd.input.append(f"x{i}")
     return nd
@@ -119,22 +156,48 @@ def same(a: Any, b: Any, what: str) -> None:
         assert np.array_equal(a, b), f"{what}: {a!r} vs {b!r}"
 
 
+# ops whose inputs are not alike: (shapes of their input tuples), some of them wrong
+SHAPED = {
+    # fitting shapes for each transposition (the others fail: the kernel says why)
+    "MatMul": [((3, 4), (4, 2)), ((4, 3), (4, 2)), ((3, 4), (2, 4)), ((4, 3), (2, 4)),
+               ((1, 1), (1, 5)), ((4,), (4, 2)), ((2, 4), (4,)), ((2, 2, 2), (2, 2)),
+               ((0, 3), (3, 2))],
+    "BiasAdd": [((2, 3), (3,)), ((2, 3, 4), (4,)), ((2, 3, 4), (3,)), ((3,), (3,)),
+                ((2, 3), (2, 3)), ((0, 3), (3,))],
+}
+
+
 def cases(op: str, dt: int) -> list[tuple[np.ndarray, ...]]:
-    """Input tuples: every pair of interesting 0-d values, and all of them as vectors."""
+    """Input tuples: every pair of interesting 0-d values, and all of them as vectors (for
+    ops in SHAPED: arrays of those shapes filled with the interesting values)."""
     vs = values(dt)
+    if op in SHAPED:
+        out = []
+        for shapes in SHAPED[op]:
+            tup = []
+            for k, shape in enumerate(shapes):
+                n = int(np.prod(shape))
+                tup.append(as_array([vs[(j * 7 + k * 3) % len(vs)] for j in range(n)], dt)
+                           .reshape(shape))
+            out.append(tuple(tup))
+        return out
     combos = list(itertools.product(vs, repeat=arity(op)))
     out = [tuple(as_array(v, dt) for v in c) for c in combos]
     out.append(tuple(as_array([c[i] for c in combos], dt) for i in range(arity(op))))
     return out
 
 
-def check_scalar_form(op: str, dt: int) -> int:
-    """The scalar form (where it holds ``dt``) on NumPy scalars against the kernel on 0-d
-    arrays; 1 if it was checked, 0 if compiled programs would run the kernel anyway."""
-    k = bind(node(op, dt))
+def check_scalar_form(op: str, dt: int, attrs: dict[str, Any]) -> int:
+    """The scalar form (where it holds ``dt`` and ``attrs``) on NumPy scalars against the
+    kernel on 0-d arrays; 1 if it was checked, 0 if compiled programs would run the kernel
+    anyway."""
+    k = bind(node(op, attrs))
     form = codegen.scalar_form(k)
-    if dt == D.DT_BFLOAT16 or D.to_numpy(dt).kind in "cO":
-        assert form is None, f"{op} would skip the kernel for {D.name(dt)}"
+    for t in [dt, *k.out_types]:
+        if t == D.DT_BFLOAT16 or D.to_numpy(t).kind in "cO":
+            assert form is None, f"{op} would skip the kernel for {D.name(t)} ({attrs})"
+    if attrs.get("Truncate") and D.DT_BFLOAT16 not in (attrs["SrcT"], attrs["DstT"]):
+        assert form is None, f"{op} would skip the kernel's truncation ({attrs})"
     if form is None:
         return 0
     names = [f"a{i}" for i in range(arity(op))]
@@ -146,8 +209,58 @@ def check_scalar_form(op: str, dt: int) -> int:
             want = call(k, list(args), context(k))[0]
             scalars = [codegen.to_scalar(a) for a in args]
             assert all(s.__class__ in codegen.SCALAR_TYPES for s in scalars)
-            got = eval(expr, {}, dict(zip(names, scalars)))  # noqa: S307 - the form's own text
-            same(codegen.to_array(got), want, f"{op} {D.name(dt)} scalar form on {args}")
+            got = eval(expr, dict(codegen.FORM_ENV),  # noqa: S307 - the form's own text
+                       dict(zip(names, scalars)))
+            assert got.__class__ in codegen.SCALAR_TYPES, f"{op} {attrs}: {got!r}"
+            same(codegen.to_array(got), want, f"{op} {attrs} scalar form on {args}")
+    return 1
+
+
+def check_array_form(op: str, dt: int, attrs: dict[str, Any]) -> int:
+    """The array form (where it holds ``dt`` and ``attrs``) on the inputs against the kernel
+    call; 1 if it was checked, 0 if compiled programs would run the kernel anyway."""
+    k = bind(node(op, attrs))
+    k.deref = ()   # inputs fed by no ref output, as the plan narrows them
+    fn = codegen.array_form(k)
+    for t in [dt, *k.out_types]:
+        if t == D.DT_BFLOAT16:
+            assert fn is None, f"{op} would skip the kernel's rounding for bfloat16 ({attrs})"
+    if fn is None:
+        return 0
+    taken = 0
+    with quiet(all="ignore"):
+        for args in cases(op, dt):
+            try:
+                want = call(k, list(args), context(k))[0]
+            except Exception:
+                want = None
+            try:
+                got = fn(*args)
+            except Exception:
+                continue   # the kernel runs
+            if got.__class__ is not np.ndarray or got.dtype is not k.out_dtypes[0]:
+                continue   # the kernel runs
+            assert want is not None, f"{op} {attrs}: the form takes {got!r} where the " \
+                                     f"kernel fails on {args}"
+            same(got, want, f"{op} {attrs} array form on {args}")
+            taken += 1
+        # generated code may hand it NumPy scalars (0-d values some scalar form computed)
+        for args in cases(op, dt):
+            if all(a.ndim for a in args):
+                continue
+            scalars = [codegen.to_scalar(a) for a in args]
+            try:
+                want = call(k, list(args), context(k))[0]
+            except Exception:
+                want = None
+            try:
+                got = fn(*scalars)
+            except Exception:
+                continue
+            if got.__class__ is np.ndarray and got.dtype is k.out_dtypes[0]:
+                assert want is not None, f"{op} {attrs}: taken on scalars {scalars}"
+                same(got, want, f"{op} {attrs} array form on scalars {scalars}")
+    assert taken, f"{op} {attrs}: the array form never applied"
     return 1
 
 
@@ -166,24 +279,24 @@ def _out(t: Any) -> Any:
     return B.cast(t, "float32") if D.base(t.dtype) == D.DT_BFLOAT16 else t
 
 
-def straight_graph(op: str, dt: int) -> Any:
+def straight_graph(op: str, dt: int, attrs: dict[str, Any]) -> Any:
     g = B.Graph()
     with g.as_default():
         xs = _inputs(op, dt)
-        B.identity(_out(B.apply_op(op, xs, type_attrs(op, dt)).outputs[0]), name="y")
+        B.identity(_out(B.apply_op(op, xs, attrs).outputs[0]), name="y")
     return g.as_graph_def()
 
 
-def loop_graph(op: str, dt: int) -> Any:
+def loop_graph(op: str, dt: int, attrs: dict[str, Any]) -> Any:
     """y = op(x...) computed in each of two iterations of a while loop (the inputs enter as
     loop constants, the result is a loop variable): the loop program's path."""
     g = B.Graph()
     with g.as_default():
         xs = _inputs(op, dt)
-        first = B.apply_op(op, xs, type_attrs(op, dt)).outputs[0]
+        first = B.apply_op(op, xs, attrs).outputs[0]
 
         def body(i: Any, acc: Any) -> list:
-            return [i + 1, B.apply_op(op, xs, type_attrs(op, dt)).outputs[0]]
+            return [i + 1, B.apply_op(op, xs, attrs).outputs[0]]
 
         _i, acc = B.while_loop(lambda i, acc: i < 2, body, [B.constant(np.int32(0)), first])
         B.identity(_out(acc), name="y")
@@ -194,24 +307,31 @@ def feeds(args: tuple) -> dict[str, np.ndarray]:
     return {f"x{i}:0": a for i, a in enumerate(args)}
 
 
-def check_graph_paths(op: str, dt: int) -> int:
+def check_graph_paths(op: str, dt: int, attrs: dict[str, Any]) -> int:
     """The straight-line program, the loop program and node by node against the reference
     interpreter; returns the number of paths checked."""
     n = 0
     all_cases = cases(op, dt)
     # every vector, and a spread of 0-d tuples (each value appears)
     chosen = all_cases[-1:] + all_cases[:-1:max(1, (len(all_cases) - 1) // 24)]
-    for path, graph, programs in (("straight-line", straight_graph(op, dt), "always"),
-                                  ("loop", loop_graph(op, dt), "always"),
-                                  ("node-by-node", straight_graph(op, dt), "never")):
+    straight = straight_graph(op, dt, attrs)
+    for path, graph, programs in (("straight-line", straight, "always"),
+                                  ("loop", loop_graph(op, dt, attrs), "always"),
+                                  ("node-by-node", straight, "never")):
         ref = Reference(graph)
         with Session(graph, threads=1, programs=programs, optimize="off") as sess:
             for args in chosen:
                 fd = feeds(args)
-                want = ref.run(["y:0"], feed_dict=fd)[0]
+                try:
+                    want = ref.run(["y:0"], feed_dict=fd)[0]
+                except DfgError as e:   # shapes the op refuses (SHAPED): the same error
+                    for _rnd in range(2):
+                        with pytest.raises(type(e)):
+                            sess.run(["y:0"], feed_dict=fd)
+                    continue
                 for rnd in range(2):   # the second run uses the compiled program
                     got = sess.run(["y:0"], feed_dict=fd)[0]
-                    same(got, want, f"{op} {D.name(dt)} {path} run {rnd} on {args}")
+                    same(got, want, f"{op} {attrs} {path} run {rnd} on {args}")
         n += 1
     return n
 
@@ -222,15 +342,19 @@ TRIPLES: list[tuple[str, str, str]] = []
 
 @pytest.mark.parametrize("op", OPS)
 def test_fast_paths_equal_the_kernel(op: str) -> None:
-    for dt in allowed_types(op):
+    for dt, attrs, name in signatures(op):
         if op in TRANSFER_OPS and dt not in (D.DT_BFLOAT16, D.DT_HALF, D.DT_FLOAT, D.DT_INT8,
                                              D.DT_UINT8, D.DT_INT64, D.DT_COMPLEX64,
                                              D.DT_BOOL, D.DT_STRING):
             continue   # a transfer moves any value alike: a few dtypes of each kind
-        name = D.name(dt)
-        if check_scalar_form(op, dt):
+        scalar = check_scalar_form(op, dt, attrs)
+        if scalar:
             TRIPLES.append((op, name, "scalar"))
-        k = check_graph_paths(op, dt)
+        if check_array_form(op, dt, attrs):
+            TRIPLES.append((op, name, "array"))
+        elif op == "Cast" and D.DT_BFLOAT16 not in (attrs["SrcT"], attrs["DstT"]):
+            continue   # programs run Cast's kernel there: the kernel's own tests cover it
+        k = check_graph_paths(op, dt, attrs)
         TRIPLES.extend([(op, name, p) for p in ("straight-line", "loop", "node-by-node")][:k])
 
 
@@ -240,11 +364,12 @@ def test_every_scalar_form_is_checked_and_the_triples_are_counted(record_propert
     if len({t[0] for t in TRIPLES}) < len(OPS):
         pytest.skip("run with the per-op tests to count the triples")
     scalar = sum(1 for t in TRIPLES if t[2] == "scalar")
+    array = sum(1 for t in TRIPLES if t[2] == "array")
     print(f"\nfast paths checked: {len(TRIPLES)} (op, dtype, path) triples, {scalar} of them "
-          f"scalar forms, over {len(OPS)} ops")
+          f"scalar forms, {array} array forms, over {len(OPS)} ops")
     record_property("fast_path_triples", len(TRIPLES))
     # 14 ops with scalar forms over their OpDefs' dtypes, 3 graph paths each, plus transfers
-    assert len(TRIPLES) >= 400 and scalar >= 100, (len(TRIPLES), scalar)
+    assert len(TRIPLES) >= 400 and scalar >= 100 and array >= 30, (len(TRIPLES), scalar, array)
 
 
 def cond_in_loop_graph() -> Any:

@@ -30,7 +30,7 @@ from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
 from . import _einsum, _native
 from ._select import where
-from .registry import BF16_ATTRS, KernelContext, ScalarForm, kernel, lookup
+from .registry import BF16_ATTRS, ArrayForm, KernelContext, ScalarForm, kernel, lookup
 
 Array = np.ndarray
 
@@ -293,6 +293,29 @@ _REAL = frozenset({D.DT_HALF, D.DT_FLOAT, D.DT_DOUBLE, D.DT_INT8, D.DT_INT16, D.
                    D.DT_INT64, D.DT_UINT8, D.DT_UINT16, D.DT_UINT32, D.DT_UINT64})
 _SIGNED = _REAL - {D.DT_UINT8, D.DT_UINT16, D.DT_UINT32, D.DT_UINT64}
 _BOOLS = frozenset({D.DT_BOOL})
+
+
+def _cast_forms() -> dict[tuple[int, int], str]:
+    """Cast's scalar forms by (source, destination) dtype, cheaper than NumPy's scalar astype
+    (~1.4 us): a value that a Python float holds exactly (a float, an integer of up to 32
+    bits, a bool) becomes the destination float by adding it to that type's -0.0 (NumPy
+    converts the Python float rounding once, as the kernel's cast does, and -0.0 + v is v,
+    signed zeros included); a cast to bool is ``!= 0`` (NaN is true), as the kernel's."""
+    small_ints = {D.DT_INT8, D.DT_INT16, D.DT_INT32, D.DT_UINT8, D.DT_UINT16, D.DT_UINT32,
+                  D.DT_BOOL}
+    floats = {D.DT_HALF, D.DT_FLOAT, D.DT_DOUBLE}
+    out: dict[tuple[int, int], str] = {}
+    for src in _REAL | _BOOLS:
+        for dst in _REAL | _BOOLS:
+            if src == dst:
+                out[(src, dst)] = "{0}"   # the kernel returns its input
+            elif dst == D.DT_BOOL:
+                out[(src, dst)] = "({0} != 0)"
+            elif dst in floats and (src in floats or src in small_ints):
+                out[(src, dst)] = "({nz_out} + float({0}))"
+    return out
+
+
 SCALAR_FORMS = {
     "Add": ScalarForm("{0} + {1}", _REAL), "AddV2": ScalarForm("{0} + {1}", _REAL),
     "Sub": ScalarForm("{0} - {1}", _REAL), "Mul": ScalarForm("{0} * {1}", _REAL),
@@ -304,17 +327,35 @@ SCALAR_FORMS = {
     "LogicalAnd": ScalarForm("{0} & {1}", _BOOLS), "LogicalOr": ScalarForm("{0} | {1}", _BOOLS),
     "LogicalNot": ScalarForm("~{0}", _BOOLS),
     "Neg": ScalarForm("-{0}", _SIGNED),
+    "Cast": ScalarForm("{0}.astype({out})", _REAL | _BOOLS, _REAL | _BOOLS,
+                       holds=lambda attrs: not attrs.get("Truncate") and not (
+                           attrs.get("DstT") == _F16 and attrs.get("SrcT") not in (_F32, _F16)),
+                       by_types=_cast_forms()),
 }
+# Array forms for compiled programs (registry.ArrayForm): on float arrays these kernels are
+# their float function and the result's dtype (a 0-d result comes back a NumPy scalar, which
+# the form's caller sends to the kernel); the RNN cells' elementwise work
+_FLOATS = frozenset({D.DT_HALF, D.DT_FLOAT, D.DT_DOUBLE})
+_ARRAY_BINARY = ("Add", "AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum",
+                 "SquaredDifference")
+_ARRAY_UNARY = ("Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Square", "Tanh", "Sigmoid")
 
 
-def _register(op: str, fn: Callable[..., Array]) -> None:
+def _float_form(op: str, table: dict) -> ArrayForm | None:
+    if op not in _ARRAY_BINARY + _ARRAY_UNARY:
+        return None
+    real_fn = table[op][0]
+    return ArrayForm(lambda attrs: real_fn, _FLOATS)
+
+
+def _register(op: str, fn: Callable[..., Array], array: ArrayForm | None = None) -> None:
     # Named after the op so profiles and tracebacks tell the generated kernels apart.
     fn.__name__ = fn.__qualname__ = op
-    kernel(op, scalar=SCALAR_FORMS.get(op))(fn)
+    kernel(op, scalar=SCALAR_FORMS.get(op), array=array)(fn)
 
 
 for _op, _fns in _BINARY.items():
-    _register(_op, _binary_kernel(_fns))
+    _register(_op, _binary_kernel(_fns), _float_form(_op, _BINARY))
 for _op, _fn in _COMPARE.items():
     _register(_op, _compare_kernel(_fn))
 
@@ -712,7 +753,7 @@ def _complex_part_kernel(fn: Callable) -> Callable[..., Array]:
 
 
 for _op, _ufns in _UNARY.items():
-    _register(_op, _unary_kernel(_ufns))
+    _register(_op, _unary_kernel(_ufns), _float_form(_op, _UNARY))
 for _op, _fn in _PREDICATE.items():
     _register(_op, _predicate_kernel(_fn))
 for _op, _fn in _COMPLEX_PART.items():
@@ -766,7 +807,7 @@ def _truncate_mantissa(x: Array, dst: np.dtype) -> Array:
     return (np.ascontiguousarray(x).view(utype) & mask).view(x.dtype)
 
 
-@kernel("Cast")
+@kernel("Cast", scalar=SCALAR_FORMS["Cast"])
 def cast(ctx: KernelContext, x: Array) -> Array:
     dst = ctx.attrs.get("DstT")
     if not isinstance(dst, np.dtype):
@@ -817,7 +858,17 @@ def _bias_add(value: Array, bias: Array, channels_first: bool) -> Array:
     return _as(np.add(value, bias), value.dtype)
 
 
-@kernel("BiasAdd")
+def _bias_add_last(value: Array, bias: Array) -> Array:
+    return _bias_add(value, bias, False)
+
+
+def _bias_add_first(value: Array, bias: Array) -> Array:
+    return _bias_add(value, bias, True)
+
+
+@kernel("BiasAdd", array=ArrayForm(
+    lambda attrs: _bias_add_first if attrs.get("data_format", "NHWC") == "NCHW"
+    else _bias_add_last, _FLOATS))
 def bias_add(ctx: KernelContext, value: Array, bias: Array) -> Array:
     return _bias_add(value, bias, ctx.attrs.get("data_format", "NHWC") == "NCHW")
 
@@ -840,7 +891,21 @@ def _matmul(a: Array, b: Array, out: np.dtype) -> Array:
     return _as(np.matmul(a, b), out)
 
 
-@kernel("MatMul", heavy=True, blas=True)
+def _matmul_form(attrs: Any) -> Callable[[Array, Array], Array | None]:
+    """MatMul of two float32/float64 matrices, as the kernel computes it (None for other
+    ranks: the kernel says what is wrong)."""
+    ta, tb = bool(attrs.get("transpose_a")), bool(attrs.get("transpose_b"))
+
+    def mm(a: Array, b: Array) -> Array | None:
+        if a.ndim != 2 or b.ndim != 2:
+            return None
+        return _matmul(a.T if ta else a, b.T if tb else b, a.dtype)
+
+    return mm
+
+
+@kernel("MatMul", heavy=True, blas=True, array=ArrayForm(
+    _matmul_form, frozenset({D.DT_FLOAT, D.DT_DOUBLE})))
 def matmul(ctx: KernelContext, a: Array, b: Array) -> Array:
     for i, m in enumerate((a, b)):
         if m.ndim != 2:

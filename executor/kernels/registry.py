@@ -59,22 +59,72 @@ class ScalarForm:
     NumPy scalar (np.generic) of one of ``dtypes`` (TensorFlow DataType enums), e.g.
     ``"{0} + {1}"`` for AddV2. A node whose inputs have another dtype runs its kernel. Never
     bfloat16: it binds as float32, and only the kernel call rounds its results
-    (``kernel_call.call``); tests/test_fast_paths.py checks every declared dtype."""
+    (``kernel_call.call``); tests/test_fast_paths.py checks every declared dtype.
+
+    ``{out}`` in the expression names the NumPy scalar type of the node's output (Cast's
+    ``{0}.astype({out})``), ``{nz_out}`` that type's -0.0 (the identity of addition);
+    ``out_dtypes``, when given, are the output dtypes it holds for (else the inputs' rule
+    covers the output too); ``by_types`` maps (input dtype, output dtype) to a cheaper
+    expression for that pair; ``holds(attrs)``, when given, says whether it holds for a node
+    with these attrs (as the kernel sees them: Cast's Truncate)."""
 
     expr: str
+    dtypes: frozenset[int]
+    out_dtypes: frozenset[int] | None = None
+    holds: Callable[[Mapping[str, Any]], bool] | None = None
+    by_types: Mapping[tuple[int, int], str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from dfg.graphdef import dtypes as D
+
+        never = {D.DT_BFLOAT16, D.DT_STRING, D.DT_COMPLEX64, D.DT_COMPLEX128, D.DT_RESOURCE,
+                 D.DT_VARIANT}
+        bad = (self.dtypes | (self.out_dtypes or frozenset())) & never
+        if bad:
+            raise RuntimeError(f"scalar form {self.expr!r} cannot honour dtypes {sorted(bad)}")
+
+    def applies(self, input_types: Any, out_types: Any = (), attrs: Any = None) -> bool:
+        """Whether it computes the kernel's result for a node with these input types (and
+        output types and attrs, for a form that declares rules on them)."""
+        if not input_types or not all(t % 100 in self.dtypes for t in input_types):
+            return False
+        if self.out_dtypes is not None and not (
+                out_types and all(t % 100 in self.out_dtypes for t in out_types)):
+            return False
+        return self.holds is None or (attrs is not None and self.holds(attrs))
+
+    def text(self, input_types: Any, out_types: Any) -> str:
+        """The expression for a node with these input and output types (``applies``)."""
+        if self.by_types and input_types and out_types:
+            return self.by_types.get((input_types[0] % 100, out_types[0] % 100), self.expr)
+        return self.expr
+
+
+@dataclass(frozen=True)
+class ArrayForm:
+    """A kernel's core on arrays, for compiled programs (codegen.py): ``make(attrs)`` (the
+    node's attrs as the kernel sees them) gives a function of the node's input arrays whose
+    result, when it is an ndarray of the node's output dtype, is the kernel's result bit for
+    bit; anything else it returns (None, a NumPy scalar, another dtype) or raises means: run
+    the kernel, which gives the result or the error naming the node. ``make`` may answer
+    None: no form for these attrs. The function is the kernel's own core (the fast path shares
+    the slow path's code), for inputs of ``dtypes`` only; never bfloat16 (rounded by the
+    kernel call only). One output; tests/test_fast_paths.py checks every declared dtype."""
+
+    make: Callable[[Mapping[str, Any]], Callable[..., Any] | None]
     dtypes: frozenset[int]
 
     def __post_init__(self) -> None:
         from dfg.graphdef import dtypes as D
 
-        bad = self.dtypes & {D.DT_BFLOAT16, D.DT_STRING, D.DT_COMPLEX64, D.DT_COMPLEX128,
-                             D.DT_RESOURCE, D.DT_VARIANT}
-        if bad:
-            raise RuntimeError(f"scalar form {self.expr!r} cannot honour dtypes {sorted(bad)}")
+        if D.DT_BFLOAT16 in self.dtypes:
+            raise RuntimeError("an array form cannot honour bfloat16")
 
-    def applies(self, input_types: Any) -> bool:
-        """Whether it computes the kernel's result for a node with these input types."""
-        return bool(input_types) and all(t % 100 in self.dtypes for t in input_types)
+    def function(self, input_types: Any, attrs: Any) -> Callable[..., Any] | None:
+        """The function for a node with these input types and attrs, or None."""
+        if not input_types or not all(t % 100 in self.dtypes for t in input_types):
+            return None
+        return self.make(attrs)
 
 
 # How the scheduler treats an op without calling its kernel (OpSpec.transfer): 1 forwards its
@@ -104,6 +154,8 @@ class OpSpec:
     heavy: bool = False
     # the kernel's scalar form and the dtypes it is valid for (ScalarForm); None: none
     scalar: ScalarForm | None = None
+    # the kernel's core on arrays, which compiled programs call directly (ArrayForm)
+    array: ArrayForm | None = None
     # runs on BLAS's own threads: one at a time (blas.GATE), left out of a straight-line
     # program's mean cost (plan.PlanStats)
     blas: bool = False
@@ -150,7 +202,8 @@ _loaded = False
 
 
 def kernel(*ops: str, device: str = CPU, cheap: bool | None = None,
-           scalar: ScalarForm | None = None, heavy: bool = False, blas: bool = False,
+           scalar: ScalarForm | None = None, array: ArrayForm | None = None,
+           heavy: bool = False, blas: bool = False,
            transfer: int = 0, writes_ref: bool = False, files: str | None = None,
            start: Callable[..., Any] | None = None, runs_dead: bool = False) -> Callable:
     """Register the decorated function as the kernel of each op in ``ops``, with the facts
@@ -163,7 +216,7 @@ def kernel(*ops: str, device: str = CPU, cheap: bool | None = None,
             key = (op, device)
             if key in _KERNELS and _KERNELS[key].fn is not fn:
                 raise RuntimeError(f"two kernels registered for {op} on {device}")
-            spec = OpSpec(op, fn, device, cheap, heavy, scalar, blas, transfer=transfer,
+            spec = OpSpec(op, fn, device, cheap, heavy, scalar, array, blas, transfer=transfer,
                           writes_ref=writes_ref, files=files, start=start,
                           runs_dead=runs_dead)
             pending = _PENDING.get(op)

@@ -26,6 +26,21 @@ Each case is a folder in the format of tests/data/conformance (see its README), 
   16/32/64), a 128-wide bottleneck (Conv2D x2), 3 up levels (Conv2DTranspose stride 2 +
   Concatenate skip + Conv2D x2), a final 1x1 Conv2D with sigmoid.
 
+The recurrent cases of issue #32 (``benchmarks/table.py --only rnn``):
+
+- ``bench_while_cast_10k``: TF1 graph mode, control flow v1: a while loop of ``n`` = 10,000
+  iterations of scalar work with a Cast, ``i < n``, ``acc = acc * 0.999 + float(i)``,
+  ``i = i + 1`` (Less, Cast, Mul, AddV2, AddV2 on int32 and float32 scalars). ``graph.pbtxt``.
+- ``bench_dynamic_rnn_lstm``: TF1 graph mode, control flow v1: ``tf.compat.v1.nn.dynamic_rnn``
+  of a TF1-style LSTM cell (BasicLSTMCell's math: one MatMul of ``[x, h]``, BiasAdd, Split into
+  i, j, f, o, ``c = c * sigmoid(f + 1) + sigmoid(i) * tanh(j)``, ``h = tanh(c) * sigmoid(o)``;
+  Keras 3 has no TF1 cells, so the cell is written here), batch 16, 20 steps, 32 features, 64
+  units, weights seeded constants; TensorArrays in a v1 while loop. Fetches the outputs and the
+  final state. ``graph.pb``.
+- ``bench_lstm_classifier``: Keras Embedding(1000, 32) -> LSTM(64) -> Dense(5, softmax) on int32
+  token ids [16, 40], frozen functional (a While with library functions, as a SavedModel of
+  a sentiment model holds it).
+
 The Keras models are made as tests/data/models/generate.py makes its zoo (its helpers are
 imported from that file): fixed seeds, every constant weight (zero biases, BN/LN offsets and
 scales, moving statistics) replaced by seeded random values, BatchNormalization moving
@@ -43,6 +58,7 @@ import importlib.util
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # oneDNN off: plain Eigen kernels, as the conformance files were made.
@@ -173,6 +189,17 @@ def _unet() -> keras.Model:
     return keras.Model(x, L.Conv2D(1, 1, activation="sigmoid")(y))
 
 
+@keras_case("bench_lstm_classifier", [((40,), "int32", "int1000")], 16,
+            "Benchmark: Keras LSTM classifier, Embedding(1000, 32) -> LSTM(64) -> Dense(5, "
+            "softmax) on int32 token ids [16, 40], frozen functional (While kept).",
+            FROZEN + ["rnn", "lstm", "embedding", "While", "softmax"])
+def _lstm_classifier() -> keras.Model:
+    x = keras.Input((40,), dtype="int32")
+    y = L.Embedding(1000, 32)(x)
+    y = L.LSTM(64)(y)
+    return keras.Model(x, L.Dense(5, activation="softmax")(y))
+
+
 def spread(y: np.ndarray) -> dict:
     """How far the outputs are from saturating: min, max and std of the fetched values."""
     y = np.asarray(y, np.float64)
@@ -270,7 +297,132 @@ def generate_nested_while(out: Path) -> None:
     print(f"{name:28} {len(gd.node):>5} nodes, acc {int(values[0])}", flush=True)
 
 
-CASES = ["bench_nested_while_100x100", *KERAS]
+def _v1_case(name: str, g: Any, fetches: list[str], feeds: dict, description: str,
+             features: list[str], binary: bool, rtol: float = 1e-05, atol: float = 1e-06
+             ) -> list[np.ndarray]:
+    """Run a TF1 graph as written and with a default optimizing session (both must agree
+    within the tolerances), and write its case. Returns the values."""
+    gd = g.as_graph_def()
+    g2 = tf.Graph()
+    with g2.as_default():
+        tf.compat.v1.import_graph_def(gd, name="")
+    cfg = tf.compat.v1.ConfigProto()
+    cfg.graph_options.rewrite_options.disable_meta_optimizer = True
+    with tf.compat.v1.Session(graph=g2, config=cfg) as sess:
+        values = [np.asarray(v) for v in sess.run(fetches, feed_dict=feeds)]
+    with tf.compat.v1.Session(graph=g2) as sess:
+        again = sess.run(fetches, feed_dict=feeds)
+    assert all(np.allclose(a, b, rtol=rtol, atol=atol) for a, b in zip(values, again))
+    keep = tf.compat.v1.graph_util.extract_sub_graph(gd, [f.split(":")[0] for f in fetches])
+    doc = {"description": description, "features": features, "rtol": rtol, "atol": atol,
+           "prune": {"fetch": sorted({f.split(":")[0] for f in fetches}),
+                     "nodes": sorted(nd.name for nd in keep.node)},
+           "grappler_nodes": None, "params": 0, "nodes": len(gd.node)}
+    if binary:
+        Z.write_case(out_dir() / name, doc, gd.SerializeToString(deterministic=True), None,
+                     feeds, fetches, values)
+    else:
+        Z.write_case(out_dir() / name, doc, None, text_format.MessageToString(gd), feeds,
+                     fetches, values)
+    print(f"{name:28} {len(gd.node):>5} nodes", flush=True)
+    return values
+
+
+_OUT: list[Path] = [HERE]
+
+
+def out_dir() -> Path:
+    return _OUT[0]
+
+
+def generate_while_cast() -> None:
+    """10,000 iterations of scalar work with a Cast (control flow v1)."""
+    tf.compat.v1.disable_control_flow_v2()
+    g = tf.Graph()
+    with g.as_default():
+        n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+
+        def body(i, acc):
+            return i + 1, acc * 0.999 + tf.cast(i, tf.float32)
+
+        i_out, acc_out = tf.compat.v1.while_loop(lambda i, acc: i < n, body,
+                                                 [tf.constant(0), tf.constant(0.0)],
+                                                 name="loop")
+    tf.compat.v1.enable_control_flow_v2()
+    ops = [nd.op for nd in g.as_graph_def().node]
+    assert "Cast" in ops and ops.count("NextIteration") == 2, ops
+    values = _v1_case(
+        "bench_while_cast_10k", g, [acc_out.name, i_out.name],
+        {"n:0": np.array(10000, np.int32)},
+        "Benchmark: a while loop (control flow v1) of n = 10000 iterations of scalar work "
+        "with a Cast: i < n, acc = acc * 0.999 + float(i), i = i + 1 (int32 and float32 "
+        "scalars); n is fed.", ["bench", "while", "cast"], binary=False)
+    # the same recurrence in float32 numpy, as a check of the graph itself
+    acc = np.float32(0)
+    for i in range(10000):
+        acc = acc * np.float32(0.999) + np.float32(i)
+    assert np.isclose(values[0], acc, rtol=1e-5) and int(values[1]) == 10000, (values, acc)
+
+
+class _LSTMCell:
+    """A TF1-style LSTM cell for dynamic_rnn (BasicLSTMCell's math; Keras 3 has no TF1
+    cells): one MatMul of [x, h] by a seeded constant kernel, BiasAdd, Split into the i, j,
+    f, o gates, forget bias 1."""
+
+    def __init__(self, units: int, features: int, rng: np.random.Generator) -> None:
+        self.units = units
+        scale = 1.0 / np.sqrt(features + units)
+        self.kernel = (rng.standard_normal((features + units, 4 * units)) * scale
+                       ).astype(np.float32)
+        self.bias = (rng.standard_normal(4 * units) * 0.1).astype(np.float32)
+
+    @property
+    def state_size(self):
+        return (self.units, self.units)
+
+    @property
+    def output_size(self) -> int:
+        return self.units
+
+    def zero_state(self, batch: int, dtype):
+        return (tf.zeros([batch, self.units], dtype), tf.zeros([batch, self.units], dtype))
+
+    def __call__(self, x, state, scope=None):
+        c, h = state
+        z = tf.nn.bias_add(tf.matmul(tf.concat([x, h], 1), tf.constant(self.kernel)),
+                           tf.constant(self.bias))
+        i, j, f, o = tf.split(z, 4, axis=1)
+        c = c * tf.sigmoid(f + 1.0) + tf.sigmoid(i) * tf.tanh(j)
+        h = tf.tanh(c) * tf.sigmoid(o)
+        return h, (c, h)
+
+
+def generate_dynamic_rnn() -> None:
+    """tf.compat.v1.nn.dynamic_rnn of an LSTM cell, control flow v1, TensorArrays."""
+    batch, steps, features, units = 16, 20, 32, 64
+    rng = np.random.default_rng(SEED)
+    tf.compat.v1.disable_control_flow_v2()
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [batch, steps, features], name="x")
+        cell = _LSTMCell(units, features, rng)
+        outputs, (c, h) = tf.compat.v1.nn.dynamic_rnn(
+            cell, x, initial_state=cell.zero_state(batch, tf.float32), dtype=tf.float32)
+    tf.compat.v1.enable_control_flow_v2()
+    ops = [nd.op for nd in g.as_graph_def().node]
+    assert "NextIteration" in ops and "TensorArrayV3" in ops and "While" not in ops, ops
+    feeds = {"x:0": rng.standard_normal((batch, steps, features)).astype(np.float32)}
+    _v1_case("bench_dynamic_rnn_lstm", g, [outputs.name, c.name, h.name], feeds,
+             "Benchmark: tf.compat.v1.nn.dynamic_rnn (control flow v1, TensorArrays) of a "
+             "TF1-style LSTM cell (BasicLSTMCell's math, constant weights), batch 16, 20 "
+             "steps, 32 features, 64 units; fetches the outputs and the final state.",
+             ["bench", "while", "rnn", "lstm", "tensor-array", "graph-pb"], binary=True,
+             rtol=1e-4, atol=1e-5)
+
+
+V1 = {"bench_while_cast_10k": generate_while_cast,
+      "bench_dynamic_rnn_lstm": generate_dynamic_rnn}
+CASES = ["bench_nested_while_100x100", *V1, *KERAS]
 
 
 def main() -> None:
@@ -282,9 +434,12 @@ def main() -> None:
     if args.list:
         print("\n".join(CASES))
         return
+    _OUT[0] = args.out
     for name in args.only.split(",") if args.only else CASES:
         if name == "bench_nested_while_100x100":
             generate_nested_while(args.out)
+        elif name in V1:
+            V1[name]()
         else:
             generate_keras(name, args.out)
 
