@@ -277,11 +277,19 @@ def test_interrupt_is_exit_130_and_one_line(tmp_path):
         assert time.monotonic() < deadline and p.poll() is None, p.stderr.read()
         time.sleep(0.05)
     time.sleep(0.2)
-    p.send_signal(signal.SIGINT)
     # stdin stays open until dfg has exited: closing it at once (communicate) let a child
     # not yet scheduled at load 20 see end of input before the signal, and report an empty
-    # graph (exit 2) instead
-    p.wait(timeout=60)
+    # graph (exit 2) instead. A signal landing between two reads of a blocking pipe is
+    # seen only when the next read returns (CPython's own race): so SIGINT again every
+    # 5 s until dfg exits, as a user presses Ctrl-C again
+    deadline = time.monotonic() + 120
+    while True:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(timeout=5)
+            break
+        except subprocess.TimeoutExpired:
+            assert time.monotonic() < deadline, "dfg did not end on SIGINT"
     out, err = p.stdout.read(), p.stderr.read()
     p.stdin.close()
     assert p.returncode == 130, err
@@ -315,7 +323,8 @@ def test_compare_refuses_an_output_over_max_memory(tmp_path):
     assert r.exit_code == 1, r.output
     d = json.loads(r.output)
     assert d["nothing_compared"] is True
-    assert "4,000,000 bytes" in d["error_a"] and "'big' (Fill)" in d["error_a"], d
+    # the Fill, or the Const it folds into when the run-time optimizer runs first
+    assert "4,000,000 bytes" in d["error_a"] and "node 'big' (" in d["error_a"], d
     r = invoke("compare", p, p, "--fetch", "big", "--max-memory", "8M", "--json")
     assert r.exit_code == 0 and json.loads(r.output)["ok"] is True, r.output
 
