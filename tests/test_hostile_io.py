@@ -253,8 +253,11 @@ print("not reached")
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGHUP"])
 def test_signal_during_write_removes_the_temp_file(sig: str, tmp_path: Path) -> None:
     target = tmp_path / "out.pb"
+    # the signal's default action in the child, whatever pytest inherited (a background
+    # job of a shell ignores SIGINT, and so would the child)
     p = subprocess.run([sys.executable, "-c", SELF_TERM.replace("{sig}", sig), str(target)],
-                       capture_output=True)
+                       capture_output=True,
+                       preexec_fn=lambda: signal.signal(getattr(signal, sig), signal.SIG_DFL))
     # still dies of the signal (SIGINT: Python's own handler raised KeyboardInterrupt)
     assert p.returncode == -getattr(signal, sig)
     assert (b"KeyboardInterrupt" in p.stderr) == (sig == "SIGINT")
