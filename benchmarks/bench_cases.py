@@ -71,6 +71,16 @@ def time_dfg(case_dir: Path, warmup: int, iters: int, threads: int) -> dict:
     return {"median_s": statistics.median(times), "min_s": min(times)}
 
 
+def best(fn, repeat: int) -> float:
+    """The fastest of ``repeat`` calls of ``fn``, in seconds."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
 def time_steps(sess, fetch: list[str], feed: dict, warmup: int, iters: int) -> list[float]:
     """Seconds of each of ``iters`` steps after ``warmup`` untimed ones."""
     for _ in range(warmup):

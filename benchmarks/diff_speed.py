@@ -8,8 +8,9 @@ the graph (what ``dfg info`` does first).
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
+
+from bench_cases import best  # benchmarks/ is the script's folder
 
 from dfg.graphdef.diff import diff_graphs
 from dfg.graphdef.graph import Graph
@@ -18,15 +19,6 @@ from dfg.graphdef.tensors import from_numpy, to_numpy
 from dfg.schemas import graph_pb2
 
 MODEL = Path(__file__).resolve().parent.parent / "tests/data/models/inception_resnet_v2/graph.pb"
-
-
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main() -> None:

@@ -12,9 +12,9 @@ Prints, per length, the best step time of each (ms) and the graph's node count.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from bench_cases import best  # benchmarks/ is the script's folder
 
 from dfg.executor import Session
 from dfg.graphdef import builder as B
@@ -44,15 +44,6 @@ def build(functional: bool, static_length: int | None = None):
         grads = B.gradients(loss, [g.get_tensor_by_name("Wx:0"),
                                    g.get_tensor_by_name("Wh:0")])
     return g, [loss.name] + [t.name for t in grads]
-
-
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main() -> None:
