@@ -9,11 +9,11 @@ before allocating, naming the node, and runs the ordinary ones.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 import pytest
+from cputime import cpu_seconds
 
 from dfg.executor import Session
 from dfg.executor.kernel_call import bind_op, context, run_once
@@ -282,11 +282,12 @@ def test_hostile_sizes_are_refused_fast(op: str, inputs: tuple, attrs: dict,
 
     args = list(inputs)
     k = bind_op(op, complete_attrs(op, dict(attrs), args))
-    t0 = time.process_time()
-    assert k.size_check(k, args) >= at_least
-    with pytest.raises(ResourceExhaustedError, match="memory budget") as e:
-        call(k, args, context(k, None, {}, max_bytes=1 << 30))
-    assert time.process_time() - t0 < 0.5
+    with cpu_seconds() as spent:
+        assert k.size_check(k, args) >= at_least
+        with pytest.raises(ResourceExhaustedError, match="memory budget") as e:
+            call(k, args, context(k, None, {}, max_bytes=1 << 30))
+    # refused before any allocation: milliseconds; filling a GiB would take seconds
+    assert spent.seconds < 3.0, spent.seconds
     assert e.value.node == op  # bind_op names the kernel after its op
 
 
@@ -326,10 +327,10 @@ def test_session_budget_refuses_fill_and_names_the_node() -> None:
     g = graph(const("dims", S([1 << 16, 1 << 16], I32)), const("v", S(1.0, F)),
               ("big", "Fill", ["dims", "v"], {"T": T_F, "index_type": T_I32}))
     sess = Session(g, max_bytes=1 << 30)
-    t0 = time.process_time()
-    with pytest.raises(ResourceExhaustedError) as e:
-        sess.run("big")
-    assert time.process_time() - t0 < 1.0
+    with cpu_seconds() as spent:
+        with pytest.raises(ResourceExhaustedError) as e:
+            sess.run("big")
+    assert spent.seconds < 3.0, spent.seconds
     assert e.value.node == "big" and e.value.op == "Fill"
     assert "17,179,869,184 bytes" in str(e.value) and "1,073,741,824" in str(e.value)
 
@@ -405,10 +406,10 @@ def test_const_over_the_session_budget_names_the_const() -> None:
     g.node.extend(graph(const("axis", S([0], I32)),
                         ("total", "Sum", ["big", "axis"],
                          {"T": T_F, "Tidx": T_I32, "keep_dims": False})).node)
-    t0 = time.process_time()
-    with pytest.raises(ResourceExhaustedError) as e:
-        Session(g, max_bytes=1 << 20).run("total")
-    assert time.process_time() - t0 < 1.0
+    with cpu_seconds() as spent:
+        with pytest.raises(ResourceExhaustedError) as e:
+            Session(g, max_bytes=1 << 20).run("total")
+    assert spent.seconds < 3.0, spent.seconds
     assert e.value.node == "big" and "268,435,456 bytes" in str(e.value)
     assert "1,048,576" in str(e.value)
 
