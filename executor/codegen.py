@@ -177,8 +177,11 @@ class Emitter:
         self.line(depth + 1, f"_o = {core}")
         self.line(depth, "except Exception:")
         self.line(depth + 1, "_o = None")
-        self.line(depth, f"s{out} = _o if _o.__class__ is ND and _o.dtype is OD{i} "
-                         f"else {fallback}")
+        # the dtype by identity first (NumPy's own instance), then by value: an equal
+        # descriptor that is another instance (unpickled, or "<f4" on a little-endian host)
+        # is the same type
+        self.line(depth, f"s{out} = _o if _o.__class__ is ND and (_o.dtype is OD{i} or "
+                         f"_o.dtype == OD{i}) else {fallback}")
 
     def compile(self, name: str, params: str) -> Callable:
         src = f"def {name}({params}):\n" + "\n".join(self.lines) + "\n"

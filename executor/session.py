@@ -390,6 +390,8 @@ class Session:
             except (ValueError, TypeError, OverflowError) as e:
                 raise InvalidArgumentError(
                     f"cannot feed '{name}' ({D.name(dt)}): {e}") from None
+            if arr.dtype is not want:   # an equal descriptor (unpickled, "<f4"): NumPy's own
+                arr = arr.view(want)
             if D.base(dt) == D.DT_BFLOAT16:   # held as float32 of bfloat16 values
                 arr = D.round_bfloat16(arr)
         shape = plan.feed_shapes.get(key)

@@ -120,8 +120,10 @@ def to_numpy(t: Any) -> np.ndarray:
                 f"tensor_content holds {len(content)} bytes, shape "
                 f"{format_shape(shape)} of {D.name(base)} needs {n * size}")
         arr = np.frombuffer(content, dtype=np_dtype.newbyteorder("<"))
-        if arr.dtype != np_dtype:    # a big-endian host
-            arr = arr.astype(np_dtype)
+        # as np_dtype itself: a big-endian host converts; a little-endian one views, because
+        # the "<f4" descriptor equals float32 without being NumPy's float32 instance, results
+        # computed from it carry it on, and fast paths test output dtypes by identity
+        arr = arr.view(np_dtype) if arr.dtype == np_dtype else arr.astype(np_dtype)
         # A read-only view of the bytes, not a copy: a model's weights are decoded once per
         # plan, before its first step (MLP bench: 1.8 MB, 150 us -> 35 us). Kernels never
         # write into their inputs (a fed array may be read-only too).

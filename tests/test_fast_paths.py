@@ -423,3 +423,33 @@ def test_a_cond_compiles_to_what_switch_and_merge_define() -> None:
     stmts = loops[0].body
     assert sum(type(st) is If for st in stmts) == 2
     assert sum(type(st) is Select for st in stmts) == 4
+
+
+def test_an_unpickled_feed_and_a_decoded_const_keep_the_array_forms() -> None:
+    # an array that crossed a process (Ray, multiprocessing) has an equal dtype that is not
+    # NumPy's float32 instance; the fed value is made NumPy's own, and a loop's array forms
+    # take their results whatever instance their inputs carry: the loop gives TF's values
+    # (math: x doubled n times) with every path
+    import pickle
+
+    x = pickle.loads(pickle.dumps(np.arange(6, dtype=np.float32).reshape(2, 3)))
+    assert x.dtype == np.float32 and x.dtype is not np.dtype(np.float32)
+    g = B.Graph()
+    with g.as_default():
+        xin = B.placeholder(np.float32, [2, 3], name="x")
+        w = B.constant(np.full((3, 3), 0.5, np.float32), name="w")
+        i0 = B.constant(0, name="i0")
+
+        def body(i, v):
+            return i + 1, B.sigmoid(B.matmul(v, w)) * 2.0 + v
+
+        _, out = B.while_loop(lambda i, v: i < 4, body, [i0, xin], name="loop")
+        B.identity(out, name="y")
+    want = x.astype(np.float64)
+    for _ in range(4):
+        want = 2.0 / (1.0 + np.exp(-(want @ np.full((3, 3), 0.5)))) + want
+    with Session(g.as_graph_def()) as sess:
+        for _ in range(3):          # the third run is the compiled program's
+            got = sess.run("y", {"x": x})
+            assert got.dtype is np.dtype(np.float32)
+            np.testing.assert_allclose(got, want, rtol=1e-5)

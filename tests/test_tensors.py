@@ -38,6 +38,10 @@ def test_round_trip_every_dtype(dtype, shape) -> None:
     back = to_numpy(from_numpy(arr))
     assert back.dtype == arr.dtype and back.shape == arr.shape
     np.testing.assert_array_equal(back, arr)
+    # NumPy's own dtype instance, not an equal "<f4" descriptor: results computed from a
+    # decoded Const carry its instance on, and the compiled programs' fast paths compare
+    # output dtypes by identity first (each array-form result was computed twice before)
+    assert back.dtype is np.dtype(dtype)
 
 
 def test_strings_round_trip_as_bytes_objects() -> None:
