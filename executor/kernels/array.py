@@ -36,6 +36,8 @@ def _as_array(v: Any, dtype: np.dtype) -> np.ndarray:
 
 def _scalar(x: np.ndarray, what: str) -> int:
     """An integer scalar input; TF also accepts the legacy one-element vector."""
+    if x.__class__ is np.ndarray and x.ndim == 0:
+        return int(x)
     a = np.asarray(x)
     if not (a.ndim == 0 or (a.ndim == 1 and a.shape[0] == 1)):
         raise InvalidArgumentError(f"{what} must be a scalar, got shape {_fmt(a.shape)}")

@@ -88,7 +88,7 @@ def _fully_defined(shape: PartialShape) -> bool:
 
 
 def _compatible(partial: PartialShape, shape: Shape) -> bool:
-    if partial is None:
+    if partial is None or partial == shape:
         return True
     return len(partial) == len(shape) and all(p is None or p == d
                                               for p, d in zip(partial, shape))
