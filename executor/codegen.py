@@ -267,6 +267,47 @@ def compile_straight_line(prog: Any) -> tuple[Callable, list[Any], list[Any]] | 
     return fn, t, em.kernels
 
 
+def _written(stmts: list) -> set[int]:
+    """Every slot ``stmts`` write, through Ifs and inner loops."""
+    out: set[int] = set()
+    for st in stmts:
+        if type(st) is KernelStep:
+            out.update(range(st.out, st.out + st.item.num_outputs))
+        elif type(st) is If:
+            out |= _written(st.block)
+        elif type(st) is Select:
+            out.add(st.out)
+        else:
+            out |= _written(st.pre) | _written(st.body)
+            out.update(m[0] for m in st.merges)
+            out.update(m[1] for m in st.merges if m[1] is not None)
+            out.update(dst for dst, _src in st.exit_copies)
+    return out
+
+
+def invariant_steps(lp: LoopIR) -> set[int]:
+    """The kernel steps at the top of ``lp``'s iteration (``id`` of each) that compute the
+    same value in every iteration of one run of the loop: stateless, and reading only what
+    the iteration does not change (constants, the parent's values, loop variables whose next
+    value is their value, invariant steps' outputs). TF2's functional While passes a layer's
+    weights as loop variables, so a Keras GRU splits and squeezes its bias every step.
+    Generated code runs them in the first iteration only: the same kernel calls on the same
+    values, and an error where it would have arisen, but once (a loop that never iterates
+    never runs its body's)."""
+    variant = {vs for vs, _ix, _init, nx, _i0, _i1 in lp.merges if nx != vs}
+    variant.update(ix for _vs, ix, *_rest in lp.merges if ix is not None)
+    once: set[int] = set()
+    for st in [*lp.pre, *lp.body]:
+        if type(st) is KernelStep:
+            if not st.stateful and st.args and not any(a in variant for a in st.args):
+                once.add(id(st))
+                continue
+            variant.update(range(st.out, st.out + st.item.num_outputs))
+        else:
+            variant |= _written([st])
+    return once
+
+
 def compile_loop(prog: Any) -> tuple[Callable, list[Any], list[Any]]:
     """``fn(T, E, K, C, ctl) -> (exit values, iterations per loop)`` for a loop program (E:
     the Enters' values): its loop, the loops nested in it and the conds in their bodies, as
@@ -295,11 +336,15 @@ def compile_loop(prog: Any) -> tuple[Callable, list[Any], list[Any]]:
     for lp in prog.loops:
         em.line(1, f"n{lp.index} = 0")
 
-    def block(depth: int, stmts: list) -> None:
+    def block(depth: int, stmts: list, once: set[int] = frozenset(), flag: str = "") -> None:
         if not stmts:
             em.line(depth, "pass")
         for st in stmts:
             if type(st) is KernelStep:
+                if id(st) in once:
+                    em.line(depth, f"if {flag}:")
+                    em.steps(depth + 1, [st], reads, free=False)
+                    continue
                 em.steps(depth, [st], reads, free=False)
             elif type(st) is If:
                 em.line(depth, f"if {'' if st.side else 'not '}s{st.pred}:")
@@ -314,12 +359,18 @@ def compile_loop(prog: Any) -> tuple[Callable, list[Any], list[Any]]:
             em.line(depth, f"s{vs} = s{init}")
             if ix is not None:
                 em.line(depth, f"s{ix} = s{i0}")
+        once = invariant_steps(lp)
+        flag = f"h{lp.index}"
+        if once:    # set on each entry: an inner loop's invariants are its parent's values
+            em.line(depth, f"{flag} = True")
         em.line(depth, "while True:")
         em.line(depth + 1, "if ctl.error is not None: raise ctl.error")
         em.line(depth + 1, f"n{lp.index} += 1")
-        block(depth + 1, lp.pre)
+        block(depth + 1, lp.pre, once, flag)
         em.line(depth + 1, f"if not s{lp.pred_slot}: break")
-        block(depth + 1, lp.body)
+        block(depth + 1, lp.body, once, flag)
+        if once:
+            em.line(depth + 1, f"{flag} = False")
         if lp.merges:
             lhs = ", ".join(f"s{m[0]}" for m in lp.merges)
             rhs = ", ".join(f"s{m[3]}" for m in lp.merges)

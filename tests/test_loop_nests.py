@@ -528,3 +528,76 @@ def test_an_inner_loop_with_an_invariant_live_outside_its_cond(floating):
             got = int(sess.run("out", {"n": n, "cap": cap}))
             assert got == want
             assert got == int(ref.run("out", {"n:0": np.int32(n), "cap:0": np.int32(cap)}))
+
+
+def _invariant_nest_graph():
+    """An inner loop whose loop variable ``w`` is passed through unchanged (TF2's functional
+    While passes weights that way), so ``w * 2`` is the same in each of its iterations, while
+    the outer loop changes ``w`` between the inner loop's runs: sum over i < a of
+    (sum over j < 3 of (2 * (1 + 3i) + j)) = 9a + 9a(a - 1)."""
+    g = B.Graph()
+    with g.as_default():
+        a = B.placeholder("int32", [], name="a")
+
+        def outer(i, w, acc):
+            def inner(j, w_in, s):
+                t = B.apply_op("Mul", [w_in, B.constant(2)], name="twice").outputs[0]
+                return [B.add(j, 1), w_in, B.add(s, B.add(t, j))]
+            s = B.while_loop(lambda j, w_in, s: B.less(j, 3), inner,
+                             [B.constant(0), w, B.constant(0)], name="inner")[2]
+            return [B.add(i, 1), B.add(w, 3), B.add(acc, s)]
+
+        out = B.while_loop(lambda i, w, acc: B.less(i, a), outer,
+                           [B.constant(0), B.constant(1), B.constant(0)], name="outer")
+        B.identity(out[2], name="total")
+    return g.as_graph_def()
+
+
+@pytest.mark.parametrize("programs,threads", MODES)
+def test_a_loop_invariant_is_computed_once_per_run_of_its_loop(programs, threads):
+    from dfg.executor.codegen import invariant_steps
+
+    gd = _invariant_nest_graph()
+    with Session(gd, threads=threads, programs=programs) as sess:
+        for a in (0, 1, 2, 5, 0, 4):
+            for _ in range(2):   # the second run of a signature is compiled
+                assert int(sess.run("total", {"a": a})) == 9 * a + 9 * a * (a - 1)
+        plan = sess.plan(["total"], ["a"])
+        prog = plan.frames[_outer_name(plan)].program
+    inner = next(x for x in _statements(prog.loop) if type(x) is P.LoopIR)
+    once = [st.item.op for st in inner.body if id(st) in invariant_steps(inner)]
+    assert once == ["Mul"]                       # w * 2; j + 1 and s + t change
+    assert not invariant_steps(prog.loop)        # the outer loop changes everything it reads
+
+
+def _invariant_that_fails_graph():
+    """``x`` passed through unchanged and reshaped to 3 elements in the body: an error in
+    the first iteration, none when the loop never iterates."""
+    g = B.Graph()
+    with g.as_default():
+        n = B.placeholder("int32", [], name="n")
+        x = B.placeholder("float32", [2], name="x")
+
+        def body(i, x, acc):
+            y = B.apply_op("Reshape", [x, B.constant(np.array([3], np.int32))],
+                           name="bad_reshape").outputs[0]
+            s = B.apply_op("Sum", [y, B.constant(np.array([0], np.int32))],
+                           attrs={"keep_dims": False}).outputs[0]
+            return [B.add(i, 1), x, B.add(acc, s)]
+
+        out = B.while_loop(lambda i, x, acc: B.less(i, n), body,
+                           [B.constant(0), x, B.constant(np.float32(0))], name="loop")
+        B.identity(out[2], name="total")
+    return g.as_graph_def()
+
+
+@pytest.mark.parametrize("programs,threads", MODES)
+def test_a_failing_loop_invariant_fails_only_when_the_loop_iterates(programs, threads):
+    gd = _invariant_that_fails_graph()
+    x = np.array([1.0, 2.0], np.float32)
+    with Session(gd, threads=threads, programs=programs) as sess:
+        for _ in range(3):
+            assert float(sess.run("total", {"n": 0, "x": x})) == 0.0
+            with pytest.raises(InvalidArgumentError) as e:
+                sess.run("total", {"n": 3, "x": x})
+            assert "bad_reshape" in str(e.value)
