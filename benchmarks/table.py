@@ -101,10 +101,7 @@ def first_and_warm(d: Path, threads: int, iters: int, reps: int = 1
     from dfg.executor.kernels import registry
     from dfg.graphdef.io import load_graph
 
-    # Imports are paid once per process (the cold run counts them), not by each Session:
-    # the kernels, and the optimizer a Session imports when it first optimizes
-    import dfg.graphdef.passes.pipeline  # noqa: F401
-
+    # Imports are paid once per process (the cold run counts them), not by each Session.
     registry.load_all()
     fetch, feed, setup = timed_step(d)
     firsts, seconds, warms, eager = [], [], [], []
