@@ -171,7 +171,13 @@ class Emitter:
         core = f"AF{i}({arrays})"
         if item.size_check is not None:
             sized = ", ".join(self.arg(a) for a in args)
-            core = f"{core} if FITS(K[{i}], [{sized}], C[{i}]) else None"
+            check = f"FITS(K[{i}], [{sized}], C[{i}])"
+            if getattr(item.size_check, "alike_inputs_fit", False) and len(args) > 1:
+                # the estimator's own first test, without the call (an RNN cell's
+                # elementwise ops all have alike inputs)
+                alike = " and ".join(f"s{args[0]}.shape == s{a}.shape" for a in args[1:])
+                check = f"({alike} or {check})"
+            core = f"{core} if {check} else None"
         self.line(depth, "if ctl.error is not None: raise ctl.error")
         self.line(depth, "try:")
         self.line(depth + 1, f"_o = {core}")
