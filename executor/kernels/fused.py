@@ -275,7 +275,11 @@ def fused_depthwise_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray,
 
 @kernel("_FusedMatMul", heavy=True, blas=True)
 def fused_matmul(ctx: KernelContext, a: np.ndarray, b: np.ndarray, *args: Any) -> np.ndarray:
-    first, add, act = _plan(ctx, args)
+    # the fused ops parsed once per node (a recurrent cell's product runs every step)
+    m = ctx.memo
+    if m is None or m[0] != len(args):
+        m = ctx.memo = (len(args), *_plan(ctx, args))
+    _n, first, add, act = m
     if a.ndim != 2 or b.ndim != 2:
         raise InvalidArgumentError(
             f"inputs must be 2-D matrices, found shapes {list(a.shape)} and {list(b.shape)}")
