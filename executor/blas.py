@@ -88,6 +88,12 @@ def gated() -> bool:
     return os.environ.get("DFG_BLAS_GATE", "1").strip() not in ("0", "off", "no", "false")
 
 
+# The process's answer, read once: the scheduler gates products by it (executor._GATE) and
+# the plan's program decisions must agree with the scheduler (reading the environment on
+# every step was 4 lookups, a fifth of a small graph's step)
+GATED = gated()
+
+
 def current() -> list[dict[str, Any]]:
     """The BLAS libraries found and their thread counts now ([] without threadpoolctl)."""
     with _lock:

@@ -347,7 +347,7 @@ def _output_in_root(tagged: tuple) -> bool:
     return tagged[0].is_exit and frame.parent.parent is None
 
 
-_GATE = blas.GATE if blas.gated() else None
+_GATE = blas.GATE if blas.GATED else None
 
 
 def _run_kernel(tagged: tuple, args: list, ctx: KernelContext, tracer: Any) -> tuple:

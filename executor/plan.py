@@ -35,7 +35,7 @@ from dfg.graphdef.op_sets import INPUT_OPS
 from dfg.graphdef.opdefs.registry import SignatureError, registry
 from dfg.graphdef.shapes import input_shape
 
-from .blas import gated
+from . import blas
 from .kernel_call import BoundKernel, bind, bind_attrs, context  # noqa: F401 (bind_attrs)
 from .kernels import registry as kernels
 from .kernels.control_flow import MERGE_INDEX  # noqa: F401 (programs read it here)
@@ -133,7 +133,7 @@ class PlanStats:
     average, measured node by node, falls to ``PROGRAM_ENTER_US`` again.
 
     BLAS products (convolutions, matmuls: ``OpSpec.blas``) do not count in a straight-line
-    program while they are gated (``blas.gated``): node by node they run one at a time too,
+    program while they are gated (``blas.GATED``): node by node they run one at a time too,
     each on every core (BLAS's threads, the native kernels' pool), so all node by node could
     overlap with them is cheap kernels, and it pays a scheduling trip per node for that. A
     program's mean cost leaves their last measured cost out. Measured with programs
@@ -203,7 +203,7 @@ class PlanStats:
 
     def record_program(self, prog: Any, secs: float, kernel_calls: int) -> None:
         us = secs * 1e6
-        serial = prog.serial_kernels() if prog.holds_serial and gated() else ()
+        serial = prog.serial_kernels() if prog.holds_serial and blas.GATED else ()
         if serial:
             us -= sum(max(0.0, self.cost_us[k.id]) for k in serial)
             kernel_calls -= len(serial)
@@ -249,7 +249,7 @@ class PlanStats:
     def program_runs(self, prog: Any) -> bool:
         on = self.program_on.get(prog.id)
         cost = self.cost_us
-        serial = prog.holds_serial and gated()
+        serial = prog.holds_serial and blas.GATED
         if on:
             leave = self.PROGRAM_LEAVE_US
             if self.program_cost.get(prog.id, 0.0) > leave or any(
