@@ -338,7 +338,9 @@ def checked_outputs(k: BoundKernel, res: Any) -> Any:
 def _check_output(k: BoundKernel, i: int, o: Any, want: np.dtype) -> np.ndarray:
     arr = o if isinstance(o, np.ndarray) else np.asarray(o)
     if arr.dtype == want:
-        return arr
+        # an equal descriptor that is not NumPy's own instance ("<f4", unpickled) becomes it,
+        # so it does not travel on into every result computed from this one
+        return arr if arr.dtype is want else arr.view(want)
     if want.kind == "O" and arr.dtype.kind in "SU":
         return np.asarray(arr.tolist() if arr.dtype.kind == "S" else
                           np.char.encode(arr).tolist(), dtype=object).reshape(arr.shape)

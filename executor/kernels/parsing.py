@@ -1348,12 +1348,14 @@ def decode_raw(ctx: KernelContext, data: np.ndarray) -> np.ndarray:
                 f"DecodeRaw requires input strings to all be the same size, but element {i} "
                 f"has size {len(s)} != {size}")
     if size == 0:
-        return np.zeros((*data.shape, 0), dtype=dt.newbyteorder("="))
+        return np.zeros((*data.shape, 0), dtype=np.dtype(ctx.attrs["out_type"]))
     if size % dt.itemsize:
         raise InvalidArgumentError(
             f"Input to DecodeRaw has length {size} that is not a multiple of {dt.itemsize}, "
             f"the size of {D.name(D.from_numpy(dt.newbyteorder('=')))}")
-    out = np.frombuffer(b"".join(flat), dtype=dt).astype(dt.newbyteorder("="))
+    # NumPy's own instance of the type, not an equal byte-ordered descriptor (fast paths
+    # compare dtypes by identity)
+    out = np.frombuffer(b"".join(flat), dtype=dt).astype(np.dtype(ctx.attrs["out_type"]))
     return out.reshape(*data.shape, size // dt.itemsize)
 
 
@@ -1370,7 +1372,7 @@ def decode_padded_raw(ctx: KernelContext, data: np.ndarray, fixed_length: np.nda
     if n <= 0:
         raise InvalidArgumentError(f"fixed_length ({n}) must be greater than zero.")
     buf = b"".join(s[:n].ljust(n, b"\0") for s in _flat_bytes(data))
-    out = np.frombuffer(buf, dtype=dt).astype(dt.newbyteorder("="))
+    out = np.frombuffer(buf, dtype=dt).astype(np.dtype(ctx.attrs["out_type"]))
     return out.reshape(*data.shape, n // dt.itemsize)
 
 
