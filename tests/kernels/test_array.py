@@ -663,3 +663,45 @@ def test_space_to_depth_and_back():
     same(invoke("DepthToSpace", y, attrs={"block_size": 2}), x)
     with pytest.raises(InvalidArgumentError, match="divisible"):
         invoke("SpaceToDepth", np.zeros((1, 3, 4, 1), f32), attrs={"block_size": 2})
+
+
+def test_one_node_follows_changing_specs_and_shapes_between_runs():
+    # StridedSlice, Split and Squeeze keep their last resolution in the node's context (a
+    # loop runs them alike every iteration); one Session node fed a different spec, the same
+    # array changed in place, and inputs of other shapes must give numpy's own answers
+    from dfg.executor import Session
+    from dfg.graphdef import builder as B
+
+    g = B.Graph()
+    with g.as_default():
+        x = B.placeholder("float32", None, name="x")
+        b = B.placeholder("int32", None, name="b")
+        e = B.placeholder("int32", None, name="e")
+        s = B.placeholder("int32", None, name="s")
+        B.identity(B.apply_op("StridedSlice", [x, b, e, s], name="ss").outputs[0], name="y")
+        axis = B.placeholder("int32", None, name="axis")
+        parts = B.apply_op("Split", [axis, x], attrs={"num_split": 2}, name="split").outputs
+        B.identity(parts[1], name="second")
+        B.identity(B.apply_op("Squeeze", [x], name="sq").outputs[0], name="squeezed")
+    x1 = np.arange(24, dtype=f32).reshape(4, 6)
+    begin = a([1, 0])
+    with Session(g.as_graph_def(), threads=1) as sess:
+        for _ in range(2):
+            got = sess.run("y", {"x": x1, "b": begin, "e": a([3, 6]), "s": a([1, 2])})
+            same(got, x1[1:3, 0:6:2])
+        begin[0] = 2                       # the same array, changed in place
+        got = sess.run("y", {"x": x1, "b": begin, "e": a([3, 6]), "s": a([1, 2])})
+        same(got, x1[2:3, 0:6:2])
+        x2 = np.arange(30, dtype=f32).reshape(5, 6)
+        got = sess.run("y", {"x": x2, "b": begin, "e": a([3, 6]), "s": a([1, 2])})
+        same(got, x2[2:3, 0:6:2])
+        got = sess.run("y", {"x": x2, "b": a([0]), "e": a([5]), "s": a([2])})
+        same(got, x2[0:5:2])
+        with pytest.raises(InvalidArgumentError, match="1D equal size"):
+            sess.run("y", {"x": x2, "b": a([0, 0]), "e": a([[5, 6]]), "s": a([1, 1])})
+        for xx, ax, want in ((x1, 1, x1[:, 3:]), (x1, 1, x1[:, 3:]), (x1, 0, x1[2:]),
+                             (x2, 1, x2[:, 3:]), (x1, i64(-1), x1[:, 3:])):
+            same(sess.run("second", {"x": xx, "axis": np.asarray(ax)}), want)
+        for xx in (np.ones((1, 3), f32), np.ones((1, 3), f32), np.ones((2, 1), f32),
+                   np.ones((1, 1, 4), f32)):
+            same(sess.run("squeezed", {"x": xx}), np.squeeze(xx))
