@@ -202,7 +202,7 @@ def test_compiled_softmax_special_values_follow_the_numpy_path(monkeypatch) -> N
 ])
 def test_fused_conv2d_epilogue_in_the_compiled_kernel_matches_the_definition(
         fused_ops, monkeypatch) -> None:
-    monkeypatch.delenv("DFG_NATIVE", raising=False)
+    monkeypatch.setenv("DFG_NATIVE", "1")   # the compiled conv on any CPU (default: AVX-512)
     rng = np.random.default_rng(11)
     x = rng.standard_normal((2, 40, 36, 8)).astype(np.float32)   # 10 MFLOP: native
     f = rng.standard_normal((3, 3, 8, 24)).astype(np.float32)
@@ -360,3 +360,19 @@ def test_native_pool_is_shared_safely_by_threads_and_survives_fork(monkeypatch) 
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_the_direct_convolution_runs_on_avx512_or_when_asked(monkeypatch) -> None:
+    # its register block is sized for 512-bit vectors: on AVX2 the numpy/BLAS path is faster
+    # (kernels/_native.py), so by default it runs only where the CPU has AVX-512
+    try:
+        with open("/proc/cpuinfo") as f:
+            wide = " avx512f" in f.read()
+    except OSError:
+        pytest.skip("no /proc/cpuinfo to tell the CPU's vector width")
+    monkeypatch.delenv("DFG_NATIVE", raising=False)
+    assert _native.dense_conv() == (wide and _native.built())
+    monkeypatch.setenv("DFG_NATIVE", "1")
+    assert _native.dense_conv() == _native.built()
+    monkeypatch.setenv("DFG_NATIVE", "0")
+    assert not _native.dense_conv()

@@ -491,7 +491,7 @@ def conv2d_plan(x_shape: tuple[int, ...], f_shape: tuple[int, ...], itemsize: in
 def conv2d_planned(x: np.ndarray, f: np.ndarray, p: _ConvPlan) -> np.ndarray:
     """:func:`conv2d_nhwc` by plan ``p`` (from :func:`conv2d_plan` for these shapes)."""
     g, oc = p.g, p.oc
-    if p.native and x.dtype == _F32 and f.dtype == _F32 and _native.enabled():
+    if p.native and x.dtype == _F32 and f.dtype == _F32 and _native.dense_conv():
         return _native.conv2d_nhwc_f32(x, f, g)
     if p.mode == "gemm":
         if g.sh != 1 or g.sw != 1 or g.oh != g.h or g.ow != g.w:
@@ -543,7 +543,7 @@ def conv2d_native_fused(x: np.ndarray, filter: np.ndarray, strides: Sequence[int
     per fused op), or None when that kernel does not take this convolution: the caller then
     runs :func:`conv2d` and its own epilogue."""
     if (data_format or "NHWC") != "NHWC" or x.dtype != _F32 or filter.dtype != _F32 \
-            or x.ndim != 4 or filter.ndim != 4 or not _native.enabled():
+            or x.ndim != 4 or filter.ndim != 4 or not _native.dense_conv():
         return None
     p = _conv_plan(x.shape, filter.shape, 4, _key(strides), padding, _key(dilations), "NHWC",
                    _key(explicit_paddings))
