@@ -333,14 +333,18 @@ def unpack(ctx: KernelContext, value: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(_drop(value, axis, i) for i in range(n))
 
 
-def _split_at(value: np.ndarray, axis: int, sizes: Sequence[int]) -> tuple[np.ndarray, ...]:
-    out = []
-    start = 0
+def _split_index(axis: int, sizes: Sequence[int]) -> list[tuple]:
+    """The index tuple of each piece of a split along ``axis`` into ``sizes``."""
     lead = (slice(None),) * axis
-    for s in sizes:
-        out.append(value[lead + (slice(start, start + s),)])
-        start += s
-    return tuple(out)
+    out, start = [], 0
+    for n in sizes:
+        out.append(lead + (slice(start, start + n),))
+        start += n
+    return out
+
+
+def _split_at(value: np.ndarray, axis: int, sizes: Sequence[int]) -> tuple[np.ndarray, ...]:
+    return tuple(value[ix] for ix in _split_index(axis, sizes))
 
 
 @kernel("Split")
@@ -366,9 +370,7 @@ def split(ctx: KernelContext, split_dim: np.ndarray, value: np.ndarray) -> tuple
         raise InvalidArgumentError(
             f"Number of ways to split should evenly divide the split dimension, but got "
             f"split_dim {d} (size = {n}) and num_split {num}")
-    k = n // num
-    lead = (slice(None),) * d
-    index = [lead + (slice(i * k, (i + 1) * k),) for i in range(num)]
+    index = _split_index(d, [n // num] * num)
     if key is not None:
         ctx.memo = (key, index)
     return tuple(value[ix] for ix in index)
