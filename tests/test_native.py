@@ -1,6 +1,7 @@
 """The optional compiled kernels: the direct convolution (executor/native/conv.c) against the
 definition of a convolution, and through the Conv2D kernels and a Session against
-TensorFlow's outputs; erf/erfc (executor/native/elementwise.c) against Python's math.
+TensorFlow's outputs; erf/erfc (executor/native/elementwise.c) against Python's math;
+sigmoid and tanh against float64 numpy.
 
 Skipped when the extension was not built (no C compiler at install)."""
 
@@ -166,6 +167,68 @@ def test_compiled_and_numpy_erf_agree_in_every_single_precision_dtype(op, monkey
                                    rtol=tol, atol=1e-38)
 
 
+_ACT_POINTS = np.concatenate([np.linspace(-40, 40, 160001), [
+    -0.0, 0.0, 1e-30, -1e-30, 1e-8, -1e-8, 1e-40, -1e-40, 0.29999, 0.3, 0.30001, 9.1, -9.1,
+    20.0, 21.0, 87.0, -87.0, -88.8, -103.0, -104.0, 200.0, -200.0, 3e38, -3e38, np.inf,
+    -np.inf]]).astype(np.float32)
+
+
+def _ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """|got - want| in units of float32's spacing at want (want in float64)."""
+    spacing = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    return np.abs(got.astype(np.float64) - want) / spacing
+
+
+@pytest.mark.parametrize("op", ["Sigmoid", "Tanh"])
+def test_compiled_sigmoid_and_tanh_are_correctly_rounded(op, monkeypatch) -> None:
+    """Computed in double precision and rounded once: within half an ulp (and a hair) of
+    the exact value from float64 numpy, signs of zeros kept, NaN kept, the limits exact."""
+    monkeypatch.delenv("DFG_NATIVE", raising=False)
+    assert _native.enabled()
+    x64 = _ACT_POINTS.astype(np.float64)
+    with np.errstate(over="ignore"):
+        want = np.tanh(x64) if op == "Tanh" else 1 / (1 + np.exp(-x64))
+    got = invoke(op, _ACT_POINTS)
+    assert got.dtype == np.float32 and got.shape == _ACT_POINTS.shape
+    assert _ulps(got, want).max() <= 0.5 + 1e-6
+    assert np.array_equal(np.signbit(got), np.signbit(want.astype(np.float32)))
+    limits = {"Tanh": (1.0, -1.0), "Sigmoid": (1.0, 0.0)}[op]
+    assert list(invoke(op, np.array([np.inf, -np.inf], np.float32))) == list(limits)
+    nan = invoke(op, np.full(700, np.nan, np.float32))
+    assert np.isnan(nan).all()
+
+
+@pytest.mark.parametrize("op", ["Sigmoid", "Tanh"])
+def test_compiled_and_numpy_sigmoid_and_tanh_agree(op, monkeypatch) -> None:
+    """Both paths within a few ulps of each other where the result is a normal float: the
+    numpy sigmoid rounds in each of its four float32 passes (and gives 0 where e^-x
+    overflows float32 and the exact value is subnormal)."""
+    x = _ACT_POINTS[::2].copy()
+    monkeypatch.setenv("DFG_NATIVE", "0")
+    numpy_path = invoke(op, x)
+    monkeypatch.delenv("DFG_NATIVE")
+    compiled = invoke(op, x)
+    normal = np.abs(compiled) >= np.finfo(np.float32).tiny
+    assert _ulps(compiled[normal], numpy_path[normal].astype(np.float64)).max() <= 4
+    assert np.array_equal(np.isnan(compiled), np.isnan(numpy_path))
+
+
+def test_compiled_activations_split_on_threads_and_in_place_give_the_same_bits(
+        monkeypatch) -> None:
+    """A large tensor's blocks run on the native pool: each thread count gives the bits of
+    one thread; out may be x itself; a strided input is read through a copy."""
+    x = (np.random.default_rng(5).standard_normal((9, 70001)) * 6).astype(np.float32)
+    for kind in (_native.SIGMOID, _native.TANH):
+        monkeypatch.setenv("DFG_BLAS_THREADS", "1")
+        one = _native.activation_f32(x, kind)
+        for threads in ("2", "3"):
+            monkeypatch.setenv("DFG_BLAS_THREADS", threads)
+            assert np.array_equal(_native.activation_f32(x, kind), one)
+        y = x.copy()
+        assert _native.activation_f32(y, kind, y) is y and np.array_equal(y, one)
+        assert np.array_equal(_native.activation_f32(x[:, ::2], kind), one[:, ::2])
+
+
 @pytest.mark.parametrize("shape", [(8, 4, 64, 64), (3, 1000), (600, 1), (2, 37, 19)])
 def test_compiled_softmax_and_log_softmax_match_the_definition(shape, monkeypatch) -> None:
     monkeypatch.delenv("DFG_NATIVE", raising=False)
@@ -289,12 +352,13 @@ def test_every_target_clone_computes_what_the_loaded_one_does(arch, tmp_path,
     def run() -> list[np.ndarray]:
         return [_native.conv2d_nhwc_f32(x, f, g, ep), _native.depthwise_nhwc_f32(x, dw, gd),
                 _native.erf_f32(xs, False), _native.erf_f32(xs, True),
-                _native.softmax_f32(z, False)]
+                _native.softmax_f32(z, False), _native.activation_f32(xs, _native.SIGMOID),
+                _native.activation_f32(xs, _native.TANH)]
 
     want = run()
     monkeypatch.setattr(_native, "_ext", clone)
     got = run()
-    for a, b, tol in zip(got, want, [1e-5, 1e-5, 2e-7, 2e-7, 1e-6]):
+    for a, b, tol in zip(got, want, [1e-5, 1e-5, 2e-7, 2e-7, 1e-6, 1.2e-7, 1.2e-7]):
         # FMA or not: rounding only
         np.testing.assert_allclose(a, b, rtol=tol, atol=1e-5 if tol == 1e-5 else 1e-9)
 
@@ -328,6 +392,12 @@ def test_the_native_interface_refuses_what_its_kernels_cannot_take() -> None:
         ext.erf_f32(np.zeros(8, np.float32), frozen, False)
     with pytest.raises(ValueError, match="bad geometry"):
         ext.softmax_f32(x, x.copy(), -1, 48, False)
+    with pytest.raises(ValueError, match="unknown kind"):
+        ext.activation_f32(x, x.copy(), 2, 1, 1)
+    with pytest.raises(ValueError, match="out has 47 floats"):
+        ext.activation_f32(x, np.zeros(47, np.float32), 0, 1, 1)
+    with pytest.raises(ValueError, match="chunks and threads"):
+        ext.activation_f32(x, x.copy(), 0, 0, 1)
     with pytest.raises(TypeError):
         ext.conv2d_nhwc_f32(x, wb, out, geom[:14], None, None, None, 0, 1, 1)
 

@@ -8,6 +8,9 @@ paths run. :func:`status` says which.
 
 * erf/erfc of single precision: one vectorized pass instead of twenty numpy passes.
 * Softmax/LogSoftmax of single precision: one sweep per row instead of five numpy passes.
+* Sigmoid and Tanh of float32 (the kernels, their array forms in compiled loops and the fused
+  ops' activations): one vectorized pass, where numpy's sigmoid is four passes and its tanh
+  is not vectorized; a recurrent cell's gates are their main users.
 * Depthwise convolutions of float32 NHWC (depth multiplier 1): each output pixel's channels
   accumulate tap by tap in L1, where numpy makes two passes over the output per tap.
 * The direct convolution, for KxK float32 convolutions whose GEMM would be skinny
@@ -106,6 +109,26 @@ def erf_f32(x: np.ndarray, complement: bool) -> np.ndarray:
     x = np.ascontiguousarray(x, _F32)
     out = np.empty_like(x)
     _ext.erf_f32(x, out, complement)
+    return out
+
+
+SIGMOID, TANH = 0, 1
+_ACT_BLOCK = 4096          # native.h's DFG_ACT_BLOCK: the elements of one pool row
+
+
+def activation_f32(x: np.ndarray, kind: int, out: np.ndarray | None = None) -> np.ndarray:
+    """sigmoid (``kind`` SIGMOID) or tanh (TANH) of float32 ``x`` in one compiled pass,
+    into ``out`` (a new array by default; ``x`` itself allowed), split on the native pool
+    from a few blocks of 4096 elements (a thread's share below that costs more to hand
+    over)."""
+    if x.__class__ is not np.ndarray or not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x, _F32)
+    if out is None:
+        out = np.empty_like(x)
+    blocks = -(-x.size // _ACT_BLOCK)
+    threads = min(_threads(), blocks // 4) if blocks >= 8 else 1
+    _ext.activation_f32(x, out, kind, min(blocks, 4 * threads) if threads > 1 else 1,
+                        max(threads, 1))
     return out
 
 

@@ -28,6 +28,7 @@ from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
 from . import _conv, _native, nn
 from ._select import where
+from .math import native_activation
 from .registry import KernelContext, kernel
 
 _HALF = np.dtype(np.float16)
@@ -39,6 +40,8 @@ def _sigmoid_(y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     e = exp(-|y|) (never overflows), 1/(1+e) for y >= 0 and e/(1+e) below. No masked ufuncs
     (``where=`` branches per element, several times slower than a bitwise select)."""
     out = y if out is None else out
+    if native_activation(y, _native.SIGMOID, out) is not None:
+        return out
     if y.dtype.kind == "f" and y.dtype.itemsize >= 4:
         np.negative(y, out=out)
         np.exp(out, out=out)
@@ -75,7 +78,8 @@ def _leaky_relu_(y: np.ndarray, ctx: KernelContext) -> None:
 
 
 def _tanh_(y: np.ndarray, ctx: KernelContext) -> None:
-    np.tanh(y, out=y)
+    if native_activation(y, _native.TANH, y) is None:
+        np.tanh(y, out=y)
 
 
 def _sigmoid_act(y: np.ndarray, ctx: KernelContext) -> None:
@@ -317,6 +321,14 @@ def _ew_sigmoid(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     return r
 
 
+def _ew_tanh(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    if type(x) is np.ndarray:
+        r = native_activation(x, _native.TANH, out)
+        if r is not None:
+            return r
+    return np.tanh(x, out=out)
+
+
 def _ew_rsqrt(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     r = np.sqrt(x, out=out)
     return np.reciprocal(r, out=_own(r))
@@ -337,7 +349,7 @@ CHAIN_OPS: dict[str, tuple[int, Callable[..., np.ndarray]]] = {
         ("Minimum", np.minimum), ("SquaredDifference", _ew_squared_difference))},
     **{op: (1, f) for op, f in (
         ("Neg", np.negative), ("Abs", np.abs), ("Exp", np.exp), ("Log", np.log),
-        ("Sqrt", np.sqrt), ("Square", np.square), ("Tanh", np.tanh),
+        ("Sqrt", np.sqrt), ("Square", np.square), ("Tanh", _ew_tanh),
         ("Reciprocal", np.reciprocal), ("Rsqrt", _ew_rsqrt), ("Relu", _ew_relu),
         ("Relu6", _ew_relu6), ("Sigmoid", _ew_sigmoid))},
 }

@@ -445,6 +445,12 @@ def _rsqrt(x: Array) -> Array:
     return np.reciprocal(np.sqrt(x))
 
 
+def _tanh(x: Array) -> Array:
+    if (r := native_activation(x, _native.TANH)) is not None:
+        return r
+    return np.tanh(x)
+
+
 def _reciprocal_int(x: Array) -> Array:
     if np.count_nonzero(x) != x.size:
         raise InvalidArgumentError("Integer division by zero")
@@ -455,7 +461,24 @@ def _identity(x: Array) -> Array:
     return x
 
 
+def native_activation(x: Array, kind: int, out: Array | None = None) -> Array | None:
+    """Sigmoid or tanh of a float32 array (not 0-d) in one compiled pass
+    (executor/native/elementwise.c: in double precision, rounded once), or None when the
+    compiled kernels are not built or refused. The kernels, their array forms and the fused
+    ops' activations (``out``: into that float32 array of x's shape, x itself allowed) all
+    come here, so every path gives the same bits."""
+    if x.dtype != _F32 or not x.ndim or not _native.enabled():
+        return None
+    if out is not None and not (out.__class__ is np.ndarray and out.dtype == _F32
+                                and out.shape == x.shape and out.flags.c_contiguous
+                                and out.flags.writeable):
+        return None     # (a ufunc's result may be in Fortran order) numpy writes it
+    return _native.activation_f32(x, kind, out)
+
+
 def _sigmoid(x: Array) -> Array:
+    if (r := native_activation(x, _native.SIGMOID)) is not None:
+        return r
     if x.dtype.kind == "c":
         return 1 / (1 + np.exp(-x))
     if x.dtype.itemsize >= 4:
@@ -697,7 +720,7 @@ _UNARY: dict[str, tuple[Callable[[Array], Any], Callable[[Array], Any]]] = {
     "Atan": (np.arctan, np.arctan),
     "Sinh": (np.sinh, np.sinh),
     "Cosh": (np.cosh, np.cosh),
-    "Tanh": (np.tanh, np.tanh),
+    "Tanh": (_tanh, _tanh),
     "Asinh": (np.arcsinh, np.arcsinh),
     "Acosh": (np.arccosh, np.arccosh),
     "Atanh": (np.arctanh, np.arctanh),

@@ -139,6 +139,45 @@ static PyObject *softmax_f32(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(activation_doc,
+"activation_f32(x, out, kind, chunks, threads)\n--\n\n"
+"out = sigmoid(x) (kind 0) or tanh(x) (kind 1); x and out float32 buffers of one size (the\n"
+"same buffer allowed), in blocks of 4096 elements split in `chunks` pieces on up to\n"
+"`threads` threads.");
+
+static PyObject *activation_f32(PyObject *self, PyObject *args) {
+    PyObject *xo, *oo;
+    int kind, threads;
+    long chunks;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOili:activation_f32", &xo, &oo, &kind, &chunks, &threads))
+        return NULL;
+    if (kind != DFG_ACT_SIGMOID && kind != DFG_ACT_TANH)
+        return PyErr_Format(PyExc_ValueError, "activation_f32: unknown kind %d", kind);
+    if (chunks < 1 || threads < 1) {
+        PyErr_SetString(PyExc_ValueError, "activation_f32: chunks and threads must be >= 1");
+        return NULL;
+    }
+    Py_buffer x, out;
+    if (f32_buffer(xo, &x, 0, -1, "activation_f32", "x") < 0)
+        return NULL;
+    Py_ssize_t n = x.len / 4;
+    if (f32_buffer(oo, &out, 1, n, "activation_f32", "out") < 0) {
+        PyBuffer_Release(&x);
+        return NULL;
+    }
+    if (n < 2 * DFG_ACT_BLOCK) {
+        dfg_activation_f32(x.buf, out.buf, (long)n, kind, 1, 1);   /* not worth the GIL's hand-off */
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        dfg_activation_f32(x.buf, out.buf, (long)n, kind, chunks, threads);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(conv_doc,
 "conv2d_nhwc_f32(x, wb, out, geometry, scale, shift, residual, act, chunks, threads)\n--\n\n"
 "Direct convolution of float32 NHWC x (N, H, W, C) by the packed filter wb (ceil(OC/16), KH,\n"
@@ -244,6 +283,7 @@ done:
 static PyMethodDef methods[] = {
     {"erf_f32", erf_f32, METH_VARARGS, erf_doc},
     {"softmax_f32", softmax_f32, METH_VARARGS, softmax_doc},
+    {"activation_f32", activation_f32, METH_VARARGS, activation_doc},
     {"conv2d_nhwc_f32", conv2d_nhwc_f32, METH_VARARGS, conv_doc},
     {"depthwise_nhwc_f32", depthwise_nhwc_f32, METH_VARARGS, depthwise_doc},
     {NULL, NULL, 0, NULL},

@@ -28,5 +28,11 @@ int dfg_depthwise_nhwc_f32_mt(const float *x, const float *f, float *out, long H
 /* elementwise.c */
 void dfg_erf_f32(const float *x, float *out, long n, int complement);
 void dfg_softmax_f32(const float *x, float *out, long rows, long cols, int as_log);
+/* out[i] = sigmoid(x[i]) or tanh(x[i]) for i in [0, n) (x == out allowed), the n elements
+ * in blocks of DFG_ACT_BLOCK split in `chunks` pieces on up to `threads` threads */
+enum { DFG_ACT_SIGMOID = 0, DFG_ACT_TANH = 1 };
+#define DFG_ACT_BLOCK 4096
+void dfg_activation_f32(const float *x, float *out, long n, int kind, long chunks,
+                        int threads);
 
 #endif
