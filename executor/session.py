@@ -279,8 +279,9 @@ class Session:
         try:
             # dead_branches is left to `dfg optimize`: removing an untaken branch can orphan
             # a loop whose stateful nodes must still run (tests/test_random_graphs.py)
+            # elementwise chains inside loops only (passes/fuse_elementwise.py says why)
             res = optimize_for_signature(self.graph, fetches, feeds, targets,
-                                         skip=["dead_branches"])
+                                         elementwise="loops", skip=["dead_branches"])
         except DfgError:
             raise                       # unknown fetch/feed names: the user's error
         except Exception as e:  # noqa: BLE001 - an optimizer bug must not stop a run

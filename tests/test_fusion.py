@@ -180,6 +180,54 @@ def test_elementwise_chain_kernel_equals_the_ops_kernels():
                                                         "N": 1})
 
 
+_SPECIAL = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-40, -1e-40, 3e38, -3e38, 1e-8,
+                     0.3, -7.5], np.float32)
+
+
+@pytest.mark.parametrize("native", ["on", "0"])
+def test_compiled_elementwise_chains_give_the_bits_of_the_ops_kernels(native, monkeypatch):
+    """Random chains of the ops the compiled chain computes (fused.NATIVE_CHAIN_OPS), on
+    full, row-broadcast, scalar and strided float32 inputs holding NaN, infinities, signed
+    zeros and subnormals, equal the ops' own kernels applied one by one, bit for bit (with
+    DFG_NATIVE=0 the numpy chain runs, against the numpy kernels)."""
+    from dfg.executor.kernels.fused import NATIVE_CHAIN_OPS
+    from dfg.graphdef.passes.fuse_elementwise import CHAIN_OPS as ARITY
+
+    if native == "0":
+        monkeypatch.setenv("DFG_NATIVE", "0")
+    else:
+        monkeypatch.delenv("DFG_NATIVE", raising=False)
+    rng = np.random.default_rng(7)
+    ops = sorted(NATIVE_CHAIN_OPS)
+    for trial in range(60):
+        rows, cols = int(rng.integers(1, 9)), int(rng.integers(1, 700))
+        full = (rng.standard_normal((rows, 2 * cols)) * 4).astype(np.float32)
+        full.flat[rng.integers(0, full.size, 12)] = _SPECIAL
+        inputs = [full[:, ::2], (rng.standard_normal((rows, cols)) * 3).astype(np.float32),
+                  rng.standard_normal(cols).astype(np.float32), np.float32(rng.normal())]
+        values = list(inputs)
+        program = []
+        for k in range(int(rng.integers(2, 9))):
+            op = ops[int(rng.integers(len(ops)))]
+            names = [f"i{j}" for j in range(len(inputs))] + [f"r{j}" for j in range(k)]
+            picks = [int(rng.integers(len(names))) for _ in range(ARITY[op])]
+            if ARITY[op] == 1 or k == 0:
+                picks[0] = len(inputs) + k - 1 if k else 0   # keep it one chain
+            else:
+                picks[0] = len(inputs) + k - 1
+            program.append(" ".join([op, *(names[p] for p in picks)]))
+            values.append(invoke(op, *(values[p] for p in picks)))
+        got = invoke("_DfgElementwiseChain", *inputs,
+                     attrs={"program": program, "N": len(inputs), "T": np.float32})
+        want = np.asarray(values[-1])
+        assert got.shape == want.shape and got.dtype == want.dtype == np.float32, program
+        # the same bits, but for a NaN's sign and payload (which no op defines)
+        nan = np.isnan(want)
+        assert np.array_equal(np.isnan(got), nan), (trial, program)
+        assert np.array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32)), \
+            (trial, program)
+
+
 # --- small graphs ---------------------------------------------------------------------------
 
 def _conv_graph(act: str | None, bn: bool = True, swish: bool = False):
@@ -364,6 +412,33 @@ def test_elementwise_chains_are_opt_in_and_keep_fetched_nodes():
     for got, want in zip(_run(res.graph_def, ["out:0", "relu6:0"], feed),
                          _run(gd, ["out:0", "relu6:0"], feed)):
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_sessions_optimizer_forms_elementwise_chains_inside_loops_only():
+    """``elementwise="loops"`` (what a Session asks for): the chain in the loop body is fused,
+    the one after the loop is not; the values are those of the graph as written."""
+    with B.Graph().as_default() as g:
+        x = B.placeholder("float32", [4, 8], name="x")
+
+        def body(i, h):
+            gate = B.sigmoid(B.add(h, x, name="pre"), name="gate")
+            return i + 1, B.multiply(gate, B.tanh(h, name="th"), name="cell")
+
+        _, h = B.while_loop(lambda i, h: i < 5, body, [B.constant(0), x], name="loop")
+        B.tanh(B.multiply(h, h, name="sq"), name="out")
+    gd = g.as_graph_def()
+    res = optimize_for_signature(gd, ["out:0"], ["x:0"], elementwise="loops")
+    chains = [n.name for n in res.graph_def.node if n.op == "_DfgElementwiseChain"]
+    assert chains and all(n.startswith("loop/") for n in chains)
+    assert _ops(res.graph_def)["out"] == "Tanh"
+    feed = {"x:0": _rand(4, 8)}
+    got, = _run(res.graph_def, ["out:0"], feed)
+    want, = _run(gd, ["out:0"], feed)
+    np.testing.assert_array_equal(got, want)
+    with Session(gd, threads=1) as s:
+        np.testing.assert_array_equal(s.run(["out:0"], feed)[0], want)
+        assert any(it.op == "_DfgElementwiseChain"
+                   for it in s.plan(["out:0"], ["x:0"]).items)
 
 
 def test_deterministic_and_reports():

@@ -314,8 +314,9 @@ def _build_for(arch: str, tmp_path: Path):
     src = Path(__file__).resolve().parent.parent / "executor" / "native"
     lib = tmp_path / arch / f"_native{sysconfig.get_config_var('EXT_SUFFIX')}"
     lib.parent.mkdir()
-    subprocess.run([cc, "-O3", "-fno-trapping-math", f"-march={arch}", "-shared", "-fPIC",
-                    "-DDFG_NO_CLONES", "-pthread", f"-I{sysconfig.get_paths()['include']}",
+    subprocess.run([cc, "-O3", "-fno-trapping-math", "-fno-math-errno", f"-march={arch}",
+                    "-shared", "-fPIC", "-DDFG_NO_CLONES", "-pthread",
+                    f"-I{sysconfig.get_paths()['include']}",
                     *(str(src / f) for f in ("module.c", "conv.c", "elementwise.c",
                                              "threadpool.c")),
                     "-o", str(lib)], check=True, capture_output=True)
@@ -353,12 +354,22 @@ def test_every_target_clone_computes_what_the_loaded_one_does(arch, tmp_path,
         return [_native.conv2d_nhwc_f32(x, f, g, ep), _native.depthwise_nhwc_f32(x, dw, gd),
                 _native.erf_f32(xs, False), _native.erf_f32(xs, True),
                 _native.softmax_f32(z, False), _native.activation_f32(xs, _native.SIGMOID),
-                _native.activation_f32(xs, _native.TANH)]
+                _native.activation_f32(xs, _native.TANH), chain()]
+
+    def chain() -> np.ndarray:
+        # every op of the compiled chain: (((z * z - z) / 3 + ...) ...), z's row broadcast
+        code = [(2, 0, 0), (1, 3, 0), (3, 4, 2), (4, 5, 1), (5, 6, -1), (6, 7, -1),
+                (7, 8, -1), (8, 9, -1), (9, 10, -1), (10, 11, -1), (0, 12, 1), (11, 13, -1),
+                (12, 14, -1)]
+        out = np.empty_like(z)
+        _native.chain_f32((z, z[0].copy(), np.float32(3).reshape(1)), bytes([0, 1, 2]),
+                          np.array(code, np.int32).tobytes(), out, *z.shape)
+        return out
 
     want = run()
     monkeypatch.setattr(_native, "_ext", clone)
     got = run()
-    for a, b, tol in zip(got, want, [1e-5, 1e-5, 2e-7, 2e-7, 1e-6, 1.2e-7, 1.2e-7]):
+    for a, b, tol in zip(got, want, [1e-5, 1e-5, 2e-7, 2e-7, 1e-6, 1.2e-7, 1.2e-7, 1e-6]):
         # FMA or not: rounding only
         np.testing.assert_allclose(a, b, rtol=tol, atol=1e-5 if tol == 1e-5 else 1e-9)
 
@@ -398,6 +409,20 @@ def test_the_native_interface_refuses_what_its_kernels_cannot_take() -> None:
         ext.activation_f32(x, np.zeros(47, np.float32), 0, 1, 1)
     with pytest.raises(ValueError, match="chunks and threads"):
         ext.activation_f32(x, x.copy(), 0, 0, 1)
+    row, out = np.zeros(3, np.float32), np.zeros(48, np.float32)
+    add = np.array([0, 0, 1], np.int32).tobytes()        # Add i0 i1
+    ext.chain_f32((x, row), bytes([0, 1]), add, out, 16, 3)     # the lengths fit
+    with pytest.raises(ValueError, match="an input has 3 floats, the geometry needs 48"):
+        ext.chain_f32((x, row), bytes([0, 0]), add, out, 16, 3)
+    with pytest.raises(ValueError, match="bad op 0"):
+        ext.chain_f32((x, row), bytes([0, 1]), np.array([0, 0, 2], np.int32).tobytes(),
+                      out, 16, 3)                          # an operand not yet computed
+    with pytest.raises(ValueError, match="bad op 0"):
+        ext.chain_f32((x,), bytes([0]), np.array([99, 0, -1], np.int32).tobytes(), out, 16, 3)
+    with pytest.raises(ValueError, match="int32 triples"):
+        ext.chain_f32((x,), bytes([0]), b"\0" * 13, out, 16, 3)
+    with pytest.raises(ValueError, match="unknown input kind"):
+        ext.chain_f32((x,), bytes([7]), np.array([5, 0, -1], np.int32).tobytes(), out, 16, 3)
     with pytest.raises(TypeError):
         ext.conv2d_nhwc_f32(x, wb, out, geom[:14], None, None, None, 0, 1, 1)
 

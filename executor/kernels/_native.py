@@ -11,6 +11,9 @@ paths run. :func:`status` says which.
 * Sigmoid and Tanh of float32 (the kernels, their array forms in compiled loops and the fused
   ops' activations): one vectorized pass, where numpy's sigmoid is four passes and its tanh
   is not vectorized; a recurrent cell's gates are their main users.
+* Chains of float32 elementwise ops (``_DfgElementwiseChain``: arithmetic, sqrt, sigmoid,
+  tanh) in one sweep per block of 256 elements, one call for the chain where numpy makes one
+  per op; the bits equal the numpy chain's.
 * Depthwise convolutions of float32 NHWC (depth multiplier 1): each output pixel's channels
   accumulate tap by tap in L1, where numpy makes two passes over the output per tap.
 * The direct convolution, for KxK float32 convolutions whose GEMM would be skinny
@@ -56,8 +59,25 @@ _VW = 16                      # output channels per vector block (native.h's DFG
 _MIN_CHUNK_FLOPS = 2e6
 
 
+# DFG_NATIVE is read on every call (a test or a user may set it at any time), but an RNN
+# step asks several times per iteration and os.environ.get is five Python calls: the raw
+# bytes are looked up in os.environ's own dict (CPython's POSIX os._Environ keeps it as
+# ``_data``, which setenv through os.environ updates) and the parsed answer is memoized.
+_ENV_DATA = getattr(os.environ, "_data", None)
+try:
+    _ENV_KEY = os.environ.encodekey("DFG_NATIVE")     # type: ignore[attr-defined]
+except AttributeError:
+    _ENV_DATA = None
+_PARSED: dict[Any, bool] = {}
+
+
 def _refused() -> bool:
-    return os.environ.get("DFG_NATIVE", "").strip().lower() in ("0", "off", "no", "false")
+    raw = _ENV_DATA.get(_ENV_KEY) if _ENV_DATA is not None else os.environ.get("DFG_NATIVE")
+    hit = _PARSED.get(raw)
+    if hit is None:
+        text = raw.decode(errors="replace") if isinstance(raw, bytes) else (raw or "")
+        hit = _PARSED[raw] = text.strip().lower() in ("0", "off", "no", "false")
+    return hit
 
 
 def built() -> bool:
@@ -121,15 +141,24 @@ def activation_f32(x: np.ndarray, kind: int, out: np.ndarray | None = None) -> n
     into ``out`` (a new array by default; ``x`` itself allowed), split on the native pool
     from a few blocks of 4096 elements (a thread's share below that costs more to hand
     over)."""
-    if x.__class__ is not np.ndarray or not x.flags.c_contiguous:
-        x = np.ascontiguousarray(x, _F32)
+    if x.__class__ is not np.ndarray:
+        x = np.asarray(x, _F32)               # a NumPy scalar: a 0-d array
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)           # (a Split's output is a strided view)
     if out is None:
-        out = np.empty_like(x)
+        out = np.empty(x.shape, _F32)
     blocks = -(-x.size // _ACT_BLOCK)
     threads = min(_threads(), blocks // 4) if blocks >= 8 else 1
     _ext.activation_f32(x, out, kind, min(blocks, 4 * threads) if threads > 1 else 1,
                         max(threads, 1))
     return out
+
+
+def chain_f32(inputs: tuple, kinds: bytes, code: bytes, out: np.ndarray, rows: int,
+              cols: int) -> None:
+    """A chain of float32 elementwise ops into ``out`` (executor/native/module.c's
+    ``chain_f32`` says how ``inputs``, ``kinds`` and ``code`` are laid out)."""
+    _ext.chain_f32(inputs, kinds, code, out, rows, cols)
 
 
 def _threads() -> int:

@@ -19,6 +19,7 @@ rounded once at the end.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -322,11 +323,8 @@ def _ew_sigmoid(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
 
 
 def _ew_tanh(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-    if type(x) is np.ndarray:
-        r = native_activation(x, _native.TANH, out)
-        if r is not None:
-            return r
-    return np.tanh(x, out=out)
+    r = native_activation(np.asarray(x), _native.TANH, out)
+    return np.tanh(x, out=out) if r is None else r
 
 
 def _ew_rsqrt(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
@@ -373,18 +371,96 @@ def _fits(buf: Any, other: np.ndarray) -> np.ndarray | None:
         return None     # the op itself reports the incompatible shapes
 
 
-_PROGRAMS: dict[tuple[tuple[str, ...], int], Callable[..., Any]] = {}
+# ops the compiled chain (executor/native/elementwise.c, dfg_chain_f32) computes with the bits
+# of the numpy functions above, and their codes there (native.h's DFG_CH_*). Not Exp/Log
+# (numpy's own vectorized float32 exp and log round differently from any other), nor
+# Maximum/Minimum/Relu/Relu6 (numpy's SIMD and scalar loops disagree on the sign of a zero
+# result).
+NATIVE_CHAIN_OPS = {"Add": 0, "AddV2": 0, "Sub": 1, "Mul": 2, "RealDiv": 3, "Div": 3,
+                    "SquaredDifference": 4, "Neg": 5, "Abs": 6, "Square": 7, "Reciprocal": 8,
+                    "Sqrt": 9, "Rsqrt": 10, "Sigmoid": 11, "Tanh": 12}
+_F32 = np.dtype(np.float32)
+
+# (program, number of inputs) -> (its numpy function, its compiled code or None)
+_PROGRAMS: dict[tuple[tuple[str, ...], int], tuple[Callable[..., Any], bytes | None]] = {}
 
 
-def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
-    """``program`` as a straight-line Python function of its inputs, cached. Each op writes
-    into the buffer of a result operand that dies there (when the shapes allow), so the chain
+def _native_code(parsed: list, n_inputs: int) -> bytes | None:
+    """The chain as dfg_chain_f32's int32 triples (op, operand, operand or -1; operand n +
+    k is the k-th op's result), or None when an op is not one it computes."""
+    code = []
+    for op, refs in parsed:
+        c = NATIVE_CHAIN_OPS.get(op)
+        if c is None:
+            return None
+        ids = [int(r[1:]) + (n_inputs if r[0] == "r" else 0) for r in refs]
+        code += [c, ids[0], ids[1] if len(ids) > 1 else -1]
+    return np.array(code, np.int32).tobytes()
+
+
+# input shapes -> (output shape, input kinds, rows, cols) of the compiled chain, or None
+# when an input is neither full, a row nor one element; a loop asks for the same shapes each
+# iteration. Cleared when it grows past _LAYOUT_MAX entries.
+_LAYOUTS: dict[tuple, tuple | None] = {}
+_LAYOUT_MAX = 4096
+
+
+def _layout(shapes: tuple) -> tuple | None:
+    hit = _LAYOUTS.get(shapes, False)
+    if hit is not False:
+        return hit
+    shape = shapes[0]
+    res = None
+    try:
+        for s in shapes[1:]:
+            if s != shape:
+                shape = np.broadcast_shapes(shape, s)
+    except ValueError:
+        shape = ()                  # the numpy function reports the shapes
+    if shape and 0 not in shape:
+        cols, size = shape[-1], math.prod(shape)
+        kinds = bytes(0 if s == shape else 2 if math.prod(s) == 1
+                      else 1 if s[-1] == cols and math.prod(s) == cols else 3
+                      for s in shapes)
+        if 3 not in kinds:
+            if 1 not in kinds:
+                cols = size         # no row to broadcast: one long row
+            res = (shape, kinds, size // cols, cols)
+    if len(_LAYOUTS) >= _LAYOUT_MAX:
+        _LAYOUTS.clear()
+    _LAYOUTS[shapes] = res
+    return res
+
+
+def _native_chain(code: bytes, inputs: tuple) -> np.ndarray | None:
+    """The chain run compiled on float32 ``inputs``, each of the broadcast shape, a row of
+    its last axis, or one element (None for anything else: the numpy function runs)."""
+    if not _native.enabled():
+        return None
+    for x in inputs:
+        if x.__class__ is not np.ndarray or x.dtype != _F32:
+            return None
+    lay = _layout(tuple(x.shape for x in inputs))
+    if lay is None:
+        return None
+    shape, kinds, rows, cols = lay
+    out = np.empty(shape, _F32)
+    _native.chain_f32(tuple(x if x.flags.c_contiguous else np.ascontiguousarray(x)
+                            for x in inputs), kinds, code, out, rows, cols)
+    return out
+
+
+def _compile(program: tuple[str, ...], n_inputs: int
+             ) -> tuple[Callable[..., Any], bytes | None]:
+    """``program`` as a straight-line Python function of its inputs, cached, with its
+    compiled code (None when an op has none). Each op of the function writes into the
+    buffer of a result operand that dies there (when the shapes allow), so the chain
     allocates about once. The code holds slot indices only: op names are checked against
     CHAIN_OPS and operands parsed as integers, nothing of the graph's text is copied in."""
     key = (program, n_inputs)
-    fn = _PROGRAMS.get(key)
-    if fn is not None:
-        return fn
+    hit = _PROGRAMS.get(key)
+    if hit is not None:
+        return hit
     parsed = []
     last_use: dict[int, int] = {}
     for k, text in enumerate(program):
@@ -424,8 +500,8 @@ def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
         lines.append(f"    r{k} = f{k}({', '.join(refs)}, out={out})")
     lines.append(f"    return r{len(parsed) - 1}")
     exec(compile("\n".join(lines), "<_DfgElementwiseChain>", "exec"), env)  # noqa: S102
-    fn = _PROGRAMS[key] = env["chain"]
-    return fn
+    hit = _PROGRAMS[key] = (env["chain"], _native_code(parsed, n_inputs))
+    return hit
 
 
 @kernel("_DfgElementwiseChain")
@@ -434,7 +510,9 @@ def elementwise_chain(ctx: KernelContext, *inputs: np.ndarray) -> np.ndarray:
     program = tuple(ctx.attrs.get("program") or ())
     if not program:
         raise InvalidArgumentError("_DfgElementwiseChain: empty program")
-    fn = _compile(program, len(inputs))
+    fn, code = _compile(program, len(inputs))
+    if code is not None and (out := _native_chain(code, inputs)) is not None:
+        return out
     try:
         out = fn(*inputs)
     except ValueError:

@@ -249,3 +249,76 @@ void dfg_activation_f32(const float *x, float *out, long n, int kind, long chunk
     }
     dfg_pool_run(act_range, &a, rows, chunks, threads);
 }
+
+/* A chain of float32 elementwise ops (the _DfgElementwiseChain kernel's program) in one
+ * sweep: each block of up to CHAIN_BLOCK elements of a row goes through every op of the
+ * program while it sits in L1, where numpy makes one whole-array pass and one call per op.
+ *
+ * Each op computes exactly what its kernel does in float32: one IEEE operation per element
+ * (+, -, *, /, sqrt are correctly rounded, so the bits equal numpy's; Rsqrt is 1/sqrt(x) and
+ * SquaredDifference (x-y)*(x-y), two roundings each, as the numpy path computes them),
+ * and sigmoid/tanh are sigmoid1/tanh1, the Sigmoid and Tanh kernels' own functions. Every
+ * op writes its own block of results, so no expression spans two ops (nothing to contract
+ * into an FMA). Operand codes: 0..n_in-1 the inputs, n_in + k the k-th op's result.
+ * Inputs are full (rows x cols), a row (cols, broadcast down the rows) or one scalar. */
+#define CHAIN_BLOCK 256
+
+/* inlined into each clone of dfg_chain_f32 (a call would run the baseline build) */
+static inline __attribute__((always_inline))
+void chain_op(int op, const float *a, const float *b, float *r, long n) {
+    long i;
+    switch (op) {
+    case DFG_CH_ADD: for (i = 0; i < n; i++) r[i] = a[i] + b[i]; break;
+    case DFG_CH_SUB: for (i = 0; i < n; i++) r[i] = a[i] - b[i]; break;
+    case DFG_CH_MUL: for (i = 0; i < n; i++) r[i] = a[i] * b[i]; break;
+    case DFG_CH_DIV: for (i = 0; i < n; i++) r[i] = a[i] / b[i]; break;
+    case DFG_CH_SQDIFF:
+        for (i = 0; i < n; i++) {
+            float d = a[i] - b[i];
+            r[i] = d * d;
+        }
+        break;
+    case DFG_CH_NEG: for (i = 0; i < n; i++) r[i] = -a[i]; break;
+    case DFG_CH_ABS: for (i = 0; i < n; i++) r[i] = __builtin_fabsf(a[i]); break;
+    case DFG_CH_SQUARE: for (i = 0; i < n; i++) r[i] = a[i] * a[i]; break;
+    case DFG_CH_RECIP: for (i = 0; i < n; i++) r[i] = 1.0f / a[i]; break;
+    case DFG_CH_SQRT: for (i = 0; i < n; i++) r[i] = __builtin_sqrtf(a[i]); break;
+    case DFG_CH_RSQRT:
+        for (i = 0; i < n; i++) {
+            float s = __builtin_sqrtf(a[i]);
+            r[i] = 1.0f / s;
+        }
+        break;
+    case DFG_CH_SIGMOID: for (i = 0; i < n; i++) r[i] = sigmoid1(a[i]); break;
+    case DFG_CH_TANH: for (i = 0; i < n; i++) r[i] = tanh1(a[i]); break;
+    default: break;
+    }
+}
+
+CLONES
+void dfg_chain_f32(const float *const *in, const int *kind, int n_in, const int *code,
+                   int n_ops, float *out, long rows, long cols) {
+    /* 32 ops and 32 scalars of 256 floats: 64 KB of stack */
+    float buf[DFG_CHAIN_MAX_OPS][CHAIN_BLOCK];
+    float sc[DFG_CHAIN_MAX_IN][CHAIN_BLOCK];
+    const float *src[DFG_CHAIN_MAX_IN + DFG_CHAIN_MAX_OPS];
+    for (int j = 0; j < n_in; j++)
+        if (kind[j] == DFG_CH_IN_SCALAR)
+            for (int i = 0; i < CHAIN_BLOCK; i++)
+                sc[j][i] = in[j][0];
+    for (long row = 0; row < rows; row++) {
+        for (long c0 = 0; c0 < cols; c0 += CHAIN_BLOCK) {
+            long n = cols - c0 < CHAIN_BLOCK ? cols - c0 : CHAIN_BLOCK;
+            for (int j = 0; j < n_in; j++)
+                src[j] = kind[j] == DFG_CH_IN_FULL ? in[j] + row * cols + c0
+                         : kind[j] == DFG_CH_IN_ROW ? in[j] + c0 : sc[j];
+            for (int k = 0; k < n_ops; k++) {
+                const int *c = code + 3 * k;
+                /* the last op writes straight into the output */
+                float *r = k == n_ops - 1 ? out + row * cols + c0 : buf[k];
+                chain_op(c[0], src[c[1]], c[2] >= 0 ? src[c[2]] : NULL, r, n);
+                src[n_in + k] = r;
+            }
+        }
+    }
+}

@@ -178,6 +178,77 @@ static PyObject *activation_f32(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(chain_doc,
+"chain_f32(inputs, kinds, code, out, rows, cols)\n--\n\n"
+"out (rows x cols float32) = a chain of elementwise ops on `inputs` (a tuple of float32\n"
+"buffers); kinds: bytes, one per input (0 full rows x cols, 1 a row of cols, 2 a scalar);\n"
+"code: int32 triples (op, operand, operand or -1), operands 0..n-1 the inputs and n + k the\n"
+"k-th op's result (native.h lists the ops).");
+
+static PyObject *chain_f32(PyObject *self, PyObject *args) {
+    PyObject *ins, *oo;
+    const char *kinds, *code;
+    Py_ssize_t n_kinds, code_len;
+    long dims[2];
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!y#y#Oll:chain_f32", &PyTuple_Type, &ins, &kinds, &n_kinds,
+                          &code, &code_len, &oo, &dims[0], &dims[1]))
+        return NULL;
+    const char *fn = "chain_f32";
+    Py_ssize_t n_in = PyTuple_GET_SIZE(ins);
+    Py_ssize_t total = product(fn, 2, dims);
+    if (total < 0)
+        return NULL;
+    if (n_in < 1 || n_in > DFG_CHAIN_MAX_IN || n_kinds != n_in)
+        return PyErr_Format(PyExc_ValueError, "%s: 1 to %d inputs with one kind each", fn,
+                            DFG_CHAIN_MAX_IN);
+    if (code_len % 12 || code_len == 0 || code_len / 12 > DFG_CHAIN_MAX_OPS)
+        return PyErr_Format(PyExc_ValueError, "%s: code must be 1 to %d int32 triples", fn,
+                            DFG_CHAIN_MAX_OPS);
+    int n_ops = (int)(code_len / 12);
+    int ops[3 * DFG_CHAIN_MAX_OPS], kind[DFG_CHAIN_MAX_IN];
+    memcpy(ops, code, (size_t)code_len);
+    for (int k = 0; k < n_ops; k++) {
+        int op = ops[3 * k], a = ops[3 * k + 1], b = ops[3 * k + 2];
+        int binary = op >= DFG_CH_ADD && op <= DFG_CH_SQDIFF;
+        if (op < 0 || op >= DFG_CH_N_OPS || a < 0 || a >= n_in + k
+            || (binary ? (b < 0 || b >= n_in + k) : b != -1))
+            return PyErr_Format(PyExc_ValueError, "%s: bad op %d (code %d %d %d)", fn, k, op,
+                                a, b);
+    }
+    Py_buffer bufs[DFG_CHAIN_MAX_IN], out;
+    const float *ptrs[DFG_CHAIN_MAX_IN];
+    int got = 0;
+    PyObject *ret = NULL;
+    for (; got < n_in; got++) {
+        kind[got] = (unsigned char)kinds[got];
+        Py_ssize_t need = kind[got] == DFG_CH_IN_FULL ? total
+                          : kind[got] == DFG_CH_IN_ROW ? dims[1] : 1;
+        if (kind[got] > DFG_CH_IN_SCALAR) {
+            PyErr_Format(PyExc_ValueError, "%s: unknown input kind %d", fn, kind[got]);
+            goto done;
+        }
+        if (f32_buffer(PyTuple_GET_ITEM(ins, got), &bufs[got], 0, need, fn, "an input") < 0)
+            goto done;
+        ptrs[got] = bufs[got].buf;
+    }
+    if (f32_buffer(oo, &out, 1, total, fn, "out") < 0)
+        goto done;
+    if (total * n_ops < (1 << 16)) {
+        dfg_chain_f32(ptrs, kind, (int)n_in, ops, n_ops, out.buf, dims[0], dims[1]);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        dfg_chain_f32(ptrs, kind, (int)n_in, ops, n_ops, out.buf, dims[0], dims[1]);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&out);
+    ret = Py_NewRef(Py_None);
+done:
+    for (int j = 0; j < got; j++)
+        PyBuffer_Release(&bufs[j]);
+    return ret;
+}
+
 PyDoc_STRVAR(conv_doc,
 "conv2d_nhwc_f32(x, wb, out, geometry, scale, shift, residual, act, chunks, threads)\n--\n\n"
 "Direct convolution of float32 NHWC x (N, H, W, C) by the packed filter wb (ceil(OC/16), KH,\n"
@@ -284,6 +355,7 @@ static PyMethodDef methods[] = {
     {"erf_f32", erf_f32, METH_VARARGS, erf_doc},
     {"softmax_f32", softmax_f32, METH_VARARGS, softmax_doc},
     {"activation_f32", activation_f32, METH_VARARGS, activation_doc},
+    {"chain_f32", chain_f32, METH_VARARGS, chain_doc},
     {"conv2d_nhwc_f32", conv2d_nhwc_f32, METH_VARARGS, conv_doc},
     {"depthwise_nhwc_f32", depthwise_nhwc_f32, METH_VARARGS, depthwise_doc},
     {NULL, NULL, 0, NULL},

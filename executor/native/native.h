@@ -35,4 +35,17 @@ enum { DFG_ACT_SIGMOID = 0, DFG_ACT_TANH = 1 };
 void dfg_activation_f32(const float *x, float *out, long n, int kind, long chunks,
                         int threads);
 
+/* a chain of float32 elementwise ops (elementwise.c): the op codes, the input kinds, and
+ * the limits module.c checks before the call */
+enum { DFG_CH_ADD = 0, DFG_CH_SUB, DFG_CH_MUL, DFG_CH_DIV, DFG_CH_SQDIFF, DFG_CH_NEG,
+       DFG_CH_ABS, DFG_CH_SQUARE, DFG_CH_RECIP, DFG_CH_SQRT, DFG_CH_RSQRT, DFG_CH_SIGMOID,
+       DFG_CH_TANH, DFG_CH_N_OPS };
+enum { DFG_CH_IN_FULL = 0, DFG_CH_IN_ROW = 1, DFG_CH_IN_SCALAR = 2 };
+#define DFG_CHAIN_MAX_OPS 32
+#define DFG_CHAIN_MAX_IN 32
+/* out (rows x cols) = the program `code` (n_ops triples: op, operand, operand or -1) of the
+ * n_in inputs `in` of kinds `kind`; module.c has checked every code and length */
+void dfg_chain_f32(const float *const *in, const int *kind, int n_in, const int *code,
+                   int n_ops, float *out, long rows, long cols);
+
 #endif

@@ -49,6 +49,9 @@ class PassOptions:
     max_const_bytes: int = DEFAULT_MAX_CONST_BYTES
     # x*0 -> 0 for floats is only right when x is never inf/NaN; integers always are finite
     assume_finite: bool = False
+    # fuse_elementwise: chains anywhere ("all") or only inside while loops ("loops"), where
+    # every iteration repeats the per-op cost a chain saves
+    elementwise_scope: str = "all"
 
 
 PassFn = Callable[[Graph, PassOptions], Any]

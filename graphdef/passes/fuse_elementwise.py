@@ -14,13 +14,17 @@ target, or have control readers. The fused node takes the last node's name (a fe
 keeps its meaning) and every control input of the group. Tensors from outside the group,
 read any number of times, become its inputs. TensorFlow cannot run the private op: the
 pass is only for dfg's own per-signature optimization and not in ``dfg optimize``'s
-default list.
+default list. A Session's optimizer forms chains inside while loops only
+(``PassOptions.elementwise_scope="loops"``): there each iteration repeats the per-op cost a
+chain saves (an LSTM cell's gate arithmetic is two chains); on the Keras zoo's straight-line
+graphs chains gave no gain beyond noise.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..frames import ROOT, analyze_frames
 from ..graph import Graph
 from .common import Editor, PassOptions, Protected, attr, attr_type
 
@@ -42,9 +46,16 @@ def run(graph: Graph, options: PassOptions) -> Any:
     order = graph.topological_order()
     rank = {n.name: i for i, n in enumerate(order)}
     taken: set[str] = set()
+    in_loop = None
+    if options.elementwise_scope == "loops":
+        node_frame = analyze_frames(graph).node_frame
+        in_loop = {n for n, f in node_frame.items() if f != ROOT}
+        if not in_loop:
+            return ed.finish()
     for node in reversed(order):
         root = ed.get(node.name)
-        if root is None or root.name in taken or not _eligible(ed, prot, root):
+        if root is None or root.name in taken or not _eligible(ed, prot, root) \
+                or in_loop is not None and root.name not in in_loop:
             continue
         members = _grow(ed, prot, root, taken)
         if len(members) < MIN_NODES:
