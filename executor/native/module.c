@@ -80,6 +80,21 @@ static int check_window(const char *fn, long sh, long sw, long dh, long dw, long
     return 0;
 }
 
+/* x (any length) and out (writable, as long as x) as float32 buffers for an elementwise
+ * kernel `fn`; returns the length, or -1 with nothing held. */
+static Py_ssize_t unary_buffers(PyObject *xo, PyObject *oo, Py_buffer *x, Py_buffer *out,
+                                const char *fn)
+{
+    if (f32_buffer(xo, x, 0, -1, fn, "x") < 0)
+        return -1;
+    Py_ssize_t n = x->len / 4;
+    if (f32_buffer(oo, out, 1, n, fn, "out") < 0) {
+        PyBuffer_Release(x);
+        return -1;
+    }
+    return n;
+}
+
 PyDoc_STRVAR(erf_doc,
 "erf_f32(x, out, complement)\n--\n\n"
 "out = erfc(x) if complement else erf(x); x and out float32 buffers of one size.");
@@ -91,13 +106,9 @@ static PyObject *erf_f32(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOp:erf_f32", &xo, &oo, &complement))
         return NULL;
     Py_buffer x, out;
-    if (f32_buffer(xo, &x, 0, -1, "erf_f32", "x") < 0)
+    Py_ssize_t n = unary_buffers(xo, oo, &x, &out, "erf_f32");
+    if (n < 0)
         return NULL;
-    Py_ssize_t n = x.len / 4;
-    if (f32_buffer(oo, &out, 1, n, "erf_f32", "out") < 0) {
-        PyBuffer_Release(&x);
-        return NULL;
-    }
     Py_BEGIN_ALLOW_THREADS
     dfg_erf_f32(x.buf, out.buf, (long)n, complement);
     Py_END_ALLOW_THREADS
@@ -159,13 +170,9 @@ static PyObject *activation_f32(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_buffer x, out;
-    if (f32_buffer(xo, &x, 0, -1, "activation_f32", "x") < 0)
+    Py_ssize_t n = unary_buffers(xo, oo, &x, &out, "activation_f32");
+    if (n < 0)
         return NULL;
-    Py_ssize_t n = x.len / 4;
-    if (f32_buffer(oo, &out, 1, n, "activation_f32", "out") < 0) {
-        PyBuffer_Release(&x);
-        return NULL;
-    }
     if (n < 2 * DFG_ACT_BLOCK) {
         dfg_activation_f32(x.buf, out.buf, (long)n, kind, 1, 1);   /* not worth the GIL's hand-off */
     } else {
