@@ -52,9 +52,6 @@ except ImportError:       # not built (no C compiler at install)
 _F32 = np.dtype(np.float32)
 # Below this many elements an elementwise kernel's numpy passes cost less than the call.
 MIN_ELEMENTS = 512
-# Below this many elements numpy's sigmoid and tanh cost less than the compiled call with its
-# Python around it (a tiny Keras SimpleRNN's 8-element tanh: 3.8% more instructions per step)
-MIN_ACTIVATION = 256
 _VW = 16                      # output channels per vector block (native.h's DFG_VW)
 # A thread's share below this costs more to hand over than to run: measured with the native
 # pool, (8,32,32,16) by 3x3x16 (38 MFLOP) 395 -> 238 us split in two, (4,16,16,32) by 3x3x32

@@ -380,7 +380,6 @@ NATIVE_CHAIN_OPS = {"Add": 0, "AddV2": 0, "Sub": 1, "Mul": 2, "RealDiv": 3, "Div
                     "SquaredDifference": 4, "Neg": 5, "Abs": 6, "Square": 7, "Reciprocal": 8,
                     "Sqrt": 9, "Rsqrt": 10, "Sigmoid": 11, "Tanh": 12}
 _F32 = np.dtype(np.float32)
-_ACTIVATION_CODES = (NATIVE_CHAIN_OPS["Sigmoid"], NATIVE_CHAIN_OPS["Tanh"])
 
 # (program, number of inputs) -> (its numpy function, its compiled code or None)
 _PROGRAMS: dict[tuple[tuple[str, ...], int], tuple[Callable[..., Any], bytes | None]] = {}
@@ -406,9 +405,8 @@ _LAYOUTS: dict[tuple, tuple | None] = {}
 _LAYOUT_MAX = 4096
 
 
-def _layout(code: bytes, shapes: tuple) -> tuple | None:
-    key = (code, shapes)
-    hit = _LAYOUTS.get(key, False)
+def _layout(shapes: tuple) -> tuple | None:
+    hit = _LAYOUTS.get(shapes, False)
     if hit is not False:
         return hit
     shape = shapes[0]
@@ -424,28 +422,14 @@ def _layout(code: bytes, shapes: tuple) -> tuple | None:
         kinds = bytes(0 if s == shape else 2 if math.prod(s) == 1
                       else 1 if s[-1] == cols and math.prod(s) == cols else 3
                       for s in shapes)
-        if 3 not in kinds and _activations_agree(code, shapes):
+        if 3 not in kinds:
             if 1 not in kinds:
                 cols = size         # no row to broadcast: one long row
             res = (shape, kinds, size // cols, cols)
     if len(_LAYOUTS) >= _LAYOUT_MAX:
         _LAYOUTS.clear()
-    _LAYOUTS[key] = res
+    _LAYOUTS[shapes] = res
     return res
-
-
-def _activations_agree(code: bytes, shapes: tuple) -> bool:
-    """Whether every sigmoid and tanh of the chain runs compiled in the numpy chain too: the
-    compiled chain computes them on the broadcast shape, the numpy chain on the operand's
-    own shape, which below _native.MIN_ACTIVATION elements takes numpy's functions (other
-    bits)."""
-    shape_of = list(shapes)         # the numpy chain's shape of each input, then each result
-    for op, a, b in np.frombuffer(code, np.int32).reshape(-1, 3).tolist():
-        s = shape_of[a] if b < 0 else np.broadcast_shapes(shape_of[a], shape_of[b])
-        if op in _ACTIVATION_CODES and math.prod(s) < _native.MIN_ACTIVATION:
-            return False
-        shape_of.append(s)
-    return True
 
 
 def _native_chain(code: bytes, inputs: tuple) -> np.ndarray | None:
@@ -456,7 +440,7 @@ def _native_chain(code: bytes, inputs: tuple) -> np.ndarray | None:
     for x in inputs:
         if x.__class__ is not np.ndarray or x.dtype != _F32:
             return None
-    lay = _layout(code, tuple(x.shape for x in inputs))
+    lay = _layout(tuple(x.shape for x in inputs))
     if lay is None:
         return None
     shape, kinds, rows, cols = lay

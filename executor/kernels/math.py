@@ -462,13 +462,12 @@ def _identity(x: Array) -> Array:
 
 
 def native_activation(x: Array, kind: int, out: Array | None = None) -> Array | None:
-    """Sigmoid or tanh of a float32 array of at least ``_native.MIN_ACTIVATION`` elements in
-    one compiled pass (executor/native/elementwise.c: in double precision, rounded once), or
-    None when smaller, or the compiled kernels are not built or refused. The kernels, their
-    array forms, the fused ops' activations (``out``: into that float32 array of x's shape,
-    x itself allowed) and the elementwise chains all decide here, so every path gives the
-    same bits."""
-    if x.dtype != _F32 or x.size < _native.MIN_ACTIVATION or not _native.enabled():
+    """Sigmoid or tanh of a float32 array (0-d too) in one compiled pass
+    (executor/native/elementwise.c: in double precision, rounded once), or None when the
+    compiled kernels are not built or refused. The kernels, their array forms and the fused
+    ops' activations (``out``: into that float32 array of x's shape, x itself allowed) all
+    come here, so every path gives the same bits."""
+    if x.dtype != _F32 or not _native.enabled():
         return None
     if out is not None and not (out.__class__ is np.ndarray and out.dtype == _F32
                                 and out.shape == x.shape and out.flags.c_contiguous
