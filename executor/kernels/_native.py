@@ -143,14 +143,16 @@ def activation_f32(x: np.ndarray, kind: int, out: np.ndarray | None = None) -> n
     over)."""
     if x.__class__ is not np.ndarray:
         x = np.asarray(x, _F32)               # a NumPy scalar: a 0-d array
-    if not x.flags.c_contiguous:
+    elif not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)           # (a Split's output is a strided view)
     if out is None:
         out = np.empty(x.shape, _F32)
+    if x.size < 8 * _ACT_BLOCK:               # one thread: an RNN gate's usual case
+        _ext.activation_f32(x, out, kind, 1, 1)
+        return out
     blocks = -(-x.size // _ACT_BLOCK)
-    threads = min(_threads(), blocks // 4) if blocks >= 8 else 1
-    _ext.activation_f32(x, out, kind, min(blocks, 4 * threads) if threads > 1 else 1,
-                        max(threads, 1))
+    threads = max(1, min(_threads(), blocks // 4))
+    _ext.activation_f32(x, out, kind, min(blocks, 4 * threads) if threads > 1 else 1, threads)
     return out
 
 

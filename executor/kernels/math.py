@@ -470,8 +470,8 @@ def native_activation(x: Array, kind: int, out: Array | None = None) -> Array | 
     if x.dtype != _F32 or not _native.enabled():
         return None
     if out is not None and not (out.__class__ is np.ndarray and out.dtype == _F32
-                                and out.shape == x.shape and out.flags.c_contiguous
-                                and out.flags.writeable):
+                                and out.shape == x.shape
+                                and (f := out.flags).c_contiguous and f.writeable):
         return None     # (a ufunc's result may be in Fortran order) numpy writes it
     return _native.activation_f32(x, kind, out)
 
