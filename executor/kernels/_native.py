@@ -68,16 +68,23 @@ try:
     _ENV_KEY = os.environ.encodekey("DFG_NATIVE")     # type: ignore[attr-defined]
 except AttributeError:
     _ENV_DATA = None
-_PARSED: dict[Any, bool] = {}
+_PARSED: dict[Any, str] = {}       # raw value -> "off", "on" or "" (the default)
 
 
-def _refused() -> bool:
+def _setting() -> str:
+    """DFG_NATIVE as "off" (0/off/no/false), "on" (1/on/yes/true) or "" (unset, other)."""
     raw = _ENV_DATA.get(_ENV_KEY) if _ENV_DATA is not None else os.environ.get("DFG_NATIVE")
     hit = _PARSED.get(raw)
     if hit is None:
         text = raw.decode(errors="replace") if isinstance(raw, bytes) else (raw or "")
-        hit = _PARSED[raw] = text.strip().lower() in ("0", "off", "no", "false")
+        text = text.strip().lower()
+        hit = _PARSED[raw] = ("off" if text in ("0", "off", "no", "false") else
+                              "on" if text in ("1", "on", "yes", "true") else "")
     return hit
+
+
+def _refused() -> bool:
+    return _setting() == "off"
 
 
 def built() -> bool:
@@ -114,8 +121,7 @@ def dense_conv() -> bool:
     18 ms). The depthwise kernel keeps one vector per channel block and stays on."""
     if not enabled():
         return False
-    forced = os.environ.get("DFG_NATIVE", "").strip().lower() in ("1", "on", "yes", "true")
-    return forced or _WIDE
+    return _setting() == "on" or _WIDE
 
 
 def status() -> str:
