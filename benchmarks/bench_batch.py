@@ -125,6 +125,9 @@ def main() -> None:
         if not args.no_ray:
             import ray
 
+            from dfg.executor.distributed import prepare_local_ray
+
+            prepare_local_ray()      # as dfg batch starts its own instance
             t0 = time.perf_counter()
             ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
                      configure_logging=False)

@@ -87,9 +87,11 @@ def main() -> None:
     import ray
 
     from dfg.executor import Session
+    from dfg.executor.distributed import prepare_local_ray
     from dfg.graphdef.partition import partition
 
-    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+    if args.address is None:
+        prepare_local_ray()
     ray.init(address=args.address, include_dashboard=False, log_to_driver=False,
              configure_logging=False)
     print(f"ray {ray.__version__}, {os.cpu_count()} cpus, {args.threads} thread(s) per "

@@ -1,4 +1,3 @@
-import os
 import sys
 from pathlib import Path
 
@@ -17,8 +16,11 @@ def ray_local():
     """
     ray = pytest.importorskip("ray")
     if not ray.is_initialized():
-        # workers import dfg from this checkout like the test process does
-        os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+        # as dfg starts its own: workers at this process's priority, importing dfg from
+        # this checkout like the test process does
+        from dfg.executor.distributed import prepare_local_ray
+
+        prepare_local_ray()
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
                  configure_logging=False)
     yield ray

@@ -450,3 +450,33 @@ def test_conformance_graphs_split_node_by_node_over_two_tasks(ray_local, case):
             for name, value in zip(step["fetch"], out):
                 want = np.load(d / step["expect"][name], allow_pickle=False)
                 assert_close(value, want, spec["rtol"], spec["atol"], f"step {i} {name}")
+
+
+_NICENESS_CHILD = """
+import json, os, sys
+import ray
+from dfg.executor import Session
+
+with Session(sys.argv[1], cluster="ray", threads=1) as s:   # starts its own local Ray
+    @ray.remote
+    def niceness():
+        return os.nice(0)
+
+    print(json.dumps({"driver": os.nice(0), "worker": ray.get(niceness.remote())}))
+"""
+
+
+def test_the_ray_dfg_starts_runs_its_workers_at_the_drivers_priority():
+    # Ray's default lowers its workers' priority by 15; beside two busy processes such a
+    # worker gets a few percent of a core. The child starts nicer than this process, so the
+    # worker's niceness must be the child's, not this process's nor the child's plus 15.
+    pytest.importorskip("ray")
+    path, _ = data("ps_mlp")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RAY_ADDRESS", "RAY_worker_niceness")}
+    p = subprocess.run([sys.executable, "-c", _NICENESS_CHILD, path], capture_output=True,
+                       env=env, timeout=600, preexec_fn=lambda: os.nice(2))
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    got = json.loads(p.stdout.decode().strip().splitlines()[-1])
+    assert got["driver"] == os.nice(0) + 2
+    assert got["worker"] == got["driver"]

@@ -11,9 +11,25 @@ these entry points say what to install.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-__all__ = ["Predictor"]
+__all__ = ["Predictor", "prepare_local_ray"]
+
+
+def prepare_local_ray() -> None:
+    """The environment for a Ray instance dfg starts itself (``ray.init`` without an address),
+    set before it starts; a value the user set is kept.
+
+    * ``RAY_worker_niceness=0``: workers run at the priority of the process that started Ray.
+      Ray's default lowers them by 15 so its own daemons stay responsive, but a dfg worker
+      does the user's computing: beside two busy processes on a 2-core machine, nice-15
+      workers got about 2% of a core and a batch or partitioned run crawled.
+    * ``RAY_ENABLE_UV_RUN_RUNTIME_ENV=0``: workers import dfg as the driver does, from its
+      own environment, rather than from one Ray would build with ``uv run``.
+    """
+    os.environ.setdefault("RAY_worker_niceness", "0")
+    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 
 def __getattr__(name: str) -> Any:

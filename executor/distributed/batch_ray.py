@@ -17,7 +17,6 @@ back twice is kept once, and a file is written only when every one of its rows i
 from __future__ import annotations
 
 import logging
-import os
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +25,7 @@ import numpy as np
 
 from dfg.graphdef.errors import DfgError, UsageError
 
+from . import prepare_local_ray
 from .batch import MAX_ATTEMPTS, BatchRun, Predictor, _threads_per_worker
 
 SHARD = "__dfg_file"
@@ -51,7 +51,7 @@ def run_ray(run: BatchRun, n: int, address: str | None, marker: str | None,
         return                   # every output already there: no Ray to start
     started = not ray.is_initialized()
     if started:
-        os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+        prepare_local_ray()
         try:
             # "local": without --address our own instance, even when RAY_ADDRESS or a
             # `ray start` cluster is around (Ray would join those on None)

@@ -55,6 +55,8 @@ from dfg.graphdef.errors import (
 from dfg.graphdef.graph import Graph, parse_tensor_name
 from dfg.graphdef.partition import RECV_OPS, Partitioning, Task, partition
 
+from . import prepare_local_ray
+
 CLUSTERS = ("ray",)
 # How long an aborted step's remaining actor calls get to return before the next step may
 # start (they only need to notice the abort); longer is a stuck actor, reported as such.
@@ -271,6 +273,8 @@ class ClusterSession:
         ray = _ray()
         self._owns_ray = False
         if not ray.is_initialized():
+            if address is None:
+                prepare_local_ray()
             ray.init(address=address, include_dashboard=False, log_to_driver=False,
                      configure_logging=False)
             self._owns_ray = address is None
