@@ -64,7 +64,7 @@ def run(graph: Graph, options: PassOptions) -> Any:
             continue
         match = _match(ed, prot, fa, shapes, nd, frame)
         if match is not None:
-            _rewrite(ed, fa, nd.name, frame, *match)
+            _rewrite(ed, prot, fa, nd.name, frame, *match)
     return ed.finish()
 
 
@@ -182,7 +182,8 @@ def _forwarded(ed: Editor, nd: Any, t: tuple[str, int]) -> tuple[str, int]:
     return data[t[1]] if nd.op == "IdentityN" and t[1] < len(data) else data[0]
 
 
-def _rewrite(ed: Editor, fa: Any, name: str, frame: str, sequence: tuple[str, int],
+def _rewrite(ed: Editor, prot: Protected, fa: Any, name: str, frame: str,
+             sequence: tuple[str, int],
              weights: tuple[str, int], index: tuple[str, int], get: str) -> None:
     from dfg.schemas import node_def_pb2
 
@@ -231,5 +232,5 @@ def _rewrite(ed: Editor, fa: Any, name: str, frame: str, sequence: tuple[str, in
     if shapes is not None:
         nd.attr["_output_shapes"].ParseFromString(shapes)
     ed.set_inputs(name, [(enters[0], 0), index, (enters[1], 0)], controls)
-    if not ed.readers.get(get):
+    if not ed.readers.get(get) and not prot.keeps_name(get):
         ed.remove(get)
