@@ -92,6 +92,8 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
                         -> x*sum(c_i); respects broadcasting; never x*0 on floats (NaN*0)
       fold_batch_norm   inference FusedBatchNorm folded into the Conv2D filter + BiasAdd
       loop_invariant    values computed only from a loop's constant inputs move out of it
+      hoist_projection  an RNN's input projection (step t of a TensorList times a loop
+                        constant) for every step as one Einsum before the loop
       cse               identical computations computed once
       identity_removal  Identity/StopGradient/Snapshot/IdentityN/NoOp removed (control
                         dependencies kept); never a variable read or a cond pivot

@@ -2,7 +2,8 @@
 
 Every rewrite the Session's per-signature optimization makes that changes arithmetic
 (constant folding, the arithmetic pass's constant chains and common factors, batch norm folded
-into convolution and MatMul weights, the conv/MatMul + BiasAdd + activation fusions) runs here
+into convolution and MatMul weights, the conv/MatMul + BiasAdd + activation fusions, a
+recurrent layer's input projection hoisted out of its loop) runs here
 on TensorFlow-made models (tests/data/grappler_precision, generator beside it): TensorFlow's
 values with Grappler off and on, and the same graph's exact values (float64, as written).
 
@@ -39,6 +40,7 @@ REWRITES = {
     "arithmetic_chains": {"arithmetic", "constant_folding"},
     "conv_bn_relu": {"fold_batch_norm", "fuse_conv_bias_act"},
     "dense_bn": {"constant_folding", "fold_batch_norm", "fuse_matmul_bias_act"},
+    "keras_lstm": {"hoist_projection"},
     "efficientnet_v2_block": {"constant_folding", "fold_batch_norm", "fuse_conv_bias_act",
                               "fuse_matmul_bias_act"},
     "matmul_bias_act": {"fuse_matmul_bias_act"},

@@ -182,7 +182,8 @@ def test_a_pass_with_nothing_to_do_hands_back_its_input():
     _op(g, "y", "Relu", ["x"])
     graph = Graph(g)
     for name in ("arithmetic", "cse", "constant_folding", "identity_removal",
-                 "fold_batch_norm", "dead_branches", "loop_invariant", "fuse_conv_bias_act"):
+                 "fold_batch_norm", "dead_branches", "loop_invariant", "hoist_projection",
+                 "fuse_conv_bias_act"):
         assert get_pass(name)(graph, PassOptions(fetches=("y:0",))) is g, name
 
 

@@ -75,14 +75,22 @@ def to_float64(gd: tf.compat.v1.GraphDef) -> tf.compat.v1.GraphDef:
     out.CopyFrom(gd)
     consts = {n.name: n for n in out.node if n.op == "Const"}
     bns = []
-    for n in out.node:
+    f32, f64 = tf.float32.as_datatype_enum, tf.float64.as_datatype_enum
+    # the library's functions too (a Keras RNN's While body and cond): their nodes, and the
+    # types of their arguments and results
+    fn_nodes = [n for f in out.library.function for n in f.node_def]
+    for f in out.library.function:
+        for arg in [*f.signature.input_arg, *f.signature.output_arg]:
+            if arg.type == f32:
+                arg.type = f64
+    for n in [*out.node, *fn_nodes]:
         for a in n.attr.values():
-            if a.type == tf.float32.as_datatype_enum:
-                a.type = tf.float64.as_datatype_enum
+            if a.type == f32:
+                a.type = f64
             for i, t in enumerate(a.list.type):
-                if t == tf.float32.as_datatype_enum:
-                    a.list.type[i] = tf.float64.as_datatype_enum
-        if n.op == "Const" and n.attr["dtype"].type == tf.float64.as_datatype_enum:
+                if t == f32:
+                    a.list.type[i] = f64
+        if n.op == "Const" and n.attr["dtype"].type == f64:
             v = tf.make_ndarray(n.attr["value"].tensor).astype(np.float64)
             n.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(v, tf.float64))
         if n.op == "FusedBatchNormV3":
@@ -319,6 +327,21 @@ def dense_bn(rng: np.random.Generator) -> None:
           "Keras Dense + BatchNormalization + relu twice, Dense + softmax, and the logits")
 
 
+def keras_lstm(rng: np.random.Generator) -> None:
+    """Keras LSTM(16) over 12 steps of 24 features, then Dense + softmax: the input
+    projection of every step, which the hoist_projection pass computes as one product before
+    the loop (a While with library functions, as Keras freezes it)."""
+    keras.utils.set_random_seed(SEED + 2)
+    inp = keras.Input((12, 24))
+    out = L.Dense(4, activation="softmax")(L.LSTM(16)(inp))
+    model = keras.Model(inp, out)
+    randomize_bn(model, rng)
+    gd, x, y_name = freeze(model, (12, 24))
+    write("keras_lstm", gd, {x: rng.standard_normal((3, 12, 24)).astype(np.float32)},
+          [y_name, logits_of(gd, y_name)],
+          "Keras LSTM(16) over 12 steps of 24 features, Dense + softmax, and the logits")
+
+
 def zoo(name: str) -> None:
     """A model of the zoo (tests/data/models/<name>), with its feed."""
     src = ZOO / name
@@ -334,7 +357,7 @@ def zoo(name: str) -> None:
 
 CASES = {"conv_bn_relu": conv_bn_relu, "matmul_bias_act": matmul_bias_act,
          "arithmetic_chains": arithmetic_chains, "efficientnet_v2_block": efficientnet_v2_block,
-         "dense_bn": dense_bn}
+         "dense_bn": dense_bn, "keras_lstm": keras_lstm}
 ZOO_CASES = ("efficientnet_v2_b0",   # the issue's model
              "resnet50")             # the zoo model its folds moved most (1.7e-4)
 
