@@ -14,10 +14,12 @@ target, or have control readers. The fused node takes the last node's name (a fe
 keeps its meaning) and every control input of the group. Tensors from outside the group,
 read any number of times, become its inputs. TensorFlow cannot run the private op: the
 pass is only for dfg's own per-signature optimization and not in ``dfg optimize``'s
-default list. A Session's optimizer forms chains inside while loops only
-(``PassOptions.elementwise_scope="loops"``): there each iteration repeats the per-op cost a
-chain saves (an LSTM cell's gate arithmetic is two chains); on the Keras zoo's straight-line
-graphs chains gave no gain beyond noise.
+default list. ``PassOptions.elementwise_scope="loops"`` forms chains inside while loops only:
+there each iteration repeats the per-op cost a chain saves (an LSTM cell's gate arithmetic
+is two chains, 5-11% fewer instructions per step); on the Keras zoo's straight-line graphs
+chains gave no gain beyond noise. A Session asks for neither yet: in a loop of scalar
+arithmetic a chain replaces the ops' inline scalar forms with one kernel call per iteration
+(the 10k-iteration while bench: 9 -> 114 ms).
 """
 
 from __future__ import annotations
