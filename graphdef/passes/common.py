@@ -610,6 +610,22 @@ def tensor_frame(fa: FrameAnalysis, nd: Any) -> str | None:
     return frame
 
 
+def make_constant_enter(ed: Editor, fa: FrameAnalysis, nd: Any, dtype: int, frame: str) -> None:
+    """Make ``nd`` (a NodeDef the caller got from ``ed``) a constant Enter of loop ``frame``
+    for a value of ``dtype``, with the parallel_iterations of the frame's first Enter; the
+    caller wires its one input."""
+    enters = fa.frames[frame].enters
+    first = ed.peek(enters[0]) if enters else None
+    par = attr(first, "parallel_iterations") if first is not None else None
+    nd.op = "Enter"
+    nd.attr.clear()
+    nd.attr["T"].type = dtype
+    nd.attr["frame_name"].s = frame.encode()
+    nd.attr["is_constant"].b = True
+    if par is not None:
+        nd.attr["parallel_iterations"].i = par.i
+
+
 def is_control_flow(op: str) -> bool:
     return op in CONTROL_FLOW_OPS or op in ("RefSelect",)
 

@@ -36,11 +36,20 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes as D
 from ..frames import ROOT, analyze_frames
 from ..graph import Graph
-from .common import Editor, PassOptions, Protected, Shapes, attr, attr_type, const_value
+from .common import (
+    Editor,
+    PassOptions,
+    Protected,
+    Shapes,
+    attr,
+    attr_type,
+    const_value,
+    make_constant_enter,
+)
 
-DT_FLOAT, DT_DOUBLE, DT_INT32, DT_VARIANT = 1, 2, 3, 21
 # the product may hold at most this many times the elements of the sequence it projects
 MAX_GROWTH = 64
 # forward their input (IdentityN: its k-th): a function body's inputs and outputs, inlined
@@ -73,7 +82,7 @@ def _match(ed: Editor, prot: Protected, fa: Any, shapes: Shapes, nd: Any, frame:
     """(sequence tensor, outer weights, index tensor, get-item node) or None."""
     t = attr_type(nd)
     ta, tb = attr(nd, "transpose_a"), attr(nd, "transpose_b")
-    if t not in (DT_FLOAT, DT_DOUBLE) or (ta is not None and ta.b) or prot.pinned(nd.name):
+    if t not in (D.DT_FLOAT, D.DT_DOUBLE) or (ta is not None and ta.b) or prot.pinned(nd.name):
         return None
     data = ed.data_inputs(nd.name)
     if len(data) != 2 or data[0][1] != 0:
@@ -190,9 +199,7 @@ def _rewrite(ed: Editor, prot: Protected, fa: Any, name: str, frame: str,
     nd = ed.get(name)
     t, device = nd.attr["T"].type, nd.device
     tb = attr(nd, "transpose_b")
-    first = fa.frames[frame].enters[0] if fa.frames[frame].enters else None
-    par = attr(ed.peek(first), "parallel_iterations") if first is not None else None
-    before = first if first is not None else name
+    before = fa.frames[frame].enters[0] if fa.frames[frame].enters else name
 
     def add(base: str, op: str, inputs: list[tuple[str, int]], controls: tuple = ()) -> str:
         new = node_def_pb2.NodeDef(name=ed.unique_name(f"{name}/{base}"), op=op, device=device)
@@ -207,21 +214,16 @@ def _rewrite(ed: Editor, prot: Protected, fa: Any, name: str, frame: str,
     p.attr["T"].type = t
     # an unknown element shape (-1), live when the sequence is
     shape = ed.make_const(ed.unique_name(f"{name}/projection/element_shape"),
-                          np.int32(-1), DT_INT32, [sequence[0]],
+                          np.int32(-1), D.DT_INT32, [sequence[0]],
                           device=device, before=before)
     steps = add("projection/list", "TensorListFromTensor", [(product, 0), (shape.name, 0)])
     lst = ed.get(steps)
     lst.attr["element_dtype"].type = t
-    lst.attr["shape_type"].type = DT_INT32
+    lst.attr["shape_type"].type = D.DT_INT32
     enters = []
-    for src, dt in ((steps, DT_VARIANT), (shape.name, DT_INT32)):
+    for src, dt in ((steps, D.DT_VARIANT), (shape.name, D.DT_INT32)):
         e = add(f"projection/enter_{len(enters)}", "Enter", [(src, 0)])
-        en = ed.get(e)
-        en.attr["T"].type = dt
-        en.attr["frame_name"].s = frame.encode()
-        en.attr["is_constant"].b = True
-        if par is not None:
-            en.attr["parallel_iterations"].i = par.i
+        make_constant_enter(ed, fa, ed.get(e), dt, frame)
         enters.append(e)
     controls = [*ed.control_inputs(name), *ed.control_inputs(get)]
     shapes = attr(nd, "_output_shapes")

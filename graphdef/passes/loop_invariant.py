@@ -29,6 +29,7 @@ from .common import (
     input_types,
     is_control_flow,
     is_stateful,
+    make_constant_enter,
     output_types,
     plain_types,
 )
@@ -81,15 +82,7 @@ def run(graph: Graph, options: PassOptions) -> Any:
             ed.remove(name)
             continue
         nd = ed.get(name)
-        t = (output_types(nd) or [D.DT_INVALID])[0]
-        first_enter = ed.get(fa.frames[frame].enters[0]) if fa.frames[frame].enters else None
-        nd.op = "Enter"
-        nd.attr.clear()
-        nd.attr["T"].type = t
-        nd.attr["frame_name"].s = frame.encode()
-        nd.attr["is_constant"].b = True
-        if first_enter is not None and attr(first_enter, "parallel_iterations") is not None:
-            nd.attr["parallel_iterations"].i = first_enter.attr["parallel_iterations"].i
+        make_constant_enter(ed, fa, nd, (output_types(nd) or [D.DT_INVALID])[0], frame)
         ed.set_inputs(name, [outer[(name, 0)][1]])
     return ed.finish()
 
