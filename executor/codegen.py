@@ -67,7 +67,7 @@ def scalar_form(item: Any) -> str | None:
     form = item.spec.scalar if item.num_outputs == 1 else None
     if form is None or not form.applies(item.input_dtypes, item.out_types, item.attrs):
         return None
-    expr = form.text(item.input_dtypes, item.out_types)
+    expr = form.text(item.input_dtypes, item.out_types, item.attrs)
     if "{out}" in expr or "{nz_out}" in expr:
         name = item.out_dtypes[0].name
         expr = expr.replace("{out}", f"T_{name}").replace("{nz_out}", f"NZ_{name}")

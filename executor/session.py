@@ -279,12 +279,11 @@ class Session:
         try:
             # dead_branches is left to `dfg optimize`: removing an untaken branch can orphan
             # a loop whose stateful nodes must still run (tests/test_random_graphs.py)
-            # no elementwise chains: in a loop of scalar arithmetic (a counter, an
-            # accumulator) a chain turns the ops' inline scalar forms into one kernel call per
-            # iteration, 12x slower on the 10k-iteration while bench (9 -> 114 ms); an LSTM
-            # cell's chains saved 5-11%. Chains come back with a scalar form of their own.
+            # elementwise chains inside loops only (passes/fuse_elementwise.py says why);
+            # on scalars a chain runs as its members' scalar forms composed, so a loop of
+            # scalar arithmetic keeps its inline expressions
             res = optimize_for_signature(self.graph, fetches, feeds, targets,
-                                         skip=["dead_branches"])
+                                         elementwise="loops", skip=["dead_branches"])
         except DfgError:
             raise                       # unknown fetch/feed names: the user's error
         except Exception as e:  # noqa: BLE001 - an optimizer bug must not stop a run

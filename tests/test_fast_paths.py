@@ -72,10 +72,28 @@ def type_attrs(op: str, dt: int) -> dict[str, int]:
 CAST_TYPES = tuple(t for t in ALL_TYPES if t != D.DT_STRING)
 
 
+# programs of dfg's fused elementwise chain checked (its OpDef: float32 and float64): one
+# its members' scalar forms compose into (nested), one a member without a scalar form keeps
+# from composing, one reading a result twice (no composed form: it would be evaluated twice),
+# one reading an input twice, one of a single op
+CHAIN = "_DfgElementwiseChain"
+CHAIN_PROGRAMS = (
+    (3, ("AddV2 i0 i1", "Mul r0 i2", "Neg r1", "Sub i1 r2")),
+    (2, ("Sub i0 i1", "Sigmoid r0", "Mul r1 i0", "Tanh r2")),
+    (1, ("Square i0", "Mul r0 r0")),
+    (2, ("Mul i0 i0", "Add r0 i1")),
+    (2, ("RealDiv i0 i1",)),
+)
+
+
 def signatures(op: str) -> list[tuple[int, dict[str, Any], str]]:
     """(input dtype, attrs, label) of every node of ``op`` checked: one per dtype its OpDef
-    allows (MatMul: each transposition; BiasAdd: each data format); for Cast every
-    (source, destination) pair, and float narrowings with Truncate."""
+    allows (MatMul: each transposition; BiasAdd: each data format; the chain: each of
+    CHAIN_PROGRAMS); for Cast every (source, destination) pair, and float narrowings with
+    Truncate."""
+    if op == CHAIN:
+        return [(dt, {"T": dt, "N": n, "program": list(prog)}, f"{D.name(dt)} {prog}")
+                for dt in allowed_types(op) for n, prog in CHAIN_PROGRAMS]
     if op == "MatMul":
         return [(dt, {"T": dt, "transpose_a": ta, "transpose_b": tb},
                  f"{D.name(dt)}{' ta' if ta else ''}{' tb' if tb else ''}")
@@ -124,7 +142,9 @@ def as_array(vs: Any, dt: int) -> np.ndarray:
     return D.round_bfloat16(a) if dt == D.DT_BFLOAT16 else a
 
 
-def arity(op: str) -> int:
+def arity(op: str, attrs: dict[str, Any] | None = None) -> int:
+    if attrs and "N" in attrs:      # one list input of N tensors (the chain)
+        return attrs["N"]
     return len(registry().get(op).input_arg)
 
 
@@ -135,9 +155,13 @@ def node(op: str, attrs: dict[str, Any]) -> NodeDef:
             nd.attr[name].b = v
         elif type(v) is bytes:
             nd.attr[name].s = v
+        elif type(v) is list:
+            nd.attr[name].list.s.extend(x.encode() for x in v)
+        elif name == "N":
+            nd.attr[name].i = v
         else:
             nd.attr[name].type = v
-    for i in range(arity(op)):
+    for i in range(arity(op, attrs)):
         nd.input.append(f"x{i}")
     return nd
 
@@ -167,7 +191,8 @@ SHAPED = {
 }
 
 
-def cases(op: str, dt: int) -> list[tuple[np.ndarray, ...]]:
+def cases(op: str, dt: int, attrs: dict[str, Any] | None = None
+          ) -> list[tuple[np.ndarray, ...]]:
     """Input tuples: every pair of interesting 0-d values, and all of them as vectors (for
     ops in SHAPED: arrays of those shapes filled with the interesting values)."""
     vs = values(dt)
@@ -181,9 +206,9 @@ def cases(op: str, dt: int) -> list[tuple[np.ndarray, ...]]:
                            .reshape(shape))
             out.append(tuple(tup))
         return out
-    combos = list(itertools.product(vs, repeat=arity(op)))
+    combos = list(itertools.product(vs, repeat=arity(op, attrs)))
     out = [tuple(as_array(v, dt) for v in c) for c in combos]
-    out.append(tuple(as_array([c[i] for c in combos], dt) for i in range(arity(op))))
+    out.append(tuple(as_array([c[i] for c in combos], dt) for i in range(arity(op, attrs))))
     return out
 
 
@@ -200,10 +225,10 @@ def check_scalar_form(op: str, dt: int, attrs: dict[str, Any]) -> int:
         assert form is None, f"{op} would skip the kernel's truncation ({attrs})"
     if form is None:
         return 0
-    names = [f"a{i}" for i in range(arity(op))]
+    names = [f"a{i}" for i in range(arity(op, attrs))]
     expr = form.format(*names)
     with quiet(all="ignore"):
-        for args in cases(op, dt):
+        for args in cases(op, dt, attrs):
             if args[0].ndim:
                 continue
             want = call(k, list(args), context(k))[0]
@@ -229,7 +254,7 @@ def check_array_form(op: str, dt: int, attrs: dict[str, Any]) -> int:
         return 0
     taken = 0
     with quiet(all="ignore"):
-        for args in cases(op, dt):
+        for args in cases(op, dt, attrs):
             try:
                 want = call(k, list(args), context(k))[0]
             except Exception:
@@ -245,7 +270,7 @@ def check_array_form(op: str, dt: int, attrs: dict[str, Any]) -> int:
             same(got, want, f"{op} {attrs} array form on {args}")
             taken += 1
         # generated code may hand it NumPy scalars (0-d values some scalar form computed)
-        for args in cases(op, dt):
+        for args in cases(op, dt, attrs):
             if all(a.ndim for a in args):
                 continue
             scalars = [codegen.to_scalar(a) for a in args]
@@ -264,15 +289,19 @@ def check_array_form(op: str, dt: int, attrs: dict[str, Any]) -> int:
     return 1
 
 
-def _inputs(op: str, dt: int) -> list[Any]:
+def _inputs(op: str, dt: int, attrs: dict[str, Any]) -> list[Any]:
     """Placeholders (float32 cast to bfloat16: npy has no bfloat16) for the op's inputs."""
     xs = []
-    for i in range(arity(op)):
+    for i in range(arity(op, attrs)):
         if dt == D.DT_BFLOAT16:
             xs.append(B.cast(B.placeholder("float32", None, name=f"x{i}"), "bfloat16"))
         else:
             xs.append(B.placeholder(D.name(dt), None, name=f"x{i}"))
     return xs
+
+
+def _args(op: str, xs: list[Any]) -> list[Any]:
+    return [xs] if op == CHAIN else xs     # the chain's one list input
 
 
 def _out(t: Any) -> Any:
@@ -282,8 +311,9 @@ def _out(t: Any) -> Any:
 def straight_graph(op: str, dt: int, attrs: dict[str, Any]) -> Any:
     g = B.Graph()
     with g.as_default():
-        xs = _inputs(op, dt)
-        B.identity(_out(B.apply_op(op, xs, attrs).outputs[0]), name="y")
+        xs = _inputs(op, dt, attrs)
+        y = B.apply_op(op, _args(op, xs), attrs, default_name="op").outputs[0]
+        B.identity(_out(y), name="y")
     return g.as_graph_def()
 
 
@@ -292,11 +322,11 @@ def loop_graph(op: str, dt: int, attrs: dict[str, Any]) -> Any:
     loop constants, the result is a loop variable): the loop program's path."""
     g = B.Graph()
     with g.as_default():
-        xs = _inputs(op, dt)
-        first = B.apply_op(op, xs, attrs).outputs[0]
+        xs = _inputs(op, dt, attrs)
+        first = B.apply_op(op, _args(op, xs), attrs, default_name="op").outputs[0]
 
         def body(i: Any, acc: Any) -> list:
-            return [i + 1, B.apply_op(op, xs, attrs).outputs[0]]
+            return [i + 1, B.apply_op(op, _args(op, xs), attrs, default_name="op").outputs[0]]
 
         _i, acc = B.while_loop(lambda i, acc: i < 2, body, [B.constant(np.int32(0)), first])
         B.identity(_out(acc), name="y")
@@ -311,7 +341,7 @@ def check_graph_paths(op: str, dt: int, attrs: dict[str, Any]) -> int:
     """The straight-line program, the loop program and node by node against the reference
     interpreter; returns the number of paths checked."""
     n = 0
-    all_cases = cases(op, dt)
+    all_cases = cases(op, dt, attrs)
     # every vector, and a spread of 0-d tuples (each value appears)
     chosen = all_cases[-1:] + all_cases[:-1:max(1, (len(all_cases) - 1) // 24)]
     straight = straight_graph(op, dt, attrs)

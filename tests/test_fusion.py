@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from conformance import assert_close
 
-from dfg.executor import Session
+from dfg.executor import Session, codegen
 from dfg.executor.kernels.registry import invoke
+from dfg.executor.reference import Reference
 from dfg.graphdef import builder as B
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 from dfg.graphdef.io import load_graph
@@ -435,13 +436,38 @@ def test_a_sessions_optimizer_forms_elementwise_chains_inside_loops_only():
     got, = _run(res.graph_def, ["out:0"], feed)
     want, = _run(gd, ["out:0"], feed)
     np.testing.assert_array_equal(got, want)
-    # a Session forms no chain (a scalar loop's arithmetic stays on its inline scalar
-    # forms; executor/session.py says why); the mode pinned, CI also runs DFG_OPTIMIZE=0
+    # a Session forms the same chains (the mode pinned: CI also runs DFG_OPTIMIZE=0)
     with Session(gd, threads=1, optimize="auto") as s:
         np.testing.assert_array_equal(s.run(["out:0"], feed)[0], want)
         plan = s.plan(["out:0"], ["x:0"])
         assert plan.optimized is not None       # it did optimize
-        assert not any(it.op == "_DfgElementwiseChain" for it in plan.items)
+        chained = [it.name for it in plan.items if it.op == "_DfgElementwiseChain"]
+        assert chained and all(n.startswith("loop/") for n in chained)
+
+
+def test_a_chain_in_a_loop_of_scalar_arithmetic_keeps_its_inline_scalar_form():
+    """A Session chains a scalar loop's arithmetic too; compiled programs then write the
+    chain as its members' own scalar forms composed (no kernel call per iteration), and the
+    values are the graph's as written, bit for bit (the reference interpreter's)."""
+    with B.Graph().as_default() as g:
+        x = B.placeholder("float32", [], name="x")
+
+        def body(i, acc):
+            step = B.cast(i, "float32", name="fi")
+            return i + 1, B.add(B.multiply(acc, x, name="decay"), step, name="acc_next")
+
+        _, acc = B.while_loop(lambda i, acc: i < 300, body, [B.constant(0), x], name="loop")
+        B.identity(acc, name="out")
+    gd = g.as_graph_def()
+    feed = {"x:0": np.float32(0.75)}
+    want = Reference(gd).run(["out:0"], feed)[0]
+    with Session(gd, threads=1, optimize="auto", programs="always") as s:
+        for _ in range(2):      # the second run is the compiled program's
+            got = s.run(["out:0"], feed)[0]
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+        chain = next(it for it in s.plan(["out:0"], ["x:0"]).items
+                     if it.op == "_DfgElementwiseChain")
+    assert codegen.scalar_form(chain) == "({0} * {1}) + {2}"
 
 
 def test_deterministic_and_reports():

@@ -25,12 +25,13 @@ from typing import Any
 
 import numpy as np
 
+from dfg.graphdef import dtypes as D
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
 from . import _conv, _native, nn
 from ._select import where
 from .math import native_activation
-from .registry import KernelContext, kernel
+from .registry import ArrayForm, KernelContext, ScalarForm, kernel, specs
 
 _HALF = np.dtype(np.float16)
 
@@ -381,9 +382,8 @@ NATIVE_CHAIN_OPS = {"Add": 0, "AddV2": 0, "Sub": 1, "Mul": 2, "RealDiv": 3, "Div
                     "Sqrt": 9, "Rsqrt": 10, "Sigmoid": 11, "Tanh": 12}
 _F32 = np.dtype(np.float32)
 
-# (program, number of inputs) -> (its numpy function, its compiled code or None)
-_PROGRAMS: dict[tuple[tuple[str, ...], int], tuple[Callable[..., Any], bytes | None]] = {}
-
+# (program, number of inputs) -> the function running it (the kernel's core and the array form)
+_PROGRAMS: dict[tuple[tuple[str, ...], int], Callable[..., Any]] = {}
 
 def _native_code(parsed: list, n_inputs: int) -> bytes | None:
     """The chain as dfg_chain_f32's int32 triples (op, operand, operand or -1; operand n +
@@ -450,19 +450,13 @@ def _native_chain(code: bytes, inputs: tuple) -> np.ndarray | None:
     return out
 
 
-def _compile(program: tuple[str, ...], n_inputs: int
-             ) -> tuple[Callable[..., Any], bytes | None]:
-    """``program`` as a straight-line Python function of its inputs, cached, with its
-    compiled code (None when an op has none). Each op of the function writes into the
-    buffer of a result operand that dies there (when the shapes allow), so the chain
-    allocates about once. The code holds slot indices only: op names are checked against
-    CHAIN_OPS and operands parsed as integers, nothing of the graph's text is copied in."""
-    key = (program, n_inputs)
-    hit = _PROGRAMS.get(key)
-    if hit is not None:
-        return hit
+def _parse(program: tuple[str, ...], n_inputs: int) -> list[tuple[str, list[str]]]:
+    """``program``'s entries as (op, operands: ``i<k>`` the k-th input, ``r<k>`` the k-th
+    entry's result), checked: op names against CHAIN_OPS, operands parsed as integers in
+    range (nothing of the graph's text is used beyond these)."""
+    if not program:
+        raise InvalidArgumentError("_DfgElementwiseChain: empty program")
     parsed = []
-    last_use: dict[int, int] = {}
     for k, text in enumerate(program):
         op, *args = text.split()
         spec = CHAIN_OPS.get(op)
@@ -481,9 +475,24 @@ def _compile(program: tuple[str, ...], n_inputs: int
                 raise InvalidArgumentError(
                     f"_DfgElementwiseChain: bad operand {a!r} in entry {k} ({text!r})")
             refs.append(f"{kind}{idx}")
-            if kind == "r":
-                last_use[idx] = k
         parsed.append((op, refs))
+    return parsed
+
+
+def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
+    """The function running ``program`` on its inputs, cached: the compiled sweep where every
+    op has one and the inputs allow (``_native_chain``), else straight-line numpy code in
+    which each op writes into the buffer of a result operand that dies there (when the shapes
+    allow), so the chain allocates about once. It returns the chain's value (a NumPy scalar
+    on 0-d inputs) or raises ValueError on shapes that do not broadcast. The kernel and the
+    chain's array form both call it."""
+    key = (program, n_inputs)
+    hit = _PROGRAMS.get(key)
+    if hit is not None:
+        return hit
+    parsed = _parse(program, n_inputs)
+    last_use = {int(r[1:]): k for k, (_op, refs) in enumerate(parsed) for r in refs
+                if r[0] == "r"}
     lines = [f"def chain({', '.join(f'i{j}' for j in range(n_inputs))}):"]
     env: dict[str, Any] = {"_own": _own, "_fits": _fits}
     for k, (op, refs) in enumerate(parsed):
@@ -500,21 +509,85 @@ def _compile(program: tuple[str, ...], n_inputs: int
         lines.append(f"    r{k} = f{k}({', '.join(refs)}, out={out})")
     lines.append(f"    return r{len(parsed) - 1}")
     exec(compile("\n".join(lines), "<_DfgElementwiseChain>", "exec"), env)  # noqa: S102
-    hit = _PROGRAMS[key] = (env["chain"], _native_code(parsed, n_inputs))
+    numpy_chain, code = env["chain"], _native_code(parsed, n_inputs)
+    if code is None:
+        hit = numpy_chain
+    else:
+        def hit(*inputs: Any) -> Any:
+            out = _native_chain(code, inputs)
+            return numpy_chain(*inputs) if out is None else out
+    _PROGRAMS[key] = hit
     return hit
 
 
-@kernel("_DfgElementwiseChain")
+def _program_of(attrs: Any) -> tuple[str, ...]:
+    return tuple(attrs.get("program") or ())
+
+
+def _array_form(attrs: Any) -> Callable[..., Any] | None:
+    """The chain's array form: the kernel's core for the node's program (None for a program
+    the kernel refuses: the kernel call gives the error)."""
+    try:
+        return _compile(_program_of(attrs), int(attrs.get("N") or 0))
+    except (InvalidArgumentError, UnimplementedError, ValueError):
+        return None
+
+
+# (program, number of inputs, input type, output type) -> the composed scalar form or None
+_SCALAR_TEXTS: dict[tuple, str | None] = {}
+
+
+def _scalar_text(attrs: Any, input_types: Any, out_types: Any) -> str | None:
+    """The chain's scalar form: its members' own scalar forms (the registry's records for
+    Add, Mul, Neg, ...) composed into one expression over the chain's inputs, each result
+    written where its one reader reads it. None when a member has no scalar form for the
+    dtype, or reads an operand twice, or a result is not read exactly once (its text would
+    be evaluated twice)."""
+    program, n = _program_of(attrs), len(input_types)
+    key = (program, n, tuple(input_types), tuple(out_types))
+    if key in _SCALAR_TEXTS:
+        return _SCALAR_TEXTS[key]
+    _SCALAR_TEXTS[key] = text = _compose_scalar(program, n, input_types, out_types)
+    if len(_SCALAR_TEXTS) > _LAYOUT_MAX:
+        _SCALAR_TEXTS.clear()
+    return text
+
+
+def _compose_scalar(program: tuple[str, ...], n: int, input_types: Any, out_types: Any
+                    ) -> str | None:
+    try:
+        parsed = _parse(program, n)
+    except (InvalidArgumentError, UnimplementedError):
+        return None
+    reads: dict[str, int] = {}
+    for _op, refs in parsed:
+        for r in refs:
+            reads[r] = reads.get(r, 0) + 1
+    if any(reads.get(f"r{k}") != 1 for k in range(len(parsed) - 1)):
+        return None
+    ss = specs()
+    texts: list[str] = []
+    for op, refs in parsed:
+        form = ss[op].scalar if op in ss else None
+        types = tuple(input_types[:1]) * len(refs)
+        if form is None or form.compose is not None or not form.applies(types, out_types, {}):
+            return None
+        text = form.text(types, out_types)
+        if any(text.count(f"{{{j}}}") > 1 for j in range(len(refs))):
+            return None
+        operands = [f"{{{r[1:]}}}" if r[0] == "i" else f"({texts[int(r[1:])]})" for r in refs]
+        texts.append(text.format(*operands, out="{out}", nz_out="{nz_out}"))
+    return texts[-1]
+
+
+@kernel("_DfgElementwiseChain",
+        scalar=ScalarForm("", frozenset({D.DT_FLOAT, D.DT_DOUBLE}), compose=_scalar_text),
+        array=ArrayForm(_array_form, frozenset({D.DT_FLOAT, D.DT_DOUBLE})))
 def elementwise_chain(ctx: KernelContext, *inputs: np.ndarray) -> np.ndarray:
     """Evaluate ``program`` (see the OpDef) as compiled straight-line code."""
-    program = tuple(ctx.attrs.get("program") or ())
-    if not program:
-        raise InvalidArgumentError("_DfgElementwiseChain: empty program")
-    fn, code = _compile(program, len(inputs))
-    if code is not None and (out := _native_chain(code, inputs)) is not None:
-        return out
+    run = _compile(_program_of(ctx.attrs), len(inputs))
     try:
-        out = fn(*inputs)
+        out = run(*inputs)
     except ValueError:
         raise InvalidArgumentError(
             "Incompatible shapes: " + " vs. ".join(str(list(x.shape)) for x in inputs)

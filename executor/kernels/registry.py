@@ -66,13 +66,18 @@ class ScalarForm:
     ``out_dtypes``, when given, are the output dtypes it holds for (else the inputs' rule
     covers the output too); ``by_types`` maps (input dtype, output dtype) to a cheaper
     expression for that pair; ``holds(attrs)``, when given, says whether it holds for a node
-    with these attrs (as the kernel sees them: Cast's Truncate)."""
+    with these attrs (as the kernel sees them: Cast's Truncate).
+
+    ``compose(attrs, input_types, out_types)``, when given, writes the expression for one node
+    (None: no form for it): an op whose arithmetic is in its attrs (``_DfgElementwiseChain``'s
+    program, composed from its member ops' own forms) has no one expression."""
 
     expr: str
     dtypes: frozenset[int]
     out_dtypes: frozenset[int] | None = None
     holds: Callable[[Mapping[str, Any]], bool] | None = None
     by_types: Mapping[tuple[int, int], str] = field(default_factory=dict)
+    compose: Callable[[Mapping[str, Any], Any, Any], str | None] | None = None
 
     def __post_init__(self) -> None:
         from dfg.graphdef import dtypes as D
@@ -91,10 +96,15 @@ class ScalarForm:
         if self.out_dtypes is not None and not (
                 out_types and all(t % 100 in self.out_dtypes for t in out_types)):
             return False
+        if self.compose is not None:
+            return attrs is not None and self.compose(attrs, input_types, out_types) is not None
         return self.holds is None or (attrs is not None and self.holds(attrs))
 
-    def text(self, input_types: Any, out_types: Any) -> str:
-        """The expression for a node with these input and output types (``applies``)."""
+    def text(self, input_types: Any, out_types: Any, attrs: Any = None) -> str:
+        """The expression for a node with these input and output types and attrs
+        (``applies``)."""
+        if self.compose is not None:
+            return self.compose(attrs, input_types, out_types)
         if self.by_types and input_types and out_types:
             return self.by_types.get((input_types[0] % 100, out_types[0] % 100), self.expr)
         return self.expr

@@ -17,9 +17,11 @@ pass is only for dfg's own per-signature optimization and not in ``dfg optimize`
 default list. ``PassOptions.elementwise_scope="loops"`` forms chains inside while loops only:
 there each iteration repeats the per-op cost a chain saves (an LSTM cell's gate arithmetic
 is two chains, 5-11% fewer instructions per step); on the Keras zoo's straight-line graphs
-chains gave no gain beyond noise. A Session asks for neither yet: in a loop of scalar
-arithmetic a chain replaces the ops' inline scalar forms with one kernel call per iteration
-(the 10k-iteration while bench: 9 -> 114 ms).
+chains gave no gain beyond noise. A Session asks for it. In a loop of scalar arithmetic
+(a counter, an accumulator) compiled programs write a chain as its members' scalar forms
+composed into one expression (the chain's record, ``ScalarForm.compose``), so the
+arithmetic stays inline as it was before fusing; on arrays they call the chain's array
+form, the kernel's own core, without the kernel call around it.
 """
 
 from __future__ import annotations
