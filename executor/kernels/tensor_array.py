@@ -90,8 +90,12 @@ def _fully_defined(shape: PartialShape) -> bool:
 def _compatible(partial: PartialShape, shape: Shape) -> bool:
     if partial is None or partial == shape:
         return True
-    return len(partial) == len(shape) and all(p is None or p == d
-                                              for p, d in zip(partial, shape))
+    if len(partial) != len(shape):
+        return False
+    for p, d in zip(partial, shape):     # a loop, not all(generator): every list set asks
+        if p is not None and p != d:
+            return False
+    return True
 
 
 def _merge(a: PartialShape, b: PartialShape) -> PartialShape:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -55,20 +54,25 @@ class _Store:
         self.lock = threading.Lock()
 
 
-@dataclass(frozen=True, eq=False)
 class TensorList:
-    """One TensorList value: the first ``length`` entries of ``store``. Never mutated.
+    """One TensorList value: the first ``length`` entries of ``store``. Never mutated: every
+    op makes a new value (a plain class with slots, not a frozen dataclass, because a
+    recurrent loop makes one per step and a frozen dataclass's ``__init__`` costs 3 us).
 
     (No ``read`` attribute and no sequence protocol on purpose: the executor dereferences
     values having ``read``, and numpy would try to iterate a sequence.)
     """
 
     __dfg_resource__: ClassVar[bool] = True
-    element_dtype: Any          # numpy dtype, or a DataType number (variant) numpy lacks
-    element_shape: PartialShape
-    max_num_elements: int
-    store: _Store
-    length: int
+    __slots__ = ("element_dtype", "element_shape", "max_num_elements", "store", "length")
+
+    def __init__(self, element_dtype: Any, element_shape: PartialShape,
+                 max_num_elements: int, store: _Store, length: int) -> None:
+        self.element_dtype = element_dtype    # numpy dtype, or a DataType number numpy lacks
+        self.element_shape = element_shape
+        self.max_num_elements = max_num_elements
+        self.store = store
+        self.length = length
 
     @staticmethod
     def make(element_dtype: Any, element_shape: PartialShape, entries: list[Entry],
