@@ -77,13 +77,14 @@ def scalar_form(item: Any) -> str | None:
 def array_form(item: Any) -> Callable[..., Any] | None:
     """The function generated code calls on ``item``'s input arrays instead of its kernel
     call (``OpSpec.array``, ``ArrayForm.function``), if the op has one for the node's input
-    dtypes and attrs and the kernel call would add nothing to it: one output, not bfloat16
-    (rounded by the call), no input that may be a ref (dereferenced by the call), stateless.
-    Its result is taken only when it is an ndarray of the output's dtype; else the kernel
-    runs (and gives the result, or the error naming the node)."""
-    form = item.spec.array if item.num_outputs == 1 else None
+    dtypes and attrs and the kernel call would add nothing to it: outputs of known dtypes,
+    not bfloat16 (rounded by the call), no input that may be a ref (dereferenced by the
+    call), stateless. Its result is taken only when it is an ndarray of the output's dtype
+    (several outputs: a tuple of one each); else the kernel runs (and gives the result, or
+    the error naming the node)."""
+    form = item.spec.array if item.num_outputs else None
     if form is None or item.bf16_out or item.deref or item.stateful \
-            or item.out_dtypes[0] is None:
+            or any(d is None for d in item.out_dtypes):
         return None
     return form.function(item.input_dtypes, item.attrs)
 
@@ -141,7 +142,9 @@ class Emitter:
                 self.line(depth, "else:")
                 self.array_step(depth + 1, i, item, args, out, fn, f"{conv}({generic}[0])")
                 continue
-            if fn is not None:
+            if fn is not None and item.num_outputs > 1:
+                self.array_steps(depth, i, item, args, out, fn, generic, scalar_read)
+            elif fn is not None:
                 self.array_step(depth, i, item, args, out, fn, f"{conv}({generic}[0])")
             elif item.num_outputs == 1:
                 self.line(depth, "if ctl.error is not None: raise ctl.error")
@@ -188,6 +191,32 @@ class Emitter:
         # is the same type
         self.line(depth, f"s{out} = _o if _o.__class__ is ND and (_o.dtype is OD{i} or "
                          f"_o.dtype == OD{i}) else {fallback}")
+
+    def array_steps(self, depth: int, i: int, item: Any, args: tuple, out: int,
+                    fn: Callable[..., Any], generic: str, scalar_read: set[int]) -> None:
+        """Kernel step ``i`` of several outputs as its array form ``fn``: its tuple taken
+        when it holds one ndarray of each output's dtype (NumPy's own instance), else the
+        kernel call; the memory budget checked first, as for one output."""
+        n = item.num_outputs
+        self.env[f"AF{i}"] = fn
+        for k in range(n):
+            self.env[f"OD{i}_{k}"] = item.out_dtypes[k]
+        core = f"AF{i}({', '.join(f's{a}' for a in args)})"
+        if item.size_check is not None:
+            core = f"{core} if FITS(K[{i}], [{', '.join(self.arg(a) for a in args)}], " \
+                   f"C[{i}]) else None"
+        self.line(depth, "if ctl.error is not None: raise ctl.error")
+        self.line(depth, "try:")
+        self.line(depth + 1, f"_o = {core}")
+        self.line(depth, "except Exception:")
+        self.line(depth + 1, "_o = None")
+        taken = " and ".join(f"_o[{k}].__class__ is ND and _o[{k}].dtype is OD{i}_{k}"
+                             for k in range(n))
+        self.line(depth, f"if _o.__class__ is not tuple or len(_o) != {n} or not ({taken}):")
+        self.line(depth + 1, f"_o = {generic}")
+        for k in range(n):
+            c = "S" if out + k in scalar_read else ""
+            self.line(depth, f"s{out + k} = {c}(_o[{k}])")
 
     def compile(self, name: str, params: str) -> Callable:
         src = f"def {name}({params}):\n" + "\n".join(self.lines) + "\n"

@@ -94,6 +94,9 @@ def signatures(op: str) -> list[tuple[int, dict[str, Any], str]]:
     if op == CHAIN:
         return [(dt, {"T": dt, "N": n, "program": list(prog)}, f"{D.name(dt)} {prog}")
                 for dt in allowed_types(op) for n, prog in CHAIN_PROGRAMS]
+    if op == "Split":
+        return [(dt, {"T": dt, "num_split": n}, f"{D.name(dt)} in {n}")
+                for dt in allowed_types(op) for n in (2, 3)]
     if op == "MatMul":
         return [(dt, {"T": dt, "transpose_a": ta, "transpose_b": tb},
                  f"{D.name(dt)}{' ta' if ta else ''}{' tb' if tb else ''}")
@@ -157,7 +160,7 @@ def node(op: str, attrs: dict[str, Any]) -> NodeDef:
             nd.attr[name].s = v
         elif type(v) is list:
             nd.attr[name].list.s.extend(x.encode() for x in v)
-        elif name == "N":
+        elif name in ("N", "num_split"):
             nd.attr[name].i = v
         else:
             nd.attr[name].type = v
@@ -196,6 +199,16 @@ def cases(op: str, dt: int, attrs: dict[str, Any] | None = None
     """Input tuples: every pair of interesting 0-d values, and all of them as vectors (for
     ops in SHAPED: arrays of those shapes filled with the interesting values)."""
     vs = values(dt)
+    if op == "Split":
+        # (axis, value): pieces along each axis, a negative one, one out of range, a size
+        # the count does not divide, an empty value
+        out = []
+        for shape, axes in (((6,), (0, -1, 1)), ((2, 6), (1, -1, 0, 2)), ((6, 2, 3), (0, 2)),
+                            ((0, 6), (0, 1))):
+            n = int(np.prod(shape))
+            value = as_array([vs[(j * 7) % len(vs)] for j in range(n)], dt).reshape(shape)
+            out += [(np.array(a, np.int32), value) for a in axes]
+        return out
     if op in SHAPED:
         out = []
         for shapes in SHAPED[op]:
@@ -241,6 +254,18 @@ def check_scalar_form(op: str, dt: int, attrs: dict[str, Any]) -> int:
     return 1
 
 
+def taken_outputs(k: Any, got: Any) -> list[np.ndarray] | None:
+    """What generated code takes from an array form's result (codegen.Emitter): one ndarray
+    of the output dtype, or for several outputs a tuple of one such ndarray each; None where
+    it runs the kernel instead."""
+    if k.num_outputs == 1:
+        return [got] if got.__class__ is np.ndarray and got.dtype is k.out_dtypes[0] else None
+    if got.__class__ is not tuple or len(got) != k.num_outputs:
+        return None
+    ok = all(g.__class__ is np.ndarray and g.dtype is w for g, w in zip(got, k.out_dtypes))
+    return list(got) if ok else None
+
+
 def check_array_form(op: str, dt: int, attrs: dict[str, Any]) -> int:
     """The array form (where it holds ``dt`` and ``attrs``) on the inputs against the kernel
     call; 1 if it was checked, 0 if compiled programs would run the kernel anyway."""
@@ -256,18 +281,19 @@ def check_array_form(op: str, dt: int, attrs: dict[str, Any]) -> int:
     with quiet(all="ignore"):
         for args in cases(op, dt, attrs):
             try:
-                want = call(k, list(args), context(k))[0]
+                want = call(k, list(args), context(k))
             except Exception:
                 want = None
             try:
-                got = fn(*args)
+                got = taken_outputs(k, fn(*args))
             except Exception:
                 continue   # the kernel runs
-            if got.__class__ is not np.ndarray or got.dtype is not k.out_dtypes[0]:
+            if got is None:
                 continue   # the kernel runs
             assert want is not None, f"{op} {attrs}: the form takes {got!r} where the " \
                                      f"kernel fails on {args}"
-            same(got, want, f"{op} {attrs} array form on {args}")
+            for g, w in zip(got, want, strict=True):
+                same(g, w, f"{op} {attrs} array form on {args}")
             taken += 1
         # generated code may hand it NumPy scalars (0-d values some scalar form computed)
         for args in cases(op, dt, attrs):
@@ -275,16 +301,17 @@ def check_array_form(op: str, dt: int, attrs: dict[str, Any]) -> int:
                 continue
             scalars = [codegen.to_scalar(a) for a in args]
             try:
-                want = call(k, list(args), context(k))[0]
+                want = call(k, list(args), context(k))
             except Exception:
                 want = None
             try:
-                got = fn(*scalars)
+                got = taken_outputs(k, fn(*scalars))
             except Exception:
                 continue
-            if got.__class__ is np.ndarray and got.dtype is k.out_dtypes[0]:
+            if got is not None:
                 assert want is not None, f"{op} {attrs}: taken on scalars {scalars}"
-                same(got, want, f"{op} {attrs} array form on scalars {scalars}")
+                for g, w in zip(got, want, strict=True):
+                    same(g, w, f"{op} {attrs} array form on scalars {scalars}")
     assert taken, f"{op} {attrs}: the array form never applied"
     return 1
 
@@ -293,7 +320,9 @@ def _inputs(op: str, dt: int, attrs: dict[str, Any]) -> list[Any]:
     """Placeholders (float32 cast to bfloat16: npy has no bfloat16) for the op's inputs."""
     xs = []
     for i in range(arity(op, attrs)):
-        if dt == D.DT_BFLOAT16:
+        if op == "Split" and i == 0:    # the axis
+            xs.append(B.placeholder("int32", None, name="x0"))
+        elif dt == D.DT_BFLOAT16:
             xs.append(B.cast(B.placeholder("float32", None, name=f"x{i}"), "bfloat16"))
         else:
             xs.append(B.placeholder(D.name(dt), None, name=f"x{i}"))

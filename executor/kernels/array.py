@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from dfg.graphdef import dtypes as D
 from dfg.graphdef.errors import InvalidArgumentError
 
-from .registry import KernelContext, kernel, lookup
+from .registry import ArrayForm, KernelContext, kernel, lookup
 
 _INT32_MAX = 2**31 - 1
 
@@ -347,18 +348,9 @@ def _split_at(value: np.ndarray, axis: int, sizes: Sequence[int]) -> tuple[np.nd
     return tuple(value[ix] for ix in _split_index(axis, sizes))
 
 
-@kernel("Split")
-def split(ctx: KernelContext, split_dim: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, ...]:
-    # the last split's index tuples (KernelContext.memo), keyed by the value's shape and the
-    # axis's bytes, dtype and shape: a recurrent cell splits its gates alike every step
-    try:
-        key = (value.shape, split_dim.tobytes(), split_dim.dtype.char, split_dim.shape)
-    except AttributeError:
-        key = None
-    m = ctx.memo
-    if m is not None and m[0] == key:
-        return tuple(value[ix] for ix in m[1])
-    num = int(ctx.attrs["num_split"])
+def _split_plan(split_dim: Any, value: np.ndarray, num: int) -> list[tuple]:
+    """The index tuple of each of Split's ``num`` pieces of ``value`` along ``split_dim``,
+    after the kernel's checks (TensorFlow's messages)."""
     r = value.ndim
     d = _scalar(split_dim, "split_dim")
     if not -r <= d < r:
@@ -370,10 +362,52 @@ def split(ctx: KernelContext, split_dim: np.ndarray, value: np.ndarray) -> tuple
         raise InvalidArgumentError(
             f"Number of ways to split should evenly divide the split dimension, but got "
             f"split_dim {d} (size = {n}) and num_split {num}")
-    index = _split_index(d, [n // num] * num)
-    if key is not None:
-        ctx.memo = (key, index)
-    return tuple(value[ix] for ix in index)
+    return _split_index(d, [n // num] * num)
+
+
+def _split_key(split_dim: Any, value: np.ndarray) -> tuple | None:
+    """What a split's index tuples depend on: the value's shape and the axis's bytes, dtype
+    and shape (a recurrent cell splits its gates alike every step)."""
+    try:
+        return (value.shape, split_dim.tobytes(), split_dim.dtype.char, split_dim.shape)
+    except AttributeError:
+        return None
+
+
+def _split_form(attrs: Any) -> Any:
+    """Split's array form (compiled programs call it without the kernel call): the kernel's
+    own plan and pieces, memoized in the form (one tuple, replaced whole, so two threads
+    running one program never see half of it)."""
+    num = int(attrs.get("num_split") or 0)
+    memo: list = [None]
+
+    def split_pieces(split_dim: Any, value: np.ndarray) -> tuple[np.ndarray, ...]:
+        key = _split_key(split_dim, value)
+        m = memo[0]
+        if m is None or key is None or m[0] != key:
+            m = memo[0] = (key, _split_plan(split_dim, value, num))
+        return tuple(value[ix] for ix in m[1])
+
+    return split_pieces
+
+
+# every dtype a Split moves alike (views of the value), bfloat16 but (ArrayForm refuses it)
+_SPLIT_TYPES = frozenset({
+    D.DT_HALF, D.DT_FLOAT, D.DT_DOUBLE, D.DT_INT8, D.DT_UINT8, D.DT_INT16, D.DT_UINT16,
+    D.DT_INT32, D.DT_UINT32, D.DT_INT64, D.DT_UINT64, D.DT_COMPLEX64, D.DT_COMPLEX128,
+    D.DT_BOOL, D.DT_STRING})
+
+
+@kernel("Split", array=ArrayForm(_split_form, _SPLIT_TYPES))
+def split(ctx: KernelContext, split_dim: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, ...]:
+    # the last split's index tuples (KernelContext.memo)
+    key = _split_key(split_dim, value)
+    m = ctx.memo
+    if m is None or key is None or m[0] != key:
+        m = (key, _split_plan(split_dim, value, int(ctx.attrs["num_split"])))
+        if key is not None:
+            ctx.memo = m
+    return tuple(value[ix] for ix in m[1])
 
 
 @kernel("SplitV")

@@ -119,7 +119,8 @@ class ArrayForm:
     the kernel, which gives the result or the error naming the node. ``make`` may answer
     None: no form for these attrs. The function is the kernel's own core (the fast path shares
     the slow path's code), for inputs of ``dtypes`` only; never bfloat16 (rounded by the
-    kernel call only). One output; tests/test_fast_paths.py checks every declared dtype."""
+    kernel call only). An op of several outputs (Split) answers a tuple of one such ndarray
+    per output. tests/test_fast_paths.py checks every declared dtype."""
 
     make: Callable[[Mapping[str, Any]], Callable[..., Any] | None]
     dtypes: frozenset[int]
