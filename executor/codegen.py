@@ -103,6 +103,8 @@ class Emitter:
         # slots that may hold a NumPy scalar (None: any): a kernel reading any other needs no
         # conversion to an array (``A``)
         self.maybe_scalar: set[int] | None = None
+        # kernel steps whose budget test keeps the input shapes it last passed (``fits``)
+        self.fit_memos: list[int] = []
 
     def line(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
@@ -173,14 +175,7 @@ class Emitter:
         arrays = ", ".join(f"s{a}" for a in args)
         core = f"AF{i}({arrays})"
         if item.size_check is not None:
-            sized = ", ".join(self.arg(a) for a in args)
-            check = f"FITS(K[{i}], [{sized}], C[{i}])"
-            if getattr(item.size_check, "alike_inputs_fit", False) and len(args) > 1:
-                # the estimator's own first test, without the call (an RNN cell's
-                # elementwise ops all have alike inputs)
-                alike = " and ".join(f"s{args[0]}.shape == s{a}.shape" for a in args[1:])
-                check = f"({alike} or {check})"
-            core = f"{core} if {check} else None"
+            core = f"{core} if {self.fits(i, item, args)} else None"
         self.line(depth, "if ctl.error is not None: raise ctl.error")
         self.line(depth, "try:")
         self.line(depth + 1, f"_o = {core}")
@@ -191,6 +186,25 @@ class Emitter:
         # is the same type
         self.line(depth, f"s{out} = _o if _o.__class__ is ND and (_o.dtype is OD{i} or "
                          f"_o.dtype == OD{i}) else {fallback}")
+
+    def fits(self, i: int, item: Any, args: tuple) -> str:
+        """The test that kernel step ``i``'s outputs fit the memory budget (``FITS``, what
+        the kernel call checks first). An estimator that reads only shapes
+        (``shapes_only``) is asked once per input shapes in a run of the function: the
+        shapes it last passed are kept in a local (``z<i>``; the budget is one run's), so a
+        loop's MatMul asks once, not every iteration."""
+        sized = ", ".join(self.arg(a) for a in args)
+        check = f"FITS(K[{i}], [{sized}], C[{i}])"
+        if getattr(item.size_check, "shapes_only", False):
+            self.fit_memos.append(i)
+            shapes = "(" + "".join(f"s{a}.shape, " for a in args) + ")"
+            check = f"((_z := {shapes}) == z{i} or {check} and (z{i} := _z) is not None)"
+        if getattr(item.size_check, "alike_inputs_fit", False) and len(args) > 1:
+            # the estimator's own first test, without the call (an RNN cell's elementwise
+            # ops all have alike inputs)
+            alike = " and ".join(f"s{args[0]}.shape == s{a}.shape" for a in args[1:])
+            check = f"({alike} or {check})"
+        return check
 
     def array_steps(self, depth: int, i: int, item: Any, args: tuple, out: int,
                     fn: Callable[..., Any], generic: str, scalar_read: set[int]) -> None:
@@ -203,8 +217,7 @@ class Emitter:
             self.env[f"OD{i}_{k}"] = item.out_dtypes[k]
         core = f"AF{i}({', '.join(f's{a}' for a in args)})"
         if item.size_check is not None:
-            core = f"{core} if FITS(K[{i}], [{', '.join(self.arg(a) for a in args)}], " \
-                   f"C[{i}]) else None"
+            core = f"{core} if {self.fits(i, item, args)} else None"
         self.line(depth, "if ctl.error is not None: raise ctl.error")
         self.line(depth, "try:")
         self.line(depth + 1, f"_o = {core}")
@@ -219,7 +232,8 @@ class Emitter:
             self.line(depth, f"s{out + k} = {c}(_o[{k}])")
 
     def compile(self, name: str, params: str) -> Callable:
-        src = f"def {name}({params}):\n" + "\n".join(self.lines) + "\n"
+        memos = "".join(f"    z{i} = None\n" for i in self.fit_memos)
+        src = f"def {name}({params}):\n" + memos + "\n".join(self.lines) + "\n"
         env = {"call": call, "A": to_array, "S": to_scalar, "SC": SCALAR_TYPES,
                "ND": np.ndarray, "FITS": fits, **FORM_ENV, **self.env}
         exec(compile(src, f"<dfg {name}>", "exec"), env)  # noqa: S102 - our own source

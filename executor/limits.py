@@ -491,9 +491,28 @@ for _op in ("Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "DivNoNan", "FloorDi
             "RightShift", "Xdivy", "Xlogy", "Xlog1py", "MulNoNan", "Mod", "ApproximateEqual"):
     declare(_op, estimate=_broadcast2)
 declare("SelectV2", estimate=_broadcast3)
-# inputs of one shape make an output of that shape: both estimators answer 0 at their first
+
+
+def _broadcast_n(k: Any, args: list) -> int:
+    """dfg's fused elementwise chain: its output is the broadcast of all its inputs (each op
+    of it was estimated alike before fusing)."""
+    shapes = [getattr(a, "shape", ()) for a in args]
+    first = shapes[0]
+    if all(s == first for s in shapes):
+        return 0
+    return _bcast(*shapes) * max(max(_itemsize(a) for a in args), 1)
+
+
+declare("_DfgElementwiseChain", estimate=_broadcast_n)
+# inputs of one shape make an output of that shape: these estimators answer 0 at their first
 # test, which generated code makes itself before calling them (codegen.array_step)
 _broadcast2.alike_inputs_fit = _broadcast3.alike_inputs_fit = True  # type: ignore[attr-defined]
+_broadcast_n.alike_inputs_fit = True  # type: ignore[attr-defined]
+# estimators that read nothing of the inputs but their shapes and dtypes (and the node's
+# attrs): generated code asks each once per input shapes in a run of a program
+# (codegen.array_step), where a loop asks the same every iteration
+for _fn in (_broadcast2, _broadcast3, _broadcast_n, matmul, batch_matmul):
+    _fn.shapes_only = True  # type: ignore[attr-defined]
 
 
 @register("Complex")

@@ -97,6 +97,11 @@ def signatures(op: str) -> list[tuple[int, dict[str, Any], str]]:
     if op == "Split":
         return [(dt, {"T": dt, "num_split": n}, f"{D.name(dt)} in {n}")
                 for dt in allowed_types(op) for n in (2, 3)]
+    if op == "StridedSlice":
+        masks = ({}, {"begin_mask": 1, "end_mask": 2}, {"shrink_axis_mask": 1},
+                 {"ellipsis_mask": 1}, {"new_axis_mask": 2})
+        return [(dt, {"T": dt, "Index": D.DT_INT32, **m}, f"{D.name(dt)} {m}")
+                for dt in allowed_types(op) for m in masks]
     if op == "MatMul":
         return [(dt, {"T": dt, "transpose_a": ta, "transpose_b": tb},
                  f"{D.name(dt)}{' ta' if ta else ''}{' tb' if tb else ''}")
@@ -160,7 +165,7 @@ def node(op: str, attrs: dict[str, Any]) -> NodeDef:
             nd.attr[name].s = v
         elif type(v) is list:
             nd.attr[name].list.s.extend(x.encode() for x in v)
-        elif name in ("N", "num_split"):
+        elif name in ("N", "num_split") or name.endswith("_mask"):
             nd.attr[name].i = v
         else:
             nd.attr[name].type = v
@@ -209,6 +214,17 @@ def cases(op: str, dt: int, attrs: dict[str, Any] | None = None
             value = as_array([vs[(j * 7) % len(vs)] for j in range(n)], dt).reshape(shape)
             out += [(np.array(a, np.int32), value) for a in axes]
         return out
+    if op == "StridedSlice":
+        # (x, begin, end, strides): ranges, negative ends and strides, a reversal, a stride
+        # past the end, an empty result, a spec longer than the rank, mismatched spec shapes
+        i32 = lambda *v: np.array(v, np.int32)  # noqa: E731
+        x2 = as_array([vs[(j * 7) % len(vs)] for j in range(12)], dt).reshape(3, 4)
+        x1 = as_array([vs[(j * 5) % len(vs)] for j in range(6)], dt)
+        return [(x2, i32(0, 1), i32(2, 3), i32(1, 1)), (x2, i32(1, -3), i32(-1, 4), i32(1, 2)),
+                (x2, i32(2, 3), i32(0, 0), i32(-1, -1)), (x1, i32(1), i32(100), i32(3)),
+                (x1, i32(4), i32(2), i32(1)), (x1, i32(-2), i32(6), i32(1)),
+                (x2, i32(0, 0, 0), i32(1, 1, 1), i32(1, 1, 1)),
+                (x2, i32(0, 0), i32(1), i32(1, 1)), (x1, i32(0), i32(6), i32(0))]
     if op in SHAPED:
         out = []
         for shapes in SHAPED[op]:
@@ -320,13 +336,16 @@ def _inputs(op: str, dt: int, attrs: dict[str, Any]) -> list[Any]:
     """Placeholders (float32 cast to bfloat16: npy has no bfloat16) for the op's inputs."""
     xs = []
     for i in range(arity(op, attrs)):
-        if op == "Split" and i == 0:    # the axis
-            xs.append(B.placeholder("int32", None, name="x0"))
+        if (op, i) in INDEX_INPUTS:     # Split's axis, StridedSlice's spec: int32
+            xs.append(B.placeholder("int32", None, name=f"x{i}"))
         elif dt == D.DT_BFLOAT16:
             xs.append(B.cast(B.placeholder("float32", None, name=f"x{i}"), "bfloat16"))
         else:
             xs.append(B.placeholder(D.name(dt), None, name=f"x{i}"))
     return xs
+
+
+INDEX_INPUTS = {("Split", 0), ("StridedSlice", 1), ("StridedSlice", 2), ("StridedSlice", 3)}
 
 
 def _args(op: str, xs: list[Any]) -> list[Any]:

@@ -221,7 +221,7 @@ def test_every_estimated_op_has_a_kernel_and_a_case() -> None:
     estimators = {op: s.estimate for op, s in specs().items() if s.estimate is not None}
     # every non-elementwise estimator is checked against its kernel above
     elementwise = {op for op, fn in estimators.items()
-                   if fn.__name__ in ("_broadcast2", "_broadcast3")}
+                   if fn.__name__ in ("_broadcast2", "_broadcast3", "_broadcast_n")}
     untested = set(estimators) - elementwise - tested
     # these share an estimator with a tested op (same inputs, same output rule)
     siblings = {"Conv2DBackpropInput", "Conv3DBackpropInputV2", "AvgPoolGrad",
@@ -449,3 +449,43 @@ def test_cli_max_memory_bounds_a_kernel_output(tmp_path):
     assert bad.exit_code == 1
     assert "'big'" in bad.output and "memory budget of 1,024 bytes" in bad.output
     assert run(cli, [*args, "--max-memory", "lots"]).exit_code == 2
+
+
+@pytest.mark.parametrize("op", ["chain", "matmul"])
+def test_a_loop_whose_outputs_outgrow_the_budget_is_refused_where_they_do(op: str) -> None:
+    """Compiled loops ask a shapes-only estimator once per input shapes in a run
+    (codegen.Emitter.fits): a column that doubles every iteration makes an outer sum (a
+    fused elementwise chain) or outer product (MatMul) that fits for 64..256 rows and not for
+    512 (1 MiB of float32 over a 600 KB budget); the loop stops there, naming the node, in
+    every mode. The same loop under a larger budget runs to the end."""
+    from dfg.graphdef import builder as B
+
+    g = B.Graph()
+    with g.as_default():
+        x = B.placeholder("float32", [None, 1], name="x")
+
+        def body(i, col, acc):
+            col = B.concat([col, col], 0)
+            row = B.transpose(col)
+            if op == "chain":
+                outer = B.apply_op("_DfgElementwiseChain", [[col, row]],
+                                   {"program": ["AddV2 i0 i1", "Neg r0"]}, name="outer").outputs[0]
+            else:
+                outer = B.matmul(col, row, name="outer")
+            return i + 1, col, acc + B.reduce_sum(outer, [0, 1])
+
+        _, _, total = B.while_loop(lambda i, col, acc: i < 4, body,
+                                   [B.constant(0), x, B.constant(0.0)], name="loop")
+        B.identity(total, name="total")
+    gd = g.as_graph_def()
+    feed = {"x:0": np.ones((32, 1), F)}
+    want = sum((-2.0 if op == "chain" else 1.0) * (32 << k) ** 2 for k in range(1, 5))
+    for programs in ("always", "never"):
+        with Session(gd, max_bytes=600_000, programs=programs, optimize="off") as sess:
+            for _ in range(2):      # the second run is the compiled program's
+                with pytest.raises(ResourceExhaustedError) as e:
+                    sess.run("total:0", feed)
+                assert e.value.node == "loop/outer", (programs, e.value)
+        with Session(gd, max_bytes=8 << 20, programs=programs, optimize="off") as sess:
+            for _ in range(2):
+                assert float(sess.run("total:0", feed)) == want

@@ -391,7 +391,8 @@ def _split_form(attrs: Any) -> Any:
     return split_pieces
 
 
-# every dtype a Split moves alike (views of the value), bfloat16 but (ArrayForm refuses it)
+# every dtype a Split or StridedSlice moves alike (views of the value), bfloat16 but (ArrayForm
+# refuses it)
 _SPLIT_TYPES = frozenset({
     D.DT_HALF, D.DT_FLOAT, D.DT_DOUBLE, D.DT_INT8, D.DT_UINT8, D.DT_INT16, D.DT_UINT16,
     D.DT_INT32, D.DT_UINT32, D.DT_INT64, D.DT_UINT64, D.DT_COMPLEX64, D.DT_COMPLEX128,
@@ -585,33 +586,64 @@ def strided_slice_plan(shape: tuple[int, ...], begin: Sequence[int], end: Sequen
 _strided_slice_plan_cached = functools.lru_cache(maxsize=1024)(strided_slice_plan)
 
 
-@kernel("StridedSlice")
-def strided_slice(ctx: KernelContext, x: np.ndarray, begin: np.ndarray, end: np.ndarray,
-                  strides: np.ndarray) -> np.ndarray:
-    # The node's last resolved spec (KernelContext.memo), keyed by the input's shape and the
-    # spec's bytes and dtype (never the identity of arrays a caller may change): a loop body
-    # slices alike every iteration, and the resolution is ~3 of the kernel's ~4 us.
+def _strided_slice_key(x: Any, begin: Any, end: Any, strides: Any) -> tuple | None:
+    """What a StridedSlice's resolved spec depends on: the input's shape and the spec's
+    bytes, dtypes and shapes (never the identity of arrays a caller may change); None when
+    they are not arrays (the general path converts them)."""
     try:
-        key = (x.shape, begin.tobytes(), end.tobytes(), strides.tobytes(), begin.dtype.char,
-               end.dtype.char, strides.dtype.char, begin.shape, end.shape, strides.shape)
-    except AttributeError:      # not arrays: the general path converts them
-        key = None
-    m = ctx.memo
-    if m is not None and m[0] == key:
-        slices, out_shape = m[1]
-        return (x[slices] if slices else x).reshape(out_shape)
+        return (x.shape, begin.tobytes(), end.tobytes(), strides.tobytes(), begin.dtype.char,
+                end.dtype.char, strides.dtype.char, begin.shape, end.shape, strides.shape)
+    except AttributeError:
+        return None
+
+
+def _strided_slice_masks(attrs: Any) -> tuple[int, ...]:
+    return tuple(int(attrs.get(m, 0)) for m in (
+        "begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"))
+
+
+def _strided_slice_spec(x: Any, begin: Any, end: Any, strides: Any,
+                        masks: tuple[int, ...]) -> tuple:
+    """(index, output shape) of a StridedSlice, after the kernel's checks."""
     b, e, s = np.asarray(begin), np.asarray(end), np.asarray(strides)
     if b.ndim != 1 or e.shape != b.shape or s.shape != b.shape:
         raise InvalidArgumentError(
             f"Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
             f"{_fmt(b.shape)}, {_fmt(e.shape)}, and {_fmt(s.shape)} instead.")
-    a = ctx.attrs
-    slices, out_shape = _strided_slice_plan_cached(
-        x.shape, tuple(b.tolist()), tuple(e.tolist()), tuple(s.tolist()),
-        int(a.get("begin_mask", 0)), int(a.get("end_mask", 0)), int(a.get("ellipsis_mask", 0)),
-        int(a.get("new_axis_mask", 0)), int(a.get("shrink_axis_mask", 0)))
-    if key is not None:
-        ctx.memo = (key, (slices, out_shape))
+    return _strided_slice_plan_cached(x.shape, tuple(b.tolist()), tuple(e.tolist()),
+                                      tuple(s.tolist()), *masks)
+
+
+def _strided_slice_form(attrs: Any) -> Any:
+    """StridedSlice's array form: the kernel's spec and slicing, the last spec memoized in
+    the form (one tuple, replaced whole)."""
+    masks = _strided_slice_masks(attrs)
+    memo: list = [None]
+
+    def strided_slice_of(x: np.ndarray, begin: Any, end: Any, strides: Any) -> np.ndarray:
+        key = _strided_slice_key(x, begin, end, strides)
+        m = memo[0]
+        if m is None or key is None or m[0] != key:
+            m = memo[0] = (key, _strided_slice_spec(x, begin, end, strides, masks))
+        slices, out_shape = m[1]
+        return (x[slices] if slices else x).reshape(out_shape)
+
+    return strided_slice_of
+
+
+@kernel("StridedSlice", array=ArrayForm(_strided_slice_form, _SPLIT_TYPES))
+def strided_slice(ctx: KernelContext, x: np.ndarray, begin: np.ndarray, end: np.ndarray,
+                  strides: np.ndarray) -> np.ndarray:
+    # The node's last resolved spec (KernelContext.memo): a loop body slices alike every
+    # iteration, and the resolution is ~3 of the kernel's ~4 us.
+    key = _strided_slice_key(x, begin, end, strides)
+    m = ctx.memo
+    if m is None or key is None or m[0] != key:
+        m = (key, _strided_slice_spec(x, begin, end, strides,
+                                      _strided_slice_masks(ctx.attrs)))
+        if key is not None:
+            ctx.memo = m
+    slices, out_shape = m[1]
     # x[()] on a 0-d array would give a numpy scalar, not an array.
     return (x[slices] if slices else x).reshape(out_shape)
 

@@ -129,6 +129,8 @@ def _dtname(dt: Any) -> str:
 
 def _same_dtype(a: Any, b: Any) -> bool:
     """numpy dtype equality, with every string representation (object/bytes/str) as one."""
+    if a is b:      # NumPy's own instances (every write and read of a loop asks)
+        return True
     try:
         da, db = np.dtype(a), np.dtype(b)
     except TypeError:
@@ -157,7 +159,13 @@ def _vector(x: np.ndarray, message: str) -> np.ndarray:
     return x
 
 
+_F32 = np.dtype(np.float32)
+
+
 def _flow(flow_in: Any) -> np.ndarray:
+    # the flow is a float32 scalar nothing writes to: passed on as it is when it is one
+    if flow_in.__class__ is np.ndarray and flow_in.dtype is _F32:
+        return flow_in
     return np.array(flow_in, dtype=np.float32)
 
 

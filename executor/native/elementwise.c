@@ -182,10 +182,10 @@ void dfg_softmax_f32(const float *x, float *out, long rows, long cols, int as_lo
  *
  * sigmoid(x) = 1 / (1 + e^-x), with -x held to [-200, 200] (the result is then 1, or 0 in
  * float32, as the numpy path gives). tanh(|x|) = m / (m + 2) with m = e^(2|x|) - 1, which
- * for |x| < 0.3 is expm1's Taylor series to the 11th power (no cancellation near 0: the
- * result keeps full relative precision down to subnormals), and |x| held to 20 (tanh is 1
- * in float32 from 9.1); the sign is put back by copysign, so tanh(-0.0) = -0.0. NaN stays
- * NaN. Both selects are computed branch-free, so the loops vectorize. */
+ * for 2|x| < ln2 / 2 is expm1's Taylor series to the 11th power (no cancellation near 0:
+ * the result keeps full relative precision down to subnormals), and |x| held to 20 (tanh
+ * is 1 in float32 from 9.1); the sign is put back by copysign, so tanh(-0.0) = -0.0. NaN
+ * stays NaN. The selects are computed branch-free, so the loops vectorize. */
 static inline float sigmoid1(float xf) {
     double t = -(double)xf;
     t = t < -200.0 ? -200.0 : t;
@@ -198,7 +198,19 @@ static inline float tanh1(float xf) {
     double a = __builtin_fabs((double)xf);
     a = a < 20.0 ? a : 20.0;           /* NaN becomes 20 here and is put back below */
     double y = 2.0 * a;
-    double m = a < 0.3 ? expm1_taylor(y) : exp_small(y) - 1.0;
+    /* e^y - 1 from one reduction y = n ln2 + r: for n = 0 it is expm1(r) itself (no
+     * cancellation near 0), else 2^n (1 + expm1(r)) - 1 >= e^(ln2 / 2) - 1 = 0.41 (none to
+     * speak of). One polynomial where the two branches computed two. */
+    const double shift = 6755399441055744.0;
+    double k = y * 1.4426950408889634 + shift;
+    int64_t kb;
+    memcpy(&kb, &k, sizeof kb);
+    double n = k - shift;
+    double p = expm1_taylor(y - n * 0.6931471805598903 - n * 5.497923018708371e-14);
+    int64_t eb = ((int64_t)(int32_t)kb + 1023) << 52;
+    double scale;
+    memcpy(&scale, &eb, sizeof scale);
+    double m = n == 0.0 ? p : scale * (1.0 + p) - 1.0;
     float r = __builtin_copysignf((float)(m / (m + 2.0)), xf);
     return xf != xf ? xf : r;
 }
