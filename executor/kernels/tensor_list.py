@@ -35,7 +35,7 @@ import numpy as np
 from dfg.graphdef import dtypes as D
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
-from .registry import KernelContext, declare, kernel
+from .registry import ArrayForm, KernelContext, declare, kernel
 from .tensor_array import PartialShape, _compatible, _fmt, _fully_defined, _merge, _zeros
 
 Entry = Any  # np.ndarray, a nested TensorList (variant elements), or None (uninitialized)
@@ -221,8 +221,12 @@ def _element_shape(tl: TensorList, t: Any) -> PartialShape:
     return _merge_shapes(_shape_from_tensor(t), tl.element_shape)
 
 
+# a loop's counter as compiled programs keep it (a NumPy scalar: codegen's scalar forms)
+_INT_SCALARS = frozenset({np.int32, np.int64})
+
+
 def _scalar_int(x: Any, what: str) -> int:
-    if x.__class__ is np.ndarray and x.ndim == 0:
+    if x.__class__ is np.ndarray and x.ndim == 0 or x.__class__ in _INT_SCALARS:
         return int(x)
     a = np.asarray(x)
     if a.ndim != 0:
@@ -424,16 +428,18 @@ def _fill_unknown_from_entries(shape: PartialShape, entries: Sequence[Entry]) ->
     return shape
 
 
-@kernel("TensorListGetItem", cheap=True)
-def tensor_list_get_item(ctx: KernelContext, input_handle: Any, index: np.ndarray,
-                         element_shape: np.ndarray) -> Any:
-    tl = _list(input_handle)
-    _check_op_dtype(ctx, tl)
+def _get_item(input_handle: Any, index: Any, element_shape: Any, element_dtype: Any) -> Any:
+    """TensorListGetItem's core: the kernel and its array form both run it."""
+    tl = input_handle if input_handle.__class__ is TensorList else _list(input_handle)
+    if tl.element_dtype is not element_dtype and not _same(element_dtype, tl.element_dtype):
+        raise InvalidArgumentError(
+            f"Invalid data types; op elements {_dtname(element_dtype)} but list elements "
+            f"{_dtname(tl.element_dtype)}")
     i = _scalar_int(index, "index")
     if not 0 <= i < tl.length:
         raise InvalidArgumentError(
             f"Trying to access element {i} in a list with {tl.length} elements.")
-    v = tl.entry(i)
+    v = tl.store.items[i]
     if v is not None:
         return v
     # Uninitialized: zeros of the element shape, completed from the other elements if need be.
@@ -443,6 +449,24 @@ def tensor_list_get_item(ctx: KernelContext, input_handle: Any, index: np.ndarra
             "Trying to read an uninitialized tensor but element_shape is not fully defined: "
             f"{_fmt(shape)} and no list element is set.")
     return _zeros_entry(tl.element_dtype, tuple(shape))  # type: ignore[arg-type]
+
+
+def _get_item_form(attrs: Any) -> Any:
+    """TensorListGetItem's array form (a recurrent loop reads its input list every step):
+    the kernel's core, without the kernel call around it."""
+    element_dtype = attrs["element_dtype"]
+
+    def get_item(input_handle: Any, index: Any, element_shape: Any) -> Any:
+        return _get_item(input_handle, index, element_shape, element_dtype)
+
+    return get_item
+
+
+@kernel("TensorListGetItem", cheap=True, array=ArrayForm(
+    _get_item_form, frozenset({D.DT_VARIANT, D.DT_INT32})))
+def tensor_list_get_item(ctx: KernelContext, input_handle: Any, index: np.ndarray,
+                         element_shape: np.ndarray) -> Any:
+    return _get_item(input_handle, index, element_shape, ctx.attrs["element_dtype"])
 
 
 @kernel("TensorListStack")
@@ -665,14 +689,17 @@ def tensor_list_pop_back(ctx: KernelContext, input_handle: Any,
 @kernel("TensorListSetItem", cheap=True)
 def tensor_list_set_item(ctx: KernelContext, input_handle: Any, index: np.ndarray,
                          item: Any) -> TensorList:
-    tl = _list(input_handle)
-    _check_op_dtype(ctx, tl)
+    # (each test first by identity: a recurrent loop sets an item every step)
+    tl = input_handle if input_handle.__class__ is TensorList else _list(input_handle)
+    if tl.element_dtype is not ctx.attrs["element_dtype"]:
+        _check_op_dtype(ctx, tl)
     i = _scalar_int(index, "index")
     resize = bool(ctx.attrs.get("resize_if_index_out_of_bounds", False))
     if i < 0 or (not resize and i >= tl.length):
         raise InvalidArgumentError(
             f"Trying to modify element {i} in a list with {tl.length} elements.")
-    if not _same(_dtype_of(item), tl.element_dtype):
+    dt = item.dtype if item.__class__ is np.ndarray else _dtype_of(item)
+    if dt is not tl.element_dtype and not _same(dt, tl.element_dtype):
         raise InvalidArgumentError(
             f"Invalid data types; list elements {_dtname(tl.element_dtype)} but tried to set "
             f"{_dtname(_dtype_of(item))}")
