@@ -157,6 +157,8 @@ def test_elementwise_chain_kernel_equals_the_ops_kernels():
         x = np.asarray(_rand(*shape, scale=3.0))
         y = np.asarray(np.abs(_rand(*shape)) + 0.5)
         for op, (arity, _) in CHAIN_OPS.items():
+            if op == "BiasAdd":
+                continue    # test_chain_pieces_and_bias_adds_equal_split_and_the_ops
             # op applied to (op applied to the inputs): a result operand that dies, reused
             args = [x, y][:arity]
             inner = "i0" if arity == 1 else "i0 i1"
@@ -185,6 +187,64 @@ _SPECIAL = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-40, -1e-40, 3e38, -3
                      0.3, -7.5], np.float32)
 
 
+def _split_then_ops(z_args, b, c, j, axis, n):
+    """Block j of Split(BiasAdd(AddV2(p, m), b)) through the ops' own kernels, then an LSTM
+    gate's arithmetic: sigmoid(block) * c + tanh(block)."""
+    z = invoke("BiasAdd", invoke("AddV2", *z_args), b)
+    piece = invoke("Split", np.int32(axis), z, attrs={"num_split": n})[j]
+    return invoke("AddV2", invoke("Mul", invoke("Sigmoid", piece), c), invoke("Tanh", piece))
+
+
+@pytest.mark.parametrize("native", ["on", "0"])
+def test_chain_pieces_and_bias_adds_equal_split_and_the_ops(native, monkeypatch):
+    """A chain's ``Piece`` entries (a Split moved into it by the pass, its value's leaves cut
+    into blocks) and ``BiasAdd`` give the bits of Split, BiasAdd and the ops run one by one:
+    full, row-broadcast, scalar and size-1 leaves, float32 (compiled, reading blocks where
+    they lie) and float64; and the errors of the ops they replace."""
+    if native == "0":
+        monkeypatch.setenv("DFG_NATIVE", "0")
+    else:
+        monkeypatch.delenv("DFG_NATIVE", raising=False)
+    rng = np.random.default_rng(3)
+    prog = ["Piece i0 {a} 4 {j} 0", "Piece i1 {a} 4 {j} 0", "AddV2 r0 r1",
+            "Piece i2 {a} 4 {j} 0", "BiasAdd r2 r3", "Sigmoid r4", "Mul r5 i3", "Tanh r4",
+            "AddV2 r6 r7"]
+    for dt in (np.float32, np.float64):
+        p = (rng.standard_normal((5, 24)) * 3).astype(dt)
+        p.flat[rng.integers(0, p.size, 8)] = _SPECIAL[:8]
+        m = rng.standard_normal((5, 24)).astype(dt)
+        b = rng.standard_normal(24).astype(dt)
+        c = rng.standard_normal((5, 6)).astype(dt)
+        for leaves in ((p, m), (p, m[:1]), (p, dt(0.5)), (p[:, :1] * 0 + p[:, :1], m)):
+            for j in range(4):
+                for axis in (1, -1):
+                    got = invoke("_DfgElementwiseChain", *leaves, b, c, attrs={
+                        "program": [e.format(a=axis, j=j) for e in prog], "N": 4, "T": dt})
+                    want = _split_then_ops(leaves, b, c, j, axis, 4)
+                    assert got.dtype == want.dtype and got.shape == want.shape
+                    nan = np.isnan(want)
+                    assert np.array_equal(np.isnan(got), nan)
+                    np.testing.assert_array_equal(got[~nan], want[~nan], err_msg=f"{j} {axis}")
+    bad = [("Piece i0 3 4 0 0", "AddV2 r0 i1"), ("Piece i0 1 5 0 0", "AddV2 r0 i1"),
+           ("Piece i0 1 4 0 0", "BiasAdd r0 i1")]
+    x = rng.standard_normal((5, 24)).astype(np.float32)
+    with pytest.raises(InvalidArgumentError, match="split_dim < input rank"):
+        invoke("_DfgElementwiseChain", x, x, attrs={"program": list(bad[0]), "N": 2})
+    with pytest.raises(InvalidArgumentError, match="evenly divide"):
+        invoke("_DfgElementwiseChain", x, x, attrs={"program": list(bad[1]), "N": 2})
+    with pytest.raises(InvalidArgumentError, match="Biases must be 1D"):
+        invoke("_DfgElementwiseChain", x, x[:, :6], attrs={"program": list(bad[2]), "N": 2})
+    with pytest.raises(InvalidArgumentError, match="as many biases"):
+        invoke("_DfgElementwiseChain", x, x[0], attrs={"program": list(bad[2]), "N": 2})
+    # the leaves of one split must broadcast (a Split of their sum would have failed)
+    with pytest.raises(InvalidArgumentError, match="Incompatible shapes"):
+        invoke("_DfgElementwiseChain", x, x[:, :4], attrs={
+            "program": ["Piece i0 1 4 0 0", "Piece i1 1 4 0 0", "AddV2 r0 r1"], "N": 2})
+    with pytest.raises(InvalidArgumentError, match="bad piece"):
+        invoke("_DfgElementwiseChain", x, attrs={"program": ["Piece i0 1 4 4 0", "Neg r0"],
+                                                 "N": 1})
+
+
 @pytest.mark.parametrize("native", ["on", "0"])
 def test_compiled_elementwise_chains_give_the_bits_of_the_ops_kernels(native, monkeypatch):
     """Random chains of the ops the compiled chain computes (fused.NATIVE_CHAIN_OPS), on
@@ -199,7 +259,8 @@ def test_compiled_elementwise_chains_give_the_bits_of_the_ops_kernels(native, mo
     else:
         monkeypatch.delenv("DFG_NATIVE", raising=False)
     rng = np.random.default_rng(7)
-    ops = sorted(NATIVE_CHAIN_OPS)
+    # (BiasAdd's shapes are its own test's: test_chain_pieces_and_bias_adds_...)
+    ops = sorted(op for op in NATIVE_CHAIN_OPS if op != "BiasAdd")
     for trial in range(60):
         rows, cols = int(rng.integers(1, 9)), int(rng.integers(1, 700))
         full = (rng.standard_normal((rows, 2 * cols)) * 4).astype(np.float32)
@@ -516,3 +577,63 @@ def test_optimized_graph_gives_tensorflows_outputs(d: Path):
     if d.name in ("resnet50", "vgg16", "mobilenet_v2"):
         ops = [n.op for n in res.graph_def.node]
         assert "Conv2D" not in ops and "BiasAdd" not in ops, sorted(set(ops))
+
+
+def _lstm_loop(extra_reader: bool = False):
+    """A while loop of an LSTM cell as Keras writes it: z = BiasAdd(AddV2(x W, h U), b),
+    Split(z, 4) on axis 1, the gates' arithmetic. ``extra_reader``: the candidate gate is
+    also summed outside the chains (the Split must then stay)."""
+    rng = np.random.default_rng(11)
+    with B.Graph().as_default() as g:
+        x = B.placeholder("float32", [3, 5], name="x")
+        w = B.constant(rng.standard_normal((5, 16)).astype(np.float32) * 0.5, name="w")
+        u = B.constant(rng.standard_normal((4, 16)).astype(np.float32) * 0.5, name="u")
+        b = B.constant(rng.standard_normal(16).astype(np.float32), name="b")
+
+        def body(i, h, c, acc):
+            z = B.apply_op("AddV2", [B.matmul(x, w), B.matmul(h, u)]).outputs[0]
+            z = B.apply_op("BiasAdd", [z, b], name="bias").outputs[0]
+            gi, gf, gg, go = B.apply_op("Split", [B.constant(np.int32(1)), z],
+                                        {"num_split": 4}, name="split").outputs
+            c2 = B.add(B.multiply(B.sigmoid(gf), c), B.multiply(B.sigmoid(gi), B.tanh(gg)))
+            h2 = B.multiply(B.sigmoid(go), B.tanh(c2), name="h_next")
+            extra = B.reduce_sum(gg, [0, 1]) if extra_reader else B.constant(0.0)
+            return i + 1, h2, c2, acc + extra
+
+        zeros = B.constant(np.zeros((3, 4), np.float32))
+        _, h, c, acc = B.while_loop(lambda i, *_: i < 6, body,
+                                    [B.constant(0), zeros, zeros, B.constant(0.0)],
+                                    name="loop")
+        B.identity(h, name="h")
+        B.identity(c, name="c")
+        B.identity(acc, name="acc")
+    return g.as_graph_def()
+
+
+@pytest.mark.parametrize("extra_reader", [False, True])
+def test_a_cells_split_and_bias_add_join_its_gate_chains(extra_reader):
+    """The optimizer moves a recurrent cell's Split into the gates' chains, with the BiasAdd
+    and AddV2 before it (each chain computes its blocks of them: no work is done twice), so
+    the loop body is two chains and the products; the values are the graph's as written, bit
+    for bit (the reference interpreter's), in every mode. A Split whose piece something else
+    also reads stays, and the values do not change."""
+    gd = _lstm_loop(extra_reader)
+    fetches = ["h:0", "c:0", "acc:0"]
+    feed = {"x:0": _rand(3, 5)}
+    want = Reference(gd).run(fetches, feed)
+    for programs in ("always", "never"):
+        with Session(gd, threads=1, optimize="auto", programs=programs) as s:
+            for _ in range(2):
+                got = s.run(fetches, feed)
+                for a, w in zip(got, want):
+                    assert a.dtype == w.dtype and a.tobytes() == w.tobytes(), programs
+            ops = [it.op for it in s.plan(fetches, ["x:0"]).items if it.name.startswith("loop/")]
+            chains = [it.attrs["program"] for it in s.plan(fetches, ["x:0"]).items
+                      if it.op == "_DfgElementwiseChain"]
+    pieces = [any(e.startswith("Piece") for e in p) for p in chains]
+    if extra_reader:    # the Split stays; the adds before it are a chain of their own
+        assert "Split" in ops and not any(pieces) and len(chains) == 3
+    else:               # the loop's arithmetic: two products, two chains
+        assert len(chains) == 2 and all(pieces)
+        assert not {"Split", "BiasAdd", "Sigmoid", "Tanh"} & set(ops)
+        assert ops.count("MatMul") == 2

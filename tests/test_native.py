@@ -423,6 +423,24 @@ def test_the_native_interface_refuses_what_its_kernels_cannot_take() -> None:
         ext.chain_f32((x,), bytes([0]), b"\0" * 13, out, 16, 3)
     with pytest.raises(ValueError, match="unknown input kind"):
         ext.chain_f32((x,), bytes([7]), np.array([5, 0, -1], np.int32).tobytes(), out, 16, 3)
+    # a column block read where it lies: rows `stride` apart from an offset, all inside
+    wide = np.arange(16 * 8, dtype=np.float32).reshape(16, 8)
+    neg = np.array([5, 0, -1], np.int32).tobytes()          # Neg i0
+    ext.chain_f32((wide,), bytes([0]), neg, out, 16, 3, np.array([5, 8], np.int64).tobytes())
+    np.testing.assert_array_equal(out.reshape(16, 3), -wide[:, 5:8])
+    with pytest.raises(ValueError, match="has 128 floats, the geometry needs 129"):
+        ext.chain_f32((wide,), bytes([0]), neg, out, 16, 3,
+                      np.array([6, 8], np.int64).tobytes())   # the last row runs past the end
+    with pytest.raises(ValueError, match="stride >= cols"):
+        ext.chain_f32((wide,), bytes([0]), neg, out, 16, 3, np.array([0, 2], np.int64).tobytes())
+    with pytest.raises(ValueError, match="offset >= 0"):
+        ext.chain_f32((wide,), bytes([0]), neg, out, 16, 3,
+                      np.array([-1, 8], np.int64).tobytes())
+    with pytest.raises(ValueError, match="one .* pair per input"):
+        ext.chain_f32((wide,), bytes([0]), neg, out, 16, 3, b"\0" * 8)
+    with pytest.raises(ValueError, match="bad geometry"):
+        ext.chain_f32((wide,), bytes([0]), neg, out, 16, 3,
+                      np.array([0, 1 << 62], np.int64).tobytes())
     with pytest.raises(TypeError):
         ext.conv2d_nhwc_f32(x, wb, out, geom[:14], None, None, None, 0, 1, 1)
 

@@ -163,10 +163,10 @@ def activation_f32(x: np.ndarray, kind: int, out: np.ndarray | None = None) -> n
 
 
 def chain_f32(inputs: tuple, kinds: bytes, code: bytes, out: np.ndarray, rows: int,
-              cols: int) -> None:
+              cols: int, layout: bytes | None = None) -> None:
     """A chain of float32 elementwise ops into ``out`` (executor/native/module.c's
-    ``chain_f32`` says how ``inputs``, ``kinds`` and ``code`` are laid out)."""
-    _ext.chain_f32(inputs, kinds, code, out, rows, cols)
+    ``chain_f32`` says how ``inputs``, ``kinds``, ``code`` and ``layout`` are laid out)."""
+    _ext.chain_f32(inputs, kinds, code, out, rows, cols, layout)
 
 
 def _threads() -> int:

@@ -340,10 +340,12 @@ def _ew_squared_difference(x: np.ndarray, y: np.ndarray, out: np.ndarray | None
 
 
 # op -> (arity, function called as fn(*operands, out=buffer or None)); each computes exactly
-# what the op's own kernel computes on float32/float64 (the same numpy functions)
+# what the op's own kernel computes on float32/float64 (the same numpy functions). BiasAdd
+# (NHWC: the pass takes no other) is an addition once its shapes are checked (_shape_plan).
 CHAIN_OPS: dict[str, tuple[int, Callable[..., np.ndarray]]] = {
     **{op: (2, f) for op, f in (
-        ("Add", np.add), ("AddV2", np.add), ("Sub", np.subtract), ("Mul", np.multiply),
+        ("Add", np.add), ("AddV2", np.add), ("BiasAdd", np.add), ("Sub", np.subtract),
+        ("Mul", np.multiply),
         ("RealDiv", np.true_divide), ("Div", np.true_divide), ("Maximum", np.maximum),
         ("Minimum", np.minimum), ("SquaredDifference", _ew_squared_difference))},
     **{op: (1, f) for op, f in (
@@ -377,7 +379,7 @@ def _fits(buf: Any, other: np.ndarray) -> np.ndarray | None:
 # (numpy's own vectorized float32 exp and log round differently from any other), nor
 # Maximum/Minimum/Relu/Relu6 (numpy's SIMD and scalar loops disagree on the sign of a zero
 # result).
-NATIVE_CHAIN_OPS = {"Add": 0, "AddV2": 0, "Sub": 1, "Mul": 2, "RealDiv": 3, "Div": 3,
+NATIVE_CHAIN_OPS = {"Add": 0, "AddV2": 0, "BiasAdd": 0, "Sub": 1, "Mul": 2, "RealDiv": 3, "Div": 3,
                     "SquaredDifference": 4, "Neg": 5, "Abs": 6, "Square": 7, "Reciprocal": 8,
                     "Sqrt": 9, "Rsqrt": 10, "Sigmoid": 11, "Tanh": 12}
 _F32 = np.dtype(np.float32)
@@ -389,7 +391,7 @@ def _native_code(parsed: list, n_inputs: int) -> bytes | None:
     """The chain as dfg_chain_f32's int32 triples (op, operand, operand or -1; operand n +
     k is the k-th op's result), or None when an op is not one it computes."""
     code = []
-    for op, refs in parsed:
+    for op, refs, _params in parsed:
         c = NATIVE_CHAIN_OPS.get(op)
         if c is None:
             return None
@@ -450,21 +452,43 @@ def _native_chain(code: bytes, inputs: tuple) -> np.ndarray | None:
     return out
 
 
-def _parse(program: tuple[str, ...], n_inputs: int) -> list[tuple[str, list[str]]]:
+PIECE = "Piece"
+
+
+def _parse(program: tuple[str, ...], n_inputs: int) -> list[tuple[str, list[str], tuple]]:
     """``program``'s entries as (op, operands: ``i<k>`` the k-th input, ``r<k>`` the k-th
-    entry's result), checked: op names against CHAIN_OPS, operands parsed as integers in
-    range (nothing of the graph's text is used beyond these)."""
+    entry's result, params), checked: op names against CHAIN_OPS, operands parsed as integers
+    in range (nothing of the graph's text is used beyond these).
+
+    ``Piece i<k> <axis> <n> <j> <g>`` is the j-th of n equal blocks of input k along
+    ``axis`` (counted in the rank of its group, below): a Split the pass moved into the chain.
+    The pieces of one group ``g`` are the leaves of one split expression: the Split's value
+    is their elementwise broadcast, so its block j is the ops on each leaf's block j (a leaf
+    of size 1 or without that axis broadcasts as it is)."""
     if not program:
         raise InvalidArgumentError("_DfgElementwiseChain: empty program")
     parsed = []
+    groups: dict[int, tuple[int, int]] = {}
     for k, text in enumerate(program):
         op, *args = text.split()
-        spec = CHAIN_OPS.get(op)
-        if spec is None:
+        params: tuple = ()
+        if op == PIECE:
+            nums = [int(a) if a.lstrip("-").isdigit() else None for a in args[1:]]
+            if len(args) != 5 or None in nums or nums[1] < 1 or not 0 <= nums[2] < nums[1] \
+                    or nums[3] < 0 or groups.setdefault(nums[3], (nums[0], nums[1])) != (
+                        nums[0], nums[1]):
+                raise InvalidArgumentError(
+                    f"_DfgElementwiseChain: bad piece in entry {k} ({text!r}): Piece i<k> "
+                    "<axis> <n> <j> <g>, 0 <= j < n, one axis and n per group")
+            params, args = tuple(nums), args[:1]
+            if not args[0].startswith("i"):
+                raise InvalidArgumentError(
+                    f"_DfgElementwiseChain: a piece is of an input, found {text!r}")
+        elif op not in CHAIN_OPS:
             raise UnimplementedError(f"_DfgElementwiseChain: op {op} is not supported "
                                      f"(supported: {', '.join(sorted(CHAIN_OPS))})")
-        if len(args) != spec[0]:
-            raise InvalidArgumentError(f"_DfgElementwiseChain: {op} takes {spec[0]} "
+        elif len(args) != CHAIN_OPS[op][0]:
+            raise InvalidArgumentError(f"_DfgElementwiseChain: {op} takes {CHAIN_OPS[op][0]} "
                                        f"operand(s), found {text!r}")
         refs = []
         for a in args:
@@ -475,27 +499,152 @@ def _parse(program: tuple[str, ...], n_inputs: int) -> list[tuple[str, list[str]
                 raise InvalidArgumentError(
                     f"_DfgElementwiseChain: bad operand {a!r} in entry {k} ({text!r})")
             refs.append(f"{kind}{idx}")
-        parsed.append((op, refs))
+        parsed.append((op, refs, params))
+    if parsed[-1][0] == PIECE:
+        raise InvalidArgumentError("_DfgElementwiseChain: the last entry is an op, not a piece")
     return parsed
+
+
+def _shape_plan(parsed: list, shapes: tuple) -> list:
+    """For inputs of ``shapes``: the index of each piece's block (None: the leaf broadcasts
+    as it is), after the checks the ops the chain replaces make: a Split's (the axis in its
+    value's rank, a size the count divides; the value is the broadcast of its group's
+    leaves, which must broadcast) and a BiasAdd's (a bias as long as the value's last axis).
+    Raises InvalidArgumentError with those ops' messages."""
+    groups: dict[int, list[tuple]] = {}
+    for op, refs, params in parsed:
+        if op == PIECE:
+            groups.setdefault(params[3], []).append(shapes[int(refs[0][1:])])
+    blocks: dict[int, tuple] = {}       # group -> (position from the end, block width, size)
+    for g, leaves in groups.items():
+        axis, n = next(p[:2] for op, _r, p in parsed if op == PIECE and p[3] == g)
+        rank = max(len(s) for s in leaves)
+        if not -rank <= axis < rank:
+            raise InvalidArgumentError(
+                f"-input rank(-{rank}) <= split_dim < input rank ({rank}), but got {axis}")
+        pos = axis - rank if axis >= 0 else axis
+        try:
+            size = np.broadcast_shapes(*((s[pos],) if len(s) >= -pos else (1,)
+                                         for s in leaves))[0]
+        except ValueError:
+            raise InvalidArgumentError("Incompatible shapes: " + " vs. ".join(
+                str(list(s)) for s in leaves)) from None
+        if size % n:
+            raise InvalidArgumentError(
+                "Number of ways to split should evenly divide the split dimension, but got "
+                f"split_dim {rank + pos} (size = {size}) and num_split {n}")
+        blocks[g] = (pos, size // n, size)
+    plan: list = []
+    results: list[tuple] = []
+    for op, refs, params in parsed:
+        if op == PIECE:
+            s = shapes[int(refs[0][1:])]
+            pos, w, size = blocks[params[3]]
+            if len(s) >= -pos and s[pos] == size and size != 1:
+                lead = (slice(None),) * (len(s) + pos)
+                plan.append(lead + (slice(params[2] * w, (params[2] + 1) * w),))
+                results.append(s[:len(s) + pos] + (w,) + (s[len(s) + pos + 1:]))
+            else:
+                plan.append(None)
+                results.append(s)
+            continue
+        ops = [results[int(r[1:])] if r[0] == "r" else shapes[int(r[1:])] for r in refs]
+        if op == "BiasAdd":
+            v, b = ops
+            if len(v) < 2:
+                raise InvalidArgumentError(f"Input tensor must be at least 2D: {list(v)}")
+            if len(b) != 1:
+                raise InvalidArgumentError(f"Biases must be 1D: {list(b)}")
+            if v[-1] != b[0]:
+                raise InvalidArgumentError(
+                    "Must provide as many biases as the channel dimension of the input "
+                    f"tensor: {list(b)} vs. {list(v)}")
+            results.append(v)
+            continue
+        try:
+            results.append(np.broadcast_shapes(*ops))
+        except ValueError:
+            raise InvalidArgumentError(
+                "Incompatible shapes: " + " vs. ".join(str(list(x)) for x in ops)) from None
+    return plan, results[-1], blocks
+
+
+def _sweep_layout(parsed: list, used: list[int], pieces: list[int], shapes: tuple,
+                  plan: list, out_shape: tuple, blocks: dict) -> tuple | None:
+    """How the compiled sweep reads the chain's operands (the inputs it uses, then the
+    pieces) straight from the inputs' own buffers: (source input of each, kinds, int64
+    (offset, row stride) pairs, rows, cols), a piece of the last axis read as a column block
+    where it lies; None when an operand is neither full, a row nor one element, or a piece is
+    of another axis (its view is then copied: the numpy chain runs)."""
+    if not out_shape or 0 in out_shape:
+        return None
+    cols = out_shape[-1]
+    rows = math.prod(out_shape) // cols
+    srcs, kinds, layout = [], [], []
+
+    def operand(src: int, shape: tuple, offset: int, stride: int) -> bool:
+        n = math.prod(shape)
+        kind = 0 if shape == out_shape else 2 if n == 1 else \
+            1 if shape and shape[-1] == cols and n == cols else -1
+        if kind < 0:
+            return False
+        srcs.append(src)
+        kinds.append(kind)
+        layout.extend((offset, stride if kind == 0 else cols))
+        return True
+
+    for j in used:
+        s = shapes[j]
+        if not operand(j, s, 0, s[-1] if s else 1):
+            return None
+    for k, ix in zip(pieces, plan):
+        src = int(parsed[k][1][0][1:])
+        s = shapes[src]
+        if ix is None:
+            ok = operand(src, s, 0, s[-1] if s else 1)
+        else:
+            pos, w, _size = blocks[parsed[k][2][3]]
+            if pos != -1:
+                return None
+            ok = operand(src, s[:-1] + (w,), parsed[k][2][2] * w, s[-1])
+        if not ok:
+            return None
+    return srcs, bytes(kinds), np.array(layout, np.int64).tobytes(), rows, cols
 
 
 def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
     """The function running ``program`` on its inputs, cached: the compiled sweep where every
     op has one and the inputs allow (``_native_chain``), else straight-line numpy code in
     which each op writes into the buffer of a result operand that dies there (when the shapes
-    allow), so the chain allocates about once. It returns the chain's value (a NumPy scalar
-    on 0-d inputs) or raises ValueError on shapes that do not broadcast. The kernel and the
-    chain's array form both call it."""
+    allow), so the chain allocates about once. Pieces become further inputs (views of theirs,
+    from the shape plan); a program with pieces or a BiasAdd is checked once per input shapes
+    (``_shape_plan``). It returns the chain's value (a NumPy scalar on 0-d inputs) or raises
+    ValueError on shapes that do not broadcast. The kernel and the chain's array form both
+    call it."""
     key = (program, n_inputs)
     hit = _PROGRAMS.get(key)
     if hit is not None:
         return hit
     parsed = _parse(program, n_inputs)
-    last_use = {int(r[1:]): k for k, (_op, refs) in enumerate(parsed) for r in refs
+    # the ops alone, over the inputs they read (``used``) and then the pieces, as further
+    # inputs: an input read only through its pieces is not handed to the sweep
+    pieces = [k for k, e in enumerate(parsed) if e[0] == PIECE]
+    used = sorted({int(r[1:]) for op, refs, _p in parsed if op != PIECE for r in refs
+                   if r[0] == "i"})
+    renamed: dict[str, str] = {f"i{j}": f"i{m}" for m, j in enumerate(used)}
+    renamed.update({f"r{k}": f"i{len(used) + m}" for m, k in enumerate(pieces)})
+    ops = []
+    for k, (op, refs, params) in enumerate(parsed):
+        if op == PIECE:
+            continue
+        renamed[f"r{k}"] = f"r{len(ops)}"
+        ops.append((op, [renamed[r] for r in refs], params))
+    n_all = len(used) + len(pieces)
+    last_use = {int(r[1:]): k for k, (_op, refs, _p) in enumerate(ops) for r in refs
                 if r[0] == "r"}
-    lines = [f"def chain({', '.join(f'i{j}' for j in range(n_inputs))}):"]
+    lines = [f"def chain({', '.join(f'i{j}' for j in range(n_all))}):"]
     env: dict[str, Any] = {"_own": _own, "_fits": _fits}
-    for k, (op, refs) in enumerate(parsed):
+    for k, (op, refs, _p) in enumerate(ops):
         env[f"f{k}"] = CHAIN_OPS[op][1]
         dying = [r for r in refs if r[0] == "r" and last_use.get(int(r[1:])) == k]
         if not dying:
@@ -507,15 +656,49 @@ def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
             other = refs[1] if refs[0] == buf else refs[0]
             out = f"_fits({buf}, {other})"
         lines.append(f"    r{k} = f{k}({', '.join(refs)}, out={out})")
-    lines.append(f"    return r{len(parsed) - 1}")
+    lines.append(f"    return r{len(ops) - 1}")
     exec(compile("\n".join(lines), "<_DfgElementwiseChain>", "exec"), env)  # noqa: S102
-    numpy_chain, code = env["chain"], _native_code(parsed, n_inputs)
+    numpy_chain, code = env["chain"], _native_code(ops, n_all)
     if code is None:
-        hit = numpy_chain
+        run = numpy_chain
     else:
+        def run(*args: Any) -> Any:
+            out = _native_chain(code, args)
+            return numpy_chain(*args) if out is None else out
+    if pieces or any(op == "BiasAdd" for op, _r, _p in parsed):
+        sources = [int(parsed[k][1][0][1:]) for k in pieces]
+        direct = used if len(used) < n_inputs else None
+        # input shapes -> (the pieces' indices, the sweep's layout or None)
+        plans: dict[tuple, tuple] = {}
+
         def hit(*inputs: Any) -> Any:
-            out = _native_chain(code, inputs)
-            return numpy_chain(*inputs) if out is None else out
+            shapes = tuple(getattr(x, "shape", ()) for x in inputs)
+            got = plans.get(shapes)
+            if got is None:
+                plan, out_shape, blocks = _shape_plan(parsed, shapes)   # raises as the ops
+                sweep = None if code is None else _sweep_layout(
+                    parsed, used, pieces, shapes, plan, out_shape, blocks)
+                if len(plans) >= _LAYOUT_MAX:
+                    plans.clear()
+                got = plans[shapes] = (plan, out_shape, sweep)
+            plan, out_shape, sweep = got
+            if sweep is not None and _native.enabled():
+                srcs = sweep[0]
+                arrays = tuple(inputs[j] for j in srcs)
+                if all(a.__class__ is np.ndarray and a.dtype is _F32 and a.flags.c_contiguous
+                       for a in arrays):
+                    out = np.empty(out_shape, _F32)
+                    _native.chain_f32(arrays, sweep[1], code, out, sweep[3], sweep[4],
+                                      sweep[2])
+                    return out
+            if not sources:
+                return run(*inputs)
+            firsts = inputs if direct is None else [inputs[j] for j in direct]
+            return run(*firsts, *(inputs[src] if ix is None else inputs[src][ix]
+                                  for src, ix in zip(sources, plan)))
+    else:
+        hit = run if len(used) == n_inputs else (
+            lambda *inputs: run(*(inputs[j] for j in used)))
     _PROGRAMS[key] = hit
     return hit
 
@@ -560,14 +743,14 @@ def _compose_scalar(program: tuple[str, ...], n: int, input_types: Any, out_type
     except (InvalidArgumentError, UnimplementedError):
         return None
     reads: dict[str, int] = {}
-    for _op, refs in parsed:
+    for _op, refs, _params in parsed:
         for r in refs:
             reads[r] = reads.get(r, 0) + 1
     if any(reads.get(f"r{k}") != 1 for k in range(len(parsed) - 1)):
         return None
     ss = specs()
     texts: list[str] = []
-    for op, refs in parsed:
+    for op, refs, _params in parsed:
         form = ss[op].scalar if op in ss else None
         types = tuple(input_types[:1]) * len(refs)
         if form is None or form.compose is not None or not form.applies(types, out_types, {}):

@@ -267,7 +267,9 @@ void dfg_activation_f32(const float *x, float *out, long n, int kind, long chunk
  * and sigmoid/tanh are sigmoid1/tanh1, the Sigmoid and Tanh kernels' own functions. Every
  * op writes its own block of results, so no expression spans two ops (nothing to contract
  * into an FMA). Operand codes: 0..n_in-1 the inputs, n_in + k the k-th op's result.
- * Inputs are full (rows x cols), a row (cols, broadcast down the rows) or one scalar. */
+ * Inputs are full (rows x cols, row r at offset + r * stride: a column block of a wider
+ * array is read where it lies), a row (cols at offset, broadcast down the rows) or one
+ * scalar (at offset). */
 #define CHAIN_BLOCK 256
 
 /* inlined into each clone of dfg_chain_f32 (a call would run the baseline build) */
@@ -303,8 +305,9 @@ void chain_op(int op, const float *a, const float *b, float *r, long n) {
 }
 
 CLONES
-void dfg_chain_f32(const float *const *in, const int *kind, int n_in, const int *code,
-                   int n_ops, float *out, long rows, long cols) {
+void dfg_chain_f32(const float *const *in, const int *kind, const long *offset,
+                   const long *stride, int n_in, const int *code, int n_ops, float *out,
+                   long rows, long cols) {
     /* 32 ops and 32 scalars of 256 floats: 64 KB of stack */
     float buf[DFG_CHAIN_MAX_OPS][CHAIN_BLOCK];
     float sc[DFG_CHAIN_MAX_IN][CHAIN_BLOCK];
@@ -312,13 +315,13 @@ void dfg_chain_f32(const float *const *in, const int *kind, int n_in, const int 
     for (int j = 0; j < n_in; j++)
         if (kind[j] == DFG_CH_IN_SCALAR)
             for (int i = 0; i < CHAIN_BLOCK; i++)
-                sc[j][i] = in[j][0];
+                sc[j][i] = in[j][offset[j]];
     for (long row = 0; row < rows; row++) {
         for (long c0 = 0; c0 < cols; c0 += CHAIN_BLOCK) {
             long n = cols - c0 < CHAIN_BLOCK ? cols - c0 : CHAIN_BLOCK;
             for (int j = 0; j < n_in; j++)
-                src[j] = kind[j] == DFG_CH_IN_FULL ? in[j] + row * cols + c0
-                         : kind[j] == DFG_CH_IN_ROW ? in[j] + c0 : sc[j];
+                src[j] = kind[j] == DFG_CH_IN_FULL ? in[j] + offset[j] + row * stride[j] + c0
+                         : kind[j] == DFG_CH_IN_ROW ? in[j] + offset[j] + c0 : sc[j];
             for (int k = 0; k < n_ops; k++) {
                 const int *c = code + 3 * k;
                 /* the last op writes straight into the output */

@@ -186,20 +186,21 @@ static PyObject *activation_f32(PyObject *self, PyObject *args) {
 }
 
 PyDoc_STRVAR(chain_doc,
-"chain_f32(inputs, kinds, code, out, rows, cols)\n--\n\n"
+"chain_f32(inputs, kinds, code, out, rows, cols, layout=None)\n--\n\n"
 "out (rows x cols float32) = a chain of elementwise ops on `inputs` (a tuple of float32\n"
 "buffers); kinds: bytes, one per input (0 full rows x cols, 1 a row of cols, 2 a scalar);\n"
 "code: int32 triples (op, operand, operand or -1), operands 0..n-1 the inputs and n + k the\n"
-"k-th op's result (native.h lists the ops).");
+"k-th op's result (native.h lists the ops); layout: int64 (offset, row stride) per input,\n"
+"in floats (default: 0 and cols), so a full input may be a column block of a wider array.");
 
 static PyObject *chain_f32(PyObject *self, PyObject *args) {
-    PyObject *ins, *oo;
+    PyObject *ins, *oo, *lo = Py_None;
     const char *kinds, *code;
     Py_ssize_t n_kinds, code_len;
     long dims[2];
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!y#y#Oll:chain_f32", &PyTuple_Type, &ins, &kinds, &n_kinds,
-                          &code, &code_len, &oo, &dims[0], &dims[1]))
+    if (!PyArg_ParseTuple(args, "O!y#y#Oll|O:chain_f32", &PyTuple_Type, &ins, &kinds,
+                          &n_kinds, &code, &code_len, &oo, &dims[0], &dims[1], &lo))
         return NULL;
     const char *fn = "chain_f32";
     Py_ssize_t n_in = PyTuple_GET_SIZE(ins);
@@ -223,29 +224,75 @@ static PyObject *chain_f32(PyObject *self, PyObject *args) {
             return PyErr_Format(PyExc_ValueError, "%s: bad op %d (code %d %d %d)", fn, k, op,
                                 a, b);
     }
+    long offset[DFG_CHAIN_MAX_IN], stride[DFG_CHAIN_MAX_IN];
+    if (lo == Py_None) {
+        for (int j = 0; j < n_in; j++) {
+            offset[j] = 0;
+            stride[j] = dims[1];
+        }
+    } else {
+        Py_buffer lay;
+        if (PyObject_GetBuffer(lo, &lay, PyBUF_SIMPLE) < 0)
+            return NULL;
+        int ok = lay.len == (Py_ssize_t)(2 * n_in * sizeof(int64_t));
+        if (ok) {
+            for (int j = 0; j < n_in; j++) {
+                int64_t pair[2];
+                memcpy(pair, (const char *)lay.buf + 16 * j, 16);
+                offset[j] = (long)pair[0];
+                stride[j] = (long)pair[1];
+                ok &= pair[0] >= 0 && pair[1] >= dims[1];
+            }
+        }
+        PyBuffer_Release(&lay);
+        if (!ok)
+            return PyErr_Format(PyExc_ValueError, "%s: layout must be one (offset >= 0, "
+                                "stride >= cols) int64 pair per input", fn);
+    }
     Py_buffer bufs[DFG_CHAIN_MAX_IN], out;
     const float *ptrs[DFG_CHAIN_MAX_IN];
     int got = 0;
     PyObject *ret = NULL;
     for (; got < n_in; got++) {
         kind[got] = (unsigned char)kinds[got];
-        Py_ssize_t need = kind[got] == DFG_CH_IN_FULL ? total
-                          : kind[got] == DFG_CH_IN_ROW ? dims[1] : 1;
         if (kind[got] > DFG_CH_IN_SCALAR) {
             PyErr_Format(PyExc_ValueError, "%s: unknown input kind %d", fn, kind[got]);
             goto done;
         }
-        if (f32_buffer(PyTuple_GET_ITEM(ins, got), &bufs[got], 0, need, fn, "an input") < 0)
+        /* the floats the input is read from: its rows (`stride` apart), its row or its
+         * scalar, past its offset (an overflow is refused as a bad geometry) */
+        Py_ssize_t need = kind[got] == DFG_CH_IN_SCALAR ? 1 : dims[1];
+        if (kind[got] == DFG_CH_IN_FULL && dims[0] > 1) {
+            long span[2] = {dims[0] - 1, stride[got]};
+            Py_ssize_t before = product(fn, 2, span);
+            if (before < 0 || __builtin_add_overflow(need, before, &need))
+                goto done;
+        }
+        if (total == 0)
+            need = 0;
+        if (__builtin_add_overflow(need, (Py_ssize_t)offset[got], &need)) {
+            PyErr_Format(PyExc_ValueError, "%s: bad geometry", fn);
             goto done;
+        }
+        if (f32_buffer(PyTuple_GET_ITEM(ins, got), &bufs[got], 0, -1, fn, "an input") < 0)
+            goto done;
+        if (bufs[got].len / 4 < need) {
+            PyErr_Format(PyExc_ValueError, "%s: an input has %zd floats, the geometry needs %zd",
+                         fn, bufs[got].len / 4, need);
+            PyBuffer_Release(&bufs[got]);
+            goto done;
+        }
         ptrs[got] = bufs[got].buf;
     }
     if (f32_buffer(oo, &out, 1, total, fn, "out") < 0)
         goto done;
     if (total * n_ops < (1 << 16)) {
-        dfg_chain_f32(ptrs, kind, (int)n_in, ops, n_ops, out.buf, dims[0], dims[1]);
+        dfg_chain_f32(ptrs, kind, offset, stride, (int)n_in, ops, n_ops, out.buf, dims[0],
+                      dims[1]);
     } else {
         Py_BEGIN_ALLOW_THREADS
-        dfg_chain_f32(ptrs, kind, (int)n_in, ops, n_ops, out.buf, dims[0], dims[1]);
+        dfg_chain_f32(ptrs, kind, offset, stride, (int)n_in, ops, n_ops, out.buf, dims[0],
+                      dims[1]);
         Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&out);

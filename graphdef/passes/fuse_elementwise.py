@@ -17,7 +17,16 @@ pass is only for dfg's own per-signature optimization and not in ``dfg optimize`
 default list. ``PassOptions.elementwise_scope="loops"`` forms chains inside while loops only:
 there each iteration repeats the per-op cost a chain saves (an LSTM cell's gate arithmetic
 is two chains, 5-11% fewer instructions per step); on the Keras zoo's straight-line graphs
-chains gave no gain beyond noise. A Session asks for it. In a loop of scalar arithmetic
+chains gave no gain beyond noise. A Session asks for it.
+
+A recurrent cell splits one product into its gates (``Split`` on a constant axis) and adds
+the bias before (``BiasAdd``, ``AddV2``). A chain reading a Split's outputs computes its own
+blocks of the Split's value instead: ``Piece`` entries cut the value's leaves (the tensors
+the ops before the Split read, when nothing else reads those ops) into blocks, and the ops
+between are applied to the blocks. Blocks of an elementwise expression are the expression
+of the blocks, bit for bit, and each chain computes only its blocks, so no work is done
+twice; the Split and the ops before it go when every piece is taken (an LSTM cell's loop
+body: two products and two chains). In a loop of scalar arithmetic
 (a counter, an accumulator) compiled programs write a chain as its members' scalar forms
 composed into one expression (the chain's record, ``ScalarForm.compose``), so the
 arithmetic stays inline as it was before fusing; on arrays they call the chain's array
@@ -30,14 +39,14 @@ from typing import Any
 
 from ..frames import ROOT, analyze_frames
 from ..graph import Graph
-from .common import Editor, PassOptions, Protected, attr, attr_type
+from .common import Editor, PassOptions, Protected, attr, attr_type, const_value
 
 FUSED_OP = "_DfgElementwiseChain"
 DT_FLOAT, DT_DOUBLE = 1, 2
 # op -> number of operands; the kernel's CHAIN_OPS has the same keys (a test checks it)
 CHAIN_OPS: dict[str, int] = {
-    **dict.fromkeys(("Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "Maximum", "Minimum",
-                     "SquaredDifference"), 2),
+    **dict.fromkeys(("Add", "AddV2", "BiasAdd", "Sub", "Mul", "RealDiv", "Div", "Maximum",
+                     "Minimum", "SquaredDifference"), 2),
     **dict.fromkeys(("Neg", "Abs", "Exp", "Log", "Sqrt", "Square", "Tanh", "Reciprocal",
                      "Rsqrt", "Relu", "Relu6", "Sigmoid"), 1),
 }
@@ -56,6 +65,7 @@ def run(graph: Graph, options: PassOptions) -> Any:
         in_loop = {n for n, f in node_frame.items() if f != ROOT}
         if not in_loop:
             return ed.finish()
+    absorbed: list[str] = []      # Splits moved into chains, then the ops inlined into them
     for node in reversed(order):
         root = ed.get(node.name)
         if root is None or root.name in taken or not _eligible(ed, prot, root) \
@@ -65,14 +75,57 @@ def run(graph: Graph, options: PassOptions) -> Any:
         if len(members) < MIN_NODES:
             continue
         taken.update(members)
-        _rewrite(ed, root, sorted(members, key=rank.__getitem__))
+        moved = _rewrite(ed, prot, root, sorted(members, key=rank.__getitem__))
+        taken.update(moved)
+        absorbed.extend(moved)
+    # what the chains took whole is gone: a Split all of whose pieces they compute, and the
+    # ops that only it read
+    for name in absorbed:
+        if name in ed and not ed.data_readers(name) and not ed.control_readers(name):
+            ed.remove(name)
     return ed.finish()
 
 
 def _eligible(ed: Editor, prot: Protected, nd: Any) -> bool:
     arity = CHAIN_OPS.get(nd.op)
+    fmt = attr(nd, "data_format")
+    if nd.op == "BiasAdd" and fmt is not None and fmt.s not in (b"", b"NHWC"):
+        return False     # the chain's BiasAdd adds along the last axis
     return (arity is not None and attr_type(nd) in (DT_FLOAT, DT_DOUBLE)
             and not prot.pinned(nd.name) and len(ed.data_inputs(nd.name)) == arity)
+
+
+def _split_axis(ed: Editor, prot: Protected, name: str, dtype: int, device: str
+                ) -> tuple[int, int, tuple[str, int]] | None:
+    """(axis, num_split, value tensor) of a Split a chain may compute its pieces of: its axis
+    a constant, its dtype and device the chain's, nothing else needing it (each output read
+    only by ops that may chain, none fetched, fed or named, no control readers; its control
+    inputs become the chain's)."""
+    nd = ed.get(name)
+    if nd is None or nd.op != "Split" or attr_type(nd) != dtype or nd.device != device \
+            or prot.pinned(name) or prot.keeps_name(name) or ed.control_readers(name):
+        return None
+    data = ed.data_inputs(name)
+    n = attr(nd, "num_split")
+    axis = const_value(ed.get(data[0][0])) if len(data) == 2 and data[0][1] == 0 else None
+    if n is None or axis is None or axis.ndim != 0 or axis.dtype.kind not in "iu":
+        return None
+    for reader, _slot in ed.data_readers(name):
+        r = ed.get(reader)
+        if r is None or not _eligible(ed, prot, r) or attr_type(r) != dtype:
+            return None
+    return int(axis), int(n.i), data[1]
+
+
+def _inlinable(ed: Editor, prot: Protected, src: str, reader: str, dtype: int, device: str
+               ) -> bool:
+    """Whether ``src``'s op may be computed piecewise inside the chain: it may chain, and its
+    one output is read by ``reader`` alone (its control inputs become the chain's)."""
+    c = ed.get(src)
+    return (c is not None and _eligible(ed, prot, c) and attr_type(c) == dtype
+            and c.device == device and not prot.keeps_name(src) and not ed.control_readers(src)
+            and ed.used_slots(src) == {0}
+            and {r for r, _ in ed.data_readers(src)} == {reader})
 
 
 def _grow(ed: Editor, prot: Protected, root: Any, taken: set[str]) -> set[str]:
@@ -97,24 +150,63 @@ def _grow(ed: Editor, prot: Protected, root: Any, taken: set[str]) -> set[str]:
     return members
 
 
-def _rewrite(ed: Editor, root: Any, members: list[str]) -> None:
-    """``members`` in topological order, ``root`` last."""
+def _rewrite(ed: Editor, prot: Protected, root: Any, members: list[str]) -> list[str]:
+    """``members`` in topological order, ``root`` last. An input that is a Split's output
+    (``_split_axis``) becomes the chain's own piece of the Split's value: ``Piece`` entries of
+    the value's leaves, and the elementwise ops between (read by nothing else) applied to the
+    pieces, so a recurrent cell's gate split and the bias add before it join the gates'
+    chains. Returns the Splits and ops whose work the chain took."""
     index = {n: k for k, n in enumerate(members)}
     inputs: list[tuple[str, int]] = []
-    program = []
-    for n in members:
-        nd = ed.get(n)
-        args = []
-        for t in ed.data_inputs(n):
-            if t[0] in index:
-                args.append(f"r{index[t[0]]}")
-            else:
-                if t not in inputs:
-                    inputs.append(t)
-                args.append(f"i{inputs.index(t)}")
-        program.append(" ".join([nd.op, *args]))
-    controls = [c for n in members for c in ed.control_inputs(n)]
+    program: list[str] = []
+    entry: dict[str, str] = {}
     t = attr_type(root)
+    groups: dict[str, int] = {}
+    pieces: dict[tuple, str] = {}
+    moved: list[str] = []
+
+    def operand(tensor: tuple[str, int]) -> str:
+        if tensor not in inputs:
+            inputs.append(tensor)
+        return f"i{inputs.index(tensor)}"
+
+    def piece(tensor: tuple[str, int], reader: str, split: str, axis: int, n: int,
+              j: int) -> str:
+        """The entry computing block ``j`` of ``tensor`` (which ``reader`` reads) along the
+        split's axis."""
+        key = (tensor, split, j)
+        if key in pieces:
+            return pieces[key]
+        src, slot = tensor
+        if slot == 0 and _inlinable(ed, prot, src, reader, t, root.device):
+            args = [piece(x, src, split, axis, n, j) for x in ed.data_inputs(src)]
+            program.append(" ".join([ed.get(src).op, *args]))
+            moved.append(src)
+        else:
+            g = groups.setdefault(split, len(groups))
+            program.append(f"Piece {operand(tensor)} {axis} {n} {j} {g}")
+        pieces[key] = f"r{len(program) - 1}"
+        return pieces[key]
+
+    for name in members:
+        nd = ed.get(name)
+        args = []
+        for src, slot in ed.data_inputs(name):
+            if src in index:
+                args.append(entry[src])
+                continue
+            split = _split_axis(ed, prot, src, t, root.device)
+            if split is None:
+                args.append(operand((src, slot)))
+                continue
+            axis, n, value = split
+            args.append(piece(value, src, src, axis, n, slot))
+            if src not in moved:
+                moved.insert(0, src)
+        program.append(" ".join([nd.op, *args]))
+        entry[name] = f"r{len(program) - 1}"
+    controls = [c for n in [*members, *moved] for c in ed.control_inputs(n)]
+    controls = list(dict.fromkeys(controls))
     shapes = attr(root, "_output_shapes")
     shapes = None if shapes is None else shapes.SerializeToString()
     for n in members[:-1]:
@@ -127,3 +219,8 @@ def _rewrite(ed: Editor, root: Any, members: list[str]) -> None:
     if shapes is not None:
         root.attr["_output_shapes"].ParseFromString(shapes)
     ed.set_inputs(root.name, inputs, controls)
+    # Splits first, then the ops they read, producers after their readers: removing in this
+    # order leaves each without readers when its turn comes
+    return [m for m in moved if ed.op(m) == "Split"] + \
+        [m for m in reversed(moved) if ed.op(m) != "Split"]
+
