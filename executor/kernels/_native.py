@@ -92,6 +92,12 @@ def built() -> bool:
     return _ext is not None
 
 
+def extension() -> Any:
+    """The compiled module when its kernels run (``enabled``), else None: for a hot caller
+    that calls it directly (module.c checks every argument)."""
+    return None if _ext is None or _refused() else _ext
+
+
 def enabled() -> bool:
     """Whether the compiled kernels run: built, loadable, and not refused (``DFG_NATIVE=0``)."""
     return not _refused() and _ext is not None

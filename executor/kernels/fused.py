@@ -437,18 +437,27 @@ def _layout(shapes: tuple) -> tuple | None:
 def _native_chain(code: bytes, inputs: tuple) -> np.ndarray | None:
     """The chain run compiled on float32 ``inputs``, each of the broadcast shape, a row of
     its last axis, or one element (None for anything else: the numpy function runs)."""
-    if not _native.enabled():
+    ext = _native.extension()
+    if ext is None:
         return None
-    for x in inputs:
-        if x.__class__ is not np.ndarray or x.dtype != _F32:
-            return None
-    lay = _layout(tuple(x.shape for x in inputs))
+    try:
+        lay = _layout(tuple([x.shape for x in inputs]))
+    except AttributeError:
+        return None
     if lay is None:
         return None
     shape, kinds, rows, cols = lay
     out = np.empty(shape, _F32)
-    _native.chain_f32(tuple(x if x.flags.c_contiguous else np.ascontiguousarray(x)
-                            for x in inputs), kinds, code, out, rows, cols)
+    try:
+        # the interface checks each buffer: float32 and C-contiguous (an RNN step's inputs
+        # are; asking numpy first costs more than the sweep on a small gate)
+        ext.chain_f32(inputs, kinds, code, out, rows, cols)
+    except (TypeError, ValueError):
+        if not all(x.__class__ is np.ndarray and x.dtype == _F32 for x in inputs):
+            return None
+        # a strided view: copied
+        ext.chain_f32(tuple(np.ascontiguousarray(x) for x in inputs), kinds, code, out, rows,
+                      cols)
     return out
 
 
@@ -672,7 +681,10 @@ def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
         plans: dict[tuple, tuple] = {}
 
         def hit(*inputs: Any) -> Any:
-            shapes = tuple(getattr(x, "shape", ()) for x in inputs)
+            try:
+                shapes = tuple([x.shape for x in inputs])
+            except AttributeError:
+                shapes = tuple(getattr(x, "shape", ()) for x in inputs)
             got = plans.get(shapes)
             if got is None:
                 plan, out_shape, blocks = _shape_plan(parsed, shapes)   # raises as the ops
@@ -682,15 +694,14 @@ def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
                     plans.clear()
                 got = plans[shapes] = (plan, out_shape, sweep)
             plan, out_shape, sweep = got
-            if sweep is not None and _native.enabled():
-                srcs = sweep[0]
-                arrays = tuple(inputs[j] for j in srcs)
-                if all(a.__class__ is np.ndarray and a.dtype is _F32 and a.flags.c_contiguous
-                       for a in arrays):
-                    out = np.empty(out_shape, _F32)
-                    _native.chain_f32(arrays, sweep[1], code, out, sweep[3], sweep[4],
-                                      sweep[2])
+            if sweep is not None and (ext := _native.extension()) is not None:
+                out = np.empty(out_shape, _F32)
+                try:    # (the interface checks each buffer: float32, C-contiguous, long enough)
+                    ext.chain_f32(tuple([inputs[j] for j in sweep[0]]), sweep[1], code, out,
+                                  sweep[3], sweep[4], sweep[2])
                     return out
+                except (TypeError, ValueError):
+                    pass        # views of them, copied, below
             if not sources:
                 return run(*inputs)
             firsts = inputs if direct is None else [inputs[j] for j in direct]
