@@ -103,7 +103,7 @@ class Emitter:
         # slots that may hold a NumPy scalar (None: any): a kernel reading any other needs no
         # conversion to an array (``A``)
         self.maybe_scalar: set[int] | None = None
-        # kernel steps whose budget test keeps the input shapes it last passed (``fits``)
+        # kernel steps whose budget test keeps the shapes and budget it last passed (``fits``)
         self.fit_memos: list[int] = []
 
     def line(self, depth: int, text: str) -> None:
@@ -190,15 +190,16 @@ class Emitter:
     def fits(self, i: int, item: Any, args: tuple) -> str:
         """The test that kernel step ``i``'s outputs fit the memory budget (``FITS``, what
         the kernel call checks first). An estimator that reads only shapes
-        (``shapes_only``) is asked once per input shapes in a run of the function: the
-        shapes it last passed are kept in a local (``z<i>``; the budget is one run's), so a
-        loop's MatMul asks once, not every iteration."""
+        (``shapes_only``) is asked once per input shapes and budget: the last pair it passed
+        is kept in the function's ``FM`` (one tuple per step, replaced whole), so a loop's
+        MatMul asks once, not every iteration of every run."""
         sized = ", ".join(self.arg(a) for a in args)
         check = f"FITS(K[{i}], [{sized}], C[{i}])"
         if getattr(item.size_check, "shapes_only", False):
+            m = len(self.fit_memos)
             self.fit_memos.append(i)
-            shapes = "(" + "".join(f"s{a}.shape, " for a in args) + ")"
-            check = f"((_z := {shapes}) == z{i} or {check} and (z{i} := _z) is not None)"
+            key = "(" + "".join(f"s{a}.shape, " for a in args) + f"C[{i}].max_bytes)"
+            check = f"((_z := {key}) == FM[{m}] or {check} and FM.__setitem__({m}, _z) is None)"
         if getattr(item.size_check, "alike_inputs_fit", False) and len(args) > 1:
             # the estimator's own first test, without the call (an RNN cell's elementwise
             # ops all have alike inputs)
@@ -232,10 +233,10 @@ class Emitter:
             self.line(depth, f"s{out + k} = {c}(_o[{k}])")
 
     def compile(self, name: str, params: str) -> Callable:
-        memos = "".join(f"    z{i} = None\n" for i in self.fit_memos)
-        src = f"def {name}({params}):\n" + memos + "\n".join(self.lines) + "\n"
+        src = f"def {name}({params}):\n" + "\n".join(self.lines) + "\n"
         env = {"call": call, "A": to_array, "S": to_scalar, "SC": SCALAR_TYPES,
-               "ND": np.ndarray, "FITS": fits, **FORM_ENV, **self.env}
+               "ND": np.ndarray, "FITS": fits, "FM": [None] * len(self.fit_memos),
+               **FORM_ENV, **self.env}
         exec(compile(src, f"<dfg {name}>", "exec"), env)  # noqa: S102 - our own source
         fn = env[name]
         fn.source = src
