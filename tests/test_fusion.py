@@ -240,7 +240,7 @@ def test_chain_pieces_and_bias_adds_equal_split_and_the_ops(native, monkeypatch)
     with pytest.raises(InvalidArgumentError, match="Incompatible shapes"):
         invoke("_DfgElementwiseChain", x, x[:, :4], attrs={
             "program": ["Piece i0 1 4 0 0", "Piece i1 1 4 0 0", "AddV2 r0 r1"], "N": 2})
-    with pytest.raises(InvalidArgumentError, match="bad piece"):
+    with pytest.raises(InvalidArgumentError, match="bad slice"):
         invoke("_DfgElementwiseChain", x, attrs={"program": ["Piece i0 1 4 4 0", "Neg r0"],
                                                  "N": 1})
 
@@ -637,3 +637,92 @@ def test_a_cells_split_and_bias_add_join_its_gate_chains(extra_reader):
         assert len(chains) == 2 and all(pieces)
         assert not {"Split", "BiasAdd", "Sigmoid", "Tanh"} & set(ops)
         assert ops.count("MatMul") == 2
+
+
+@pytest.mark.parametrize("native", ["on", "0"])
+def test_chain_cuts_equal_strided_slice_and_the_ops(native, monkeypatch):
+    """``Cut`` entries (a StridedSlice ``[:, start:stop]`` moved into a chain) give the bits
+    of StridedSlice and the ops one by one: open and negative ends, a cut past the end, an
+    empty cut, leaves that broadcast; and StridedSlice's errors."""
+    if native == "0":
+        monkeypatch.setenv("DFG_NATIVE", "0")
+    else:
+        monkeypatch.delenv("DFG_NATIVE", raising=False)
+    rng = np.random.default_rng(5)
+    m = (rng.standard_normal((4, 15)) * 2).astype(np.float32)
+    b = rng.standard_normal(15).astype(np.float32)
+    i32 = lambda *v: np.array(v, np.int32)  # noqa: E731
+    for start, stop in ((None, 5), (5, 10), (10, None), (-5, None), (3, 40), (9, 2)):
+        prog = [f"Cut i0 1 {'_' if start is None else start} {'_' if stop is None else stop} 2 0",
+                f"Cut i1 1 {'_' if start is None else start} {'_' if stop is None else stop} 2 0",
+                "AddV2 r0 r1", "Sigmoid r2"]
+        for leaves in ((m, b), (m, m[:1]), (m[:, :1] * 1, b)):
+            got = invoke("_DfgElementwiseChain", *leaves, attrs={"program": prog, "N": 2})
+            z = invoke("AddV2", *leaves)
+            bm, em = (1 | (2 if start is None else 0)), (1 | (2 if stop is None else 0))
+            sliced = invoke("StridedSlice", z, i32(0, start or 0), i32(0, stop or 0),
+                            i32(1, 1), attrs={"begin_mask": bm, "end_mask": em})
+            want = invoke("Sigmoid", sliced)
+            assert got.shape == want.shape, (start, stop, got.shape, want.shape)
+            np.testing.assert_array_equal(got, want, err_msg=f"{start}:{stop}")
+    with pytest.raises(InvalidArgumentError, match="Index out of range"):
+        invoke("_DfgElementwiseChain", b, attrs={"program": ["Cut i0 1 _ 5 2 0", "Neg r0"],
+                                                 "N": 1})
+
+
+def _gru_loop():
+    """A while loop of a Keras GRU cell (reset_after): the input product split in three, the
+    recurrent product plus its bias sliced [:, :u], [:, u:2u], [:, 2u:]."""
+    rng = np.random.default_rng(13)
+    u = 4
+    with B.Graph().as_default() as g:
+        x = B.placeholder("float32", [3, 5], name="x")
+        w = B.constant(rng.standard_normal((5, 3 * u)).astype(np.float32), name="w")
+        rw = B.constant(rng.standard_normal((u, 3 * u)).astype(np.float32), name="rw")
+        b0 = B.constant(rng.standard_normal(3 * u).astype(np.float32), name="b0")
+        b1 = B.constant(rng.standard_normal(3 * u).astype(np.float32), name="b1")
+
+        def cut(t, lo, hi):
+            return B.apply_op("StridedSlice", [
+                t, B.constant(np.array([0, lo or 0], np.int32)),
+                B.constant(np.array([0, hi or 0], np.int32)),
+                B.constant(np.array([1, 1], np.int32))],
+                {"begin_mask": 1 | (2 if lo is None else 0),
+                 "end_mask": 1 | (2 if hi is None else 0)}).outputs[0]
+
+        def body(i, h):
+            mx = B.apply_op("BiasAdd", [B.matmul(x, w), b0]).outputs[0]
+            xz, xr, xh = B.apply_op("Split", [B.constant(np.int32(-1)), mx],
+                                    {"num_split": 3}).outputs
+            inner = B.add(B.matmul(h, rw), b1)
+            rz, rr, rh = cut(inner, None, u), cut(inner, u, 2 * u), cut(inner, 2 * u, None)
+            z = B.sigmoid(B.add(xz, rz))
+            r = B.sigmoid(B.add(xr, rr))
+            hh = B.tanh(B.add(xh, B.multiply(r, rh)))
+            one = B.constant(np.float32(1.0))
+            return i + 1, B.add(B.multiply(z, h), B.multiply(B.subtract(one, z), hh))
+
+        _, h = B.while_loop(lambda i, h: i < 6, body,
+                            [B.constant(0), B.constant(np.zeros((3, u), np.float32))],
+                            name="loop")
+        B.identity(h, name="h")
+    return g.as_graph_def()
+
+
+def test_a_gru_cells_slices_join_its_gate_chains():
+    """A GRU cell's StridedSlices of its recurrent product (and the bias add before them)
+    move into the gates' chains as Cut entries: the loop body is the products and two chains,
+    with the reference interpreter's bits in every mode."""
+    gd = _gru_loop()
+    feed = {"x:0": _rand(3, 5)}
+    want = Reference(gd).run(["h:0"], feed)[0]
+    for programs in ("always", "never"):
+        with Session(gd, threads=1, optimize="auto", programs=programs) as s:
+            for _ in range(2):
+                got = s.run(["h:0"], feed)[0]
+                assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), programs
+            items = s.plan(["h:0"], ["x:0"]).items
+    ops = [it.op for it in items if it.name.startswith("loop/")]
+    programs = [it.attrs["program"] for it in items if it.op == "_DfgElementwiseChain"]
+    assert not {"StridedSlice", "Split", "BiasAdd", "Sigmoid", "Tanh"} & set(ops), ops
+    assert len(programs) == 2 and any("Cut" in e for p in programs for e in p)

@@ -461,7 +461,15 @@ def _native_chain(code: bytes, inputs: tuple) -> np.ndarray | None:
     return out
 
 
-PIECE = "Piece"
+PIECE, CUT = "Piece", "Cut"
+SLICES = (PIECE, CUT)
+
+
+def _int_or_none(a: str) -> int | None | bool:
+    """An integer operand of a slice entry; ``_`` is None (an open end); False: neither."""
+    if a == "_":
+        return None
+    return int(a) if a.lstrip("-").isdigit() else False
 
 
 def _parse(program: tuple[str, ...], n_inputs: int) -> list[tuple[str, list[str], tuple]]:
@@ -469,30 +477,37 @@ def _parse(program: tuple[str, ...], n_inputs: int) -> list[tuple[str, list[str]
     entry's result, params), checked: op names against CHAIN_OPS, operands parsed as integers
     in range (nothing of the graph's text is used beyond these).
 
-    ``Piece i<k> <axis> <n> <j> <g>`` is the j-th of n equal blocks of input k along
-    ``axis`` (counted in the rank of its group, below): a Split the pass moved into the chain.
-    The pieces of one group ``g`` are the leaves of one split expression: the Split's value
-    is their elementwise broadcast, so its block j is the ops on each leaf's block j (a leaf
-    of size 1 or without that axis broadcasts as it is)."""
+    Two entries take a block of an input (the pass moves a cell's Split or StridedSlice into
+    the chain): ``Piece i<k> <axis> <n> <j> <g>``, the j-th of n equal blocks along ``axis``,
+    and ``Cut i<k> <axis> <start> <stop> <dims> <g>``, ``[start:stop]`` along ``axis`` (``_``
+    an open end) of a StridedSlice of ``dims`` dims. Axes count in the rank of the entry's
+    group ``g``: the leaves of one sliced expression (the sliced value is their elementwise
+    broadcast, so its block is the ops on each leaf's block; a leaf of size 1 or without
+    that axis broadcasts as it is). Their params: (group, (kind, axis, ...), j)."""
     if not program:
         raise InvalidArgumentError("_DfgElementwiseChain: empty program")
     parsed = []
-    groups: dict[int, tuple[int, int]] = {}
+    groups: dict[int, tuple] = {}
     for k, text in enumerate(program):
         op, *args = text.split()
         params: tuple = ()
-        if op == PIECE:
-            nums = [int(a) if a.lstrip("-").isdigit() else None for a in args[1:]]
-            if len(args) != 5 or None in nums or nums[1] < 1 or not 0 <= nums[2] < nums[1] \
-                    or nums[3] < 0 or groups.setdefault(nums[3], (nums[0], nums[1])) != (
-                        nums[0], nums[1]):
+        if op in SLICES:
+            nums = [_int_or_none(a) for a in args[1:]]
+            ok = len(args) == (5 if op == PIECE else 6) and all(x is not False for x in nums) \
+                and args[0].startswith("i") and isinstance(nums[0], int) \
+                and isinstance(nums[-1], int) and nums[-1] >= 0
+            if ok and op == PIECE:
+                ok = all(x is not None for x in nums) and nums[1] >= 1 and 0 <= nums[2] < nums[1]
+                spec, j = ("split", nums[0], nums[1]), nums[2] if ok else 0
+            elif ok:
+                ok = isinstance(nums[3], int) and 0 <= nums[0] < nums[3]
+                spec, j = ("cut", nums[0], nums[1], nums[2], nums[3]), 0
+            if not ok or groups.setdefault(nums[-1], spec) != spec:
                 raise InvalidArgumentError(
-                    f"_DfgElementwiseChain: bad piece in entry {k} ({text!r}): Piece i<k> "
-                    "<axis> <n> <j> <g>, 0 <= j < n, one axis and n per group")
-            params, args = tuple(nums), args[:1]
-            if not args[0].startswith("i"):
-                raise InvalidArgumentError(
-                    f"_DfgElementwiseChain: a piece is of an input, found {text!r}")
+                    f"_DfgElementwiseChain: bad slice in entry {k} ({text!r}): Piece i<k> "
+                    "<axis> <n> <j> <g> (0 <= j < n) or Cut i<k> <axis> <start> <stop> <dims> "
+                    "<g> (0 <= axis < dims), one kind and axis per group")
+            params, args = (nums[-1], spec, j), args[:1]
         elif op not in CHAIN_OPS:
             raise UnimplementedError(f"_DfgElementwiseChain: op {op} is not supported "
                                      f"(supported: {', '.join(sorted(CHAIN_OPS))})")
@@ -509,52 +524,68 @@ def _parse(program: tuple[str, ...], n_inputs: int) -> list[tuple[str, list[str]
                     f"_DfgElementwiseChain: bad operand {a!r} in entry {k} ({text!r})")
             refs.append(f"{kind}{idx}")
         parsed.append((op, refs, params))
-    if parsed[-1][0] == PIECE:
-        raise InvalidArgumentError("_DfgElementwiseChain: the last entry is an op, not a piece")
+    if parsed[-1][0] in SLICES:
+        raise InvalidArgumentError("_DfgElementwiseChain: the last entry is an op, not a slice")
     return parsed
 
 
-def _shape_plan(parsed: list, shapes: tuple) -> list:
-    """For inputs of ``shapes``: the index of each piece's block (None: the leaf broadcasts
-    as it is), after the checks the ops the chain replaces make: a Split's (the axis in its
-    value's rank, a size the count divides; the value is the broadcast of its group's
-    leaves, which must broadcast) and a BiasAdd's (a bias as long as the value's last axis).
-    Raises InvalidArgumentError with those ops' messages."""
+def _group_extent(spec: tuple, leaves: list[tuple]) -> tuple[int, int]:
+    """(position of the sliced axis from the end, its size) of a group's value, after the
+    checks of the op it replaces (a Split's, a StridedSlice's); its leaves must broadcast."""
+    kind, axis = spec[0], spec[1]
+    rank = max(len(s) for s in leaves)
+    if kind == "split" and not -rank <= axis < rank:
+        raise InvalidArgumentError(
+            f"-input rank(-{rank}) <= split_dim < input rank ({rank}), but got {axis}")
+    if kind == "cut" and spec[4] > rank:
+        raise InvalidArgumentError(
+            f"Index out of range using input dim {rank}; input has only {rank} dims")
+    pos = axis - rank if axis >= 0 else axis
+    try:
+        size = np.broadcast_shapes(*((s[pos],) if len(s) >= -pos else (1,)
+                                     for s in leaves))[0]
+    except ValueError:
+        raise InvalidArgumentError("Incompatible shapes: " + " vs. ".join(
+            str(list(s)) for s in leaves)) from None
+    if kind == "split" and size % spec[2]:
+        raise InvalidArgumentError(
+            "Number of ways to split should evenly divide the split dimension, but got "
+            f"split_dim {rank + pos} (size = {size}) and num_split {spec[2]}")
+    return pos, size
+
+
+def _shape_plan(parsed: list, shapes: tuple) -> tuple:
+    """For inputs of ``shapes``: each slice entry's index (None: the leaf broadcasts as it
+    is) and (position from the end, start, stop) of its block, the output shape, after the
+    checks the ops the chain replaces make: a Split's and a StridedSlice's (``_group_extent``)
+    and a BiasAdd's (a bias as long as the value's last axis). Raises InvalidArgumentError
+    with those ops' messages."""
     groups: dict[int, list[tuple]] = {}
     for op, refs, params in parsed:
-        if op == PIECE:
-            groups.setdefault(params[3], []).append(shapes[int(refs[0][1:])])
-    blocks: dict[int, tuple] = {}       # group -> (position from the end, block width, size)
-    for g, leaves in groups.items():
-        axis, n = next(p[:2] for op, _r, p in parsed if op == PIECE and p[3] == g)
-        rank = max(len(s) for s in leaves)
-        if not -rank <= axis < rank:
-            raise InvalidArgumentError(
-                f"-input rank(-{rank}) <= split_dim < input rank ({rank}), but got {axis}")
-        pos = axis - rank if axis >= 0 else axis
-        try:
-            size = np.broadcast_shapes(*((s[pos],) if len(s) >= -pos else (1,)
-                                         for s in leaves))[0]
-        except ValueError:
-            raise InvalidArgumentError("Incompatible shapes: " + " vs. ".join(
-                str(list(s)) for s in leaves)) from None
-        if size % n:
-            raise InvalidArgumentError(
-                "Number of ways to split should evenly divide the split dimension, but got "
-                f"split_dim {rank + pos} (size = {size}) and num_split {n}")
-        blocks[g] = (pos, size // n, size)
+        if op in SLICES:
+            groups.setdefault(params[0], []).append(shapes[int(refs[0][1:])])
+    extents = {g: _group_extent(next(p[1] for op, _r, p in parsed if op in SLICES
+                                     and p[0] == g), leaves)
+               for g, leaves in groups.items()}
     plan: list = []
     results: list[tuple] = []
     for op, refs, params in parsed:
-        if op == PIECE:
+        if op in SLICES:
             s = shapes[int(refs[0][1:])]
-            pos, w, size = blocks[params[3]]
-            if len(s) >= -pos and s[pos] == size and size != 1:
+            pos, size = extents[params[0]]
+            spec = params[1]
+            if spec[0] == "split":
+                w = size // spec[2]
+                lo, hi = params[2] * w, (params[2] + 1) * w
+            else:   # StridedSlice with stride 1: Python's slice of range(size)
+                lo, hi, _step = slice(spec[2], spec[3]).indices(size)
+                hi = max(lo, hi)
+            if len(s) >= -pos and s[pos] == size:
                 lead = (slice(None),) * (len(s) + pos)
-                plan.append(lead + (slice(params[2] * w, (params[2] + 1) * w),))
-                results.append(s[:len(s) + pos] + (w,) + (s[len(s) + pos + 1:]))
+                plan.append((lead + (slice(lo, hi),), pos, lo, hi))
+                results.append(s[:len(s) + pos] + (hi - lo,) + (s[len(s) + pos + 1:]))
             else:
-                plan.append(None)
+                plan.append((None, pos, lo, hi))
                 results.append(s)
             continue
         ops = [results[int(r[1:])] if r[0] == "r" else shapes[int(r[1:])] for r in refs]
@@ -575,16 +606,16 @@ def _shape_plan(parsed: list, shapes: tuple) -> list:
         except ValueError:
             raise InvalidArgumentError(
                 "Incompatible shapes: " + " vs. ".join(str(list(x)) for x in ops)) from None
-    return plan, results[-1], blocks
+    return plan, results[-1]
 
 
-def _sweep_layout(parsed: list, used: list[int], pieces: list[int], shapes: tuple,
-                  plan: list, out_shape: tuple, blocks: dict) -> tuple | None:
+def _sweep_layout(parsed: list, used: list[int], slices: list[int], shapes: tuple,
+                  plan: list, out_shape: tuple) -> tuple | None:
     """How the compiled sweep reads the chain's operands (the inputs it uses, then the
-    pieces) straight from the inputs' own buffers: (source input of each, kinds, int64
-    (offset, row stride) pairs, rows, cols), a piece of the last axis read as a column block
-    where it lies; None when an operand is neither full, a row nor one element, or a piece is
-    of another axis (its view is then copied: the numpy chain runs)."""
+    slices) straight from the inputs' own buffers: (source input of each, kinds, int64
+    (offset, row stride) pairs, rows, cols), a slice of the last axis read as a column block
+    where it lies; None when an operand is neither full, a row nor one element, or a slice
+    is of another axis (its view is then copied: the numpy chain runs)."""
     if not out_shape or 0 in out_shape:
         return None
     cols = out_shape[-1]
@@ -606,16 +637,15 @@ def _sweep_layout(parsed: list, used: list[int], pieces: list[int], shapes: tupl
         s = shapes[j]
         if not operand(j, s, 0, s[-1] if s else 1):
             return None
-    for k, ix in zip(pieces, plan):
+    for k, (ix, pos, lo, hi) in zip(slices, plan):
         src = int(parsed[k][1][0][1:])
         s = shapes[src]
         if ix is None:
             ok = operand(src, s, 0, s[-1] if s else 1)
+        elif pos != -1:
+            return None
         else:
-            pos, w, _size = blocks[parsed[k][2][3]]
-            if pos != -1:
-                return None
-            ok = operand(src, s[:-1] + (w,), parsed[k][2][2] * w, s[-1])
+            ok = operand(src, s[:-1] + (hi - lo,), lo, s[-1])
         if not ok:
             return None
     return srcs, bytes(kinds), np.array(layout, np.int64).tobytes(), rows, cols
@@ -637,14 +667,14 @@ def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
     parsed = _parse(program, n_inputs)
     # the ops alone, over the inputs they read (``used``) and then the pieces, as further
     # inputs: an input read only through its pieces is not handed to the sweep
-    pieces = [k for k, e in enumerate(parsed) if e[0] == PIECE]
-    used = sorted({int(r[1:]) for op, refs, _p in parsed if op != PIECE for r in refs
+    pieces = [k for k, e in enumerate(parsed) if e[0] in SLICES]
+    used = sorted({int(r[1:]) for op, refs, _p in parsed if op not in SLICES for r in refs
                    if r[0] == "i"})
     renamed: dict[str, str] = {f"i{j}": f"i{m}" for m, j in enumerate(used)}
     renamed.update({f"r{k}": f"i{len(used) + m}" for m, k in enumerate(pieces)})
     ops = []
     for k, (op, refs, params) in enumerate(parsed):
-        if op == PIECE:
+        if op in SLICES:
             continue
         renamed[f"r{k}"] = f"r{len(ops)}"
         ops.append((op, [renamed[r] for r in refs], params))
@@ -687,9 +717,9 @@ def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
                 shapes = tuple(getattr(x, "shape", ()) for x in inputs)
             got = plans.get(shapes)
             if got is None:
-                plan, out_shape, blocks = _shape_plan(parsed, shapes)   # raises as the ops
+                plan, out_shape = _shape_plan(parsed, shapes)   # raises as the ops would
                 sweep = None if code is None else _sweep_layout(
-                    parsed, used, pieces, shapes, plan, out_shape, blocks)
+                    parsed, used, pieces, shapes, plan, out_shape)
                 if len(plans) >= _LAYOUT_MAX:
                     plans.clear()
                 got = plans[shapes] = (plan, out_shape, sweep)
@@ -706,7 +736,7 @@ def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
                 return run(*inputs)
             firsts = inputs if direct is None else [inputs[j] for j in direct]
             return run(*firsts, *(inputs[src] if ix is None else inputs[src][ix]
-                                  for src, ix in zip(sources, plan)))
+                                  for src, (ix, *_e) in zip(sources, plan)))
     else:
         hit = run if len(used) == n_inputs else (
             lambda *inputs: run(*(inputs[j] for j in used)))

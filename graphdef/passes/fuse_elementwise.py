@@ -19,14 +19,15 @@ there each iteration repeats the per-op cost a chain saves (an LSTM cell's gate 
 is two chains, 5-11% fewer instructions per step); on the Keras zoo's straight-line graphs
 chains gave no gain beyond noise. A Session asks for it.
 
-A recurrent cell splits one product into its gates (``Split`` on a constant axis) and adds
-the bias before (``BiasAdd``, ``AddV2``). A chain reading a Split's outputs computes its own
-blocks of the Split's value instead: ``Piece`` entries cut the value's leaves (the tensors
-the ops before the Split read, when nothing else reads those ops) into blocks, and the ops
-between are applied to the blocks. Blocks of an elementwise expression are the expression
-of the blocks, bit for bit, and each chain computes only its blocks, so no work is done
-twice; the Split and the ops before it go when every piece is taken (an LSTM cell's loop
-body: two products and two chains). In a loop of scalar arithmetic
+A recurrent cell splits one product into its gates (``Split`` on a constant axis, or a
+GRU's ``StridedSlice`` ``[:, a:b]`` of its recurrent product) and adds the bias before
+(``BiasAdd``, ``AddV2``). A chain reading a Split's or such a StridedSlice's outputs computes
+its own blocks of the sliced value instead: ``Piece`` and ``Cut`` entries cut the value's
+leaves (the tensors the ops before the slicing read, when nothing else reads those ops) into
+blocks, and the ops between are applied to the blocks. Blocks of an elementwise expression
+are the expression of the blocks, bit for bit, and each chain computes only its blocks, so
+no work is done twice; the Split and the ops before it go when every piece is taken (an LSTM or GRU
+cell's loop body: the products and two chains). In a loop of scalar arithmetic
 (a counter, an accumulator) compiled programs write a chain as its members' scalar forms
 composed into one expression (the chain's record, ``ScalarForm.compose``), so the
 arithmetic stays inline as it was before fusing; on arrays they call the chain's array
@@ -117,15 +118,72 @@ def _split_axis(ed: Editor, prot: Protected, name: str, dtype: int, device: str
     return int(axis), int(n.i), data[1]
 
 
+def _cut_spec(ed: Editor, prot: Protected, name: str, dtype: int, device: str
+              ) -> tuple[int, int | None, int | None, int, tuple[str, int]] | None:
+    """(axis, start, stop, dims, value tensor) of a StridedSlice a chain may compute its
+    block of: ``value[..., start:stop, ...]`` on one axis, every other axis whole (begin and
+    end masked, or begin 0), stride 1, no ellipsis, new or shrunk axes, the spec constant; its
+    dtype and device the chain's, each reader an op that may chain, nothing else needing it
+    (a GRU cell slices its recurrent product into three gates)."""
+    nd = ed.get(name)
+    if nd is None or nd.op != "StridedSlice" or attr_type(nd) != dtype \
+            or nd.device != device or prot.pinned(name) or prot.keeps_name(name) \
+            or ed.control_readers(name):
+        return None
+    data = ed.data_inputs(name)
+    if len(data) != 4 or any(slot != 0 for _n, slot in data[1:]):
+        return None
+    spec = [const_value(ed.get(n)) for n, _slot in data[1:]]
+    if any(v is None or v.ndim != 1 or v.dtype.kind not in "iu" or len(v) != len(spec[0])
+           or not len(v) for v in spec):
+        return None
+    masks = {k: (attr(nd, k).i if attr(nd, k) is not None else 0)
+             for k in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
+                       "shrink_axis_mask")}
+    if masks["ellipsis_mask"] or masks["new_axis_mask"] or masks["shrink_axis_mask"] \
+            or any(int(x) != 1 for x in spec[2]):
+        return None
+    cut = [i for i in range(len(spec[0]))
+           if not ((masks["begin_mask"] >> i & 1 or int(spec[0][i]) == 0)
+                   and masks["end_mask"] >> i & 1)]
+    if len(cut) != 1:
+        return None
+    a = cut[0]
+    start = None if masks["begin_mask"] >> a & 1 else int(spec[0][a])
+    stop = None if masks["end_mask"] >> a & 1 else int(spec[1][a])
+    for reader, _slot in ed.data_readers(name):
+        r = ed.get(reader)
+        if r is None or not _eligible(ed, prot, r) or attr_type(r) != dtype:
+            return None
+    return a, start, stop, len(spec[0]), data[0]
+
+
+SLICERS = ("Split", "StridedSlice")
+
+
+def _slicer(ed: Editor, prot: Protected, name: str, dtype: int, device: str) -> Any:
+    """What a chain needs to compute its own block of a Split's or StridedSlice's output
+    (``_split_axis``, ``_cut_spec``), or None."""
+    op = ed.op(name)
+    if op == "Split":
+        return _split_axis(ed, prot, name, dtype, device)
+    if op == "StridedSlice":
+        return _cut_spec(ed, prot, name, dtype, device)
+    return None
+
+
 def _inlinable(ed: Editor, prot: Protected, src: str, reader: str, dtype: int, device: str
                ) -> bool:
     """Whether ``src``'s op may be computed piecewise inside the chain: it may chain, and its
-    one output is read by ``reader`` alone (its control inputs become the chain's)."""
+    one output is read by ``reader`` and otherwise only by Splits and StridedSlices chains
+    take whole (its control inputs become the chain's)."""
     c = ed.get(src)
-    return (c is not None and _eligible(ed, prot, c) and attr_type(c) == dtype
-            and c.device == device and not prot.keeps_name(src) and not ed.control_readers(src)
-            and ed.used_slots(src) == {0}
-            and {r for r, _ in ed.data_readers(src)} == {reader})
+    if c is None or not _eligible(ed, prot, c) or attr_type(c) != dtype \
+            or c.device != device or prot.keeps_name(src) or ed.control_readers(src) \
+            or ed.used_slots(src) != {0}:
+        return False
+    return all(r == reader or _slicer(ed, prot, r, dtype, device) is not None
+               for r in {r for r, _ in ed.data_readers(src)})
 
 
 def _grow(ed: Editor, prot: Protected, root: Any, taken: set[str]) -> set[str]:
@@ -170,21 +228,25 @@ def _rewrite(ed: Editor, prot: Protected, root: Any, members: list[str]) -> list
             inputs.append(tensor)
         return f"i{inputs.index(tensor)}"
 
-    def piece(tensor: tuple[str, int], reader: str, split: str, axis: int, n: int,
-              j: int) -> str:
-        """The entry computing block ``j`` of ``tensor`` (which ``reader`` reads) along the
-        split's axis."""
-        key = (tensor, split, j)
+    def piece(tensor: tuple[str, int], reader: str, slicer: str, spec: tuple, j: int) -> str:
+        """The entry computing ``tensor``'s (which ``reader`` reads) block ``j`` of a Split's
+        (``spec``: axis, num_split) or its StridedSlice's block (axis, start, stop, dims)."""
+        key = (tensor, slicer, j)
         if key in pieces:
             return pieces[key]
         src, slot = tensor
         if slot == 0 and _inlinable(ed, prot, src, reader, t, root.device):
-            args = [piece(x, src, split, axis, n, j) for x in ed.data_inputs(src)]
+            args = [piece(x, src, slicer, spec, j) for x in ed.data_inputs(src)]
             program.append(" ".join([ed.get(src).op, *args]))
             moved.append(src)
         else:
-            g = groups.setdefault(split, len(groups))
-            program.append(f"Piece {operand(tensor)} {axis} {n} {j} {g}")
+            g = groups.setdefault(slicer, len(groups))
+            if len(spec) == 2:
+                program.append(f"Piece {operand(tensor)} {spec[0]} {spec[1]} {j} {g}")
+            else:
+                a, start, stop, dims = spec
+                program.append(f"Cut {operand(tensor)} {a} {'_' if start is None else start} "
+                               f"{'_' if stop is None else stop} {dims} {g}")
         pieces[key] = f"r{len(program) - 1}"
         return pieces[key]
 
@@ -195,12 +257,12 @@ def _rewrite(ed: Editor, prot: Protected, root: Any, members: list[str]) -> list
             if src in index:
                 args.append(entry[src])
                 continue
-            split = _split_axis(ed, prot, src, t, root.device)
-            if split is None:
+            sliced = _slicer(ed, prot, src, t, root.device)
+            if sliced is None:
                 args.append(operand((src, slot)))
                 continue
-            axis, n, value = split
-            args.append(piece(value, src, src, axis, n, slot))
+            *spec, value = sliced
+            args.append(piece(value, src, src, tuple(spec), slot))
             if src not in moved:
                 moved.insert(0, src)
         program.append(" ".join([nd.op, *args]))
@@ -221,6 +283,6 @@ def _rewrite(ed: Editor, prot: Protected, root: Any, members: list[str]) -> list
     ed.set_inputs(root.name, inputs, controls)
     # Splits first, then the ops they read, producers after their readers: removing in this
     # order leaves each without readers when its turn comes
-    return [m for m in moved if ed.op(m) == "Split"] + \
-        [m for m in reversed(moved) if ed.op(m) != "Split"]
+    return [m for m in moved if ed.op(m) in SLICERS] + \
+        [m for m in reversed(moved) if ed.op(m) not in SLICERS]
 
