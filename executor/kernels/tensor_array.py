@@ -159,13 +159,7 @@ def _vector(x: np.ndarray, message: str) -> np.ndarray:
     return x
 
 
-_F32 = np.dtype(np.float32)
-
-
 def _flow(flow_in: Any) -> np.ndarray:
-    # the flow is a float32 scalar nothing writes to: passed on as it is when it is one
-    if flow_in.__class__ is np.ndarray and flow_in.dtype is _F32:
-        return flow_in
     return np.array(flow_in, dtype=np.float32)
 
 
