@@ -169,11 +169,23 @@ class Emitter:
         """Kernel step ``i`` as its array form ``fn`` on the arrays, its result taken when it
         is an ndarray of the output dtype (the memory budget checked first, as the kernel
         call does), else ``fallback`` (the kernel call)."""
-        self.env[f"AF{i}"], self.env[f"OD{i}"] = fn, item.out_dtypes[0]
+        self.env[f"OD{i}"] = item.out_dtypes[0]
+        self.form_call(depth, i, item, args, fn)
+        # the dtype by identity first (NumPy's own instance), then by value: an equal
+        # descriptor that is another instance (unpickled, or "<f4" on a little-endian host)
+        # is the same type
+        self.line(depth, f"s{out} = _o if _o.__class__ is ND and (_o.dtype is OD{i} or "
+                         f"_o.dtype == OD{i}) else {fallback}")
+
+    def form_call(self, depth: int, i: int, item: Any, args: tuple,
+                  fn: Callable[..., Any]) -> None:
+        """``_o = `` the array form ``fn`` of kernel step ``i`` on the slots (None when the
+        budget test fails or the form raises: the kernel call runs then), after the cancel
+        check the kernel call would make."""
+        self.env[f"AF{i}"] = fn
         # a NumPy scalar among them is taken as its 0-d array would be (NumPy's scalars
         # keep their dtype; tests/test_fast_paths.py checks the forms on both)
-        arrays = ", ".join(f"s{a}" for a in args)
-        core = f"AF{i}({arrays})"
+        core = f"AF{i}({', '.join(f's{a}' for a in args)})"
         if item.size_check is not None:
             core = f"{core} if {self.fits(i, item, args)} else None"
         self.line(depth, "if ctl.error is not None: raise ctl.error")
@@ -181,11 +193,6 @@ class Emitter:
         self.line(depth + 1, f"_o = {core}")
         self.line(depth, "except Exception:")
         self.line(depth + 1, "_o = None")
-        # the dtype by identity first (NumPy's own instance), then by value: an equal
-        # descriptor that is another instance (unpickled, or "<f4" on a little-endian host)
-        # is the same type
-        self.line(depth, f"s{out} = _o if _o.__class__ is ND and (_o.dtype is OD{i} or "
-                         f"_o.dtype == OD{i}) else {fallback}")
 
     def fits(self, i: int, item: Any, args: tuple) -> str:
         """The test that kernel step ``i``'s outputs fit the memory budget (``FITS``, what
@@ -213,17 +220,9 @@ class Emitter:
         when it holds one ndarray of each output's dtype (NumPy's own instance), else the
         kernel call; the memory budget checked first, as for one output."""
         n = item.num_outputs
-        self.env[f"AF{i}"] = fn
         for k in range(n):
             self.env[f"OD{i}_{k}"] = item.out_dtypes[k]
-        core = f"AF{i}({', '.join(f's{a}' for a in args)})"
-        if item.size_check is not None:
-            core = f"{core} if {self.fits(i, item, args)} else None"
-        self.line(depth, "if ctl.error is not None: raise ctl.error")
-        self.line(depth, "try:")
-        self.line(depth + 1, f"_o = {core}")
-        self.line(depth, "except Exception:")
-        self.line(depth + 1, "_o = None")
+        self.form_call(depth, i, item, args, fn)
         taken = " and ".join(f"_o[{k}].__class__ is ND and _o[{k}].dtype is OD{i}_{k}"
                              for k in range(n))
         self.line(depth, f"if _o.__class__ is not tuple or len(_o) != {n} or not ({taken}):")

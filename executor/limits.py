@@ -509,8 +509,8 @@ declare("_DfgElementwiseChain", estimate=_broadcast_n)
 _broadcast2.alike_inputs_fit = _broadcast3.alike_inputs_fit = True  # type: ignore[attr-defined]
 _broadcast_n.alike_inputs_fit = True  # type: ignore[attr-defined]
 # estimators that read nothing of the inputs but their shapes and dtypes (and the node's
-# attrs): generated code asks each once per input shapes in a run of a program
-# (codegen.array_step), where a loop asks the same every iteration
+# attrs): generated code asks each once per input shapes and budget (codegen.Emitter.fits),
+# where a loop would ask the same every iteration
 for _fn in (_broadcast2, _broadcast3, _broadcast_n, matmul, batch_matmul):
     _fn.shapes_only = True  # type: ignore[attr-defined]
 

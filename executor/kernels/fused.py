@@ -387,6 +387,7 @@ _F32 = np.dtype(np.float32)
 # (program, number of inputs) -> the function running it (the kernel's core and the array form)
 _PROGRAMS: dict[tuple[tuple[str, ...], int], Callable[..., Any]] = {}
 
+
 def _native_code(parsed: list, n_inputs: int) -> bytes | None:
     """The chain as dfg_chain_f32's int32 triples (op, operand, operand or -1; operand n +
     k is the k-th op's result), or None when an op is not one it computes."""
@@ -706,7 +707,6 @@ def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
             return numpy_chain(*args) if out is None else out
     if pieces or any(op == "BiasAdd" for op, _r, _p in parsed):
         sources = [int(parsed[k][1][0][1:]) for k in pieces]
-        direct = used if len(used) < n_inputs else None
         # input shapes -> (the pieces' indices, the sweep's layout or None)
         plans: dict[tuple, tuple] = {}
 
@@ -732,11 +732,9 @@ def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
                     return out
                 except (TypeError, ValueError):
                     pass        # views of them, copied, below
-            if not sources:
-                return run(*inputs)
-            firsts = inputs if direct is None else [inputs[j] for j in direct]
-            return run(*firsts, *(inputs[src] if ix is None else inputs[src][ix]
-                                  for src, (ix, *_e) in zip(sources, plan)))
+            return run(*(inputs[j] for j in used),
+                       *(inputs[src] if ix is None else inputs[src][ix]
+                         for src, (ix, *_e) in zip(sources, plan)))
     else:
         hit = run if len(used) == n_inputs else (
             lambda *inputs: run(*(inputs[j] for j in used)))

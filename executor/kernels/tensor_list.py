@@ -165,7 +165,7 @@ def _shape_of(v: Any) -> tuple[int, ...]:
 
 def as_list(x: Any) -> TensorList | None:
     """``x`` as a TensorList if it is one (or a 0-d object array holding one), else None."""
-    if isinstance(x, TensorList):
+    if x.__class__ is TensorList or isinstance(x, TensorList):
         return x
     if isinstance(x, np.ndarray) and x.dtype == object and x.shape == () \
             and isinstance(x[()], TensorList):
@@ -183,8 +183,12 @@ def _list(x: Any) -> TensorList:
 
 
 def _check_op_dtype(ctx: KernelContext, tl: TensorList) -> None:
-    want = ctx.attrs["element_dtype"]
-    if not _same(want, tl.element_dtype):
+    _check_element_dtype(ctx.attrs["element_dtype"], tl)
+
+
+def _check_element_dtype(want: Any, tl: TensorList) -> None:
+    """The op's element_dtype is the list's (by identity first: a loop asks every step)."""
+    if tl.element_dtype is not want and not _same(want, tl.element_dtype):
         raise InvalidArgumentError(
             f"Invalid data types; op elements {_dtname(want)} but list elements "
             f"{_dtname(tl.element_dtype)}")
@@ -430,11 +434,8 @@ def _fill_unknown_from_entries(shape: PartialShape, entries: Sequence[Entry]) ->
 
 def _get_item(input_handle: Any, index: Any, element_shape: Any, element_dtype: Any) -> Any:
     """TensorListGetItem's core: the kernel and its array form both run it."""
-    tl = input_handle if input_handle.__class__ is TensorList else _list(input_handle)
-    if tl.element_dtype is not element_dtype and not _same(element_dtype, tl.element_dtype):
-        raise InvalidArgumentError(
-            f"Invalid data types; op elements {_dtname(element_dtype)} but list elements "
-            f"{_dtname(tl.element_dtype)}")
+    tl = _list(input_handle)
+    _check_element_dtype(element_dtype, tl)
     i = _scalar_int(index, "index")
     if not 0 <= i < tl.length:
         raise InvalidArgumentError(
@@ -689,10 +690,8 @@ def tensor_list_pop_back(ctx: KernelContext, input_handle: Any,
 @kernel("TensorListSetItem", cheap=True)
 def tensor_list_set_item(ctx: KernelContext, input_handle: Any, index: np.ndarray,
                          item: Any) -> TensorList:
-    # (each test first by identity: a recurrent loop sets an item every step)
-    tl = input_handle if input_handle.__class__ is TensorList else _list(input_handle)
-    if tl.element_dtype is not ctx.attrs["element_dtype"]:
-        _check_op_dtype(ctx, tl)
+    tl = _list(input_handle)
+    _check_op_dtype(ctx, tl)
     i = _scalar_int(index, "index")
     resize = bool(ctx.attrs.get("resize_if_index_out_of_bounds", False))
     if i < 0 or (not resize and i >= tl.length):

@@ -47,18 +47,24 @@ static inline double expm1_taylor(double r) {
     return p * r;
 }
 
-static inline double exp_small(double x) {
+/* x = n ln2 + r with |r| <= ln2 / 2: returns e^r - 1, and n and 2^n through the pointers */
+static inline double exp_reduced(double x, double *n_out, double *scale_out) {
     const double shift = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
     double k = x * 1.4426950408889634 + shift;
     int64_t kb;
     memcpy(&kb, &k, sizeof kb);
     double n = k - shift;
     double r = x - n * 0.6931471805598903 - n * 5.497923018708371e-14;
-    double p = 1.0 + expm1_taylor(r);
     /* the low 32 bits of k's mantissa hold n (two's complement); 2^n = (n + 1023) << 52 */
     int64_t eb = ((int64_t)(int32_t)kb + 1023) << 52;
-    double scale;
-    memcpy(&scale, &eb, sizeof scale);
+    memcpy(scale_out, &eb, sizeof *scale_out);
+    *n_out = n;
+    return expm1_taylor(r);
+}
+
+static inline double exp_small(double x) {
+    double n, scale;
+    double p = 1.0 + exp_reduced(x, &n, &scale);
     return p * scale;
 }
 
@@ -201,15 +207,8 @@ static inline float tanh1(float xf) {
     /* e^y - 1 from one reduction y = n ln2 + r: for n = 0 it is expm1(r) itself (no
      * cancellation near 0), else 2^n (1 + expm1(r)) - 1 >= e^(ln2 / 2) - 1 = 0.41 (none to
      * speak of). One polynomial where the two branches computed two. */
-    const double shift = 6755399441055744.0;
-    double k = y * 1.4426950408889634 + shift;
-    int64_t kb;
-    memcpy(&kb, &k, sizeof kb);
-    double n = k - shift;
-    double p = expm1_taylor(y - n * 0.6931471805598903 - n * 5.497923018708371e-14);
-    int64_t eb = ((int64_t)(int32_t)kb + 1023) << 52;
-    double scale;
-    memcpy(&scale, &eb, sizeof scale);
+    double n, scale;
+    double p = exp_reduced(y, &n, &scale);
     double m = n == 0.0 ? p : scale * (1.0 + p) - 1.0;
     float r = __builtin_copysignf((float)(m / (m + 2.0)), xf);
     return xf != xf ? xf : r;

@@ -66,7 +66,7 @@ def run(graph: Graph, options: PassOptions) -> Any:
         in_loop = {n for n, f in node_frame.items() if f != ROOT}
         if not in_loop:
             return ed.finish()
-    absorbed: list[str] = []      # Splits moved into chains, then the ops inlined into them
+    absorbed: list[str] = []      # slicers moved into chains, then the ops inlined into them
     for node in reversed(order):
         root = ed.get(node.name)
         if root is None or root.name in taken or not _eligible(ed, prot, root) \
@@ -79,8 +79,8 @@ def run(graph: Graph, options: PassOptions) -> Any:
         moved = _rewrite(ed, prot, root, sorted(members, key=rank.__getitem__))
         taken.update(moved)
         absorbed.extend(moved)
-    # what the chains took whole is gone: a Split all of whose pieces they compute, and the
-    # ops that only it read
+    # what the chains took whole is gone: a slicer all of whose blocks they compute, and the
+    # ops that only slicers read
     for name in absorbed:
         if name in ed and not ed.data_readers(name) and not ed.control_readers(name):
             ed.remove(name)
@@ -111,10 +111,8 @@ def _split_axis(ed: Editor, prot: Protected, name: str, dtype: int, device: str
     axis = const_value(ed.get(data[0][0])) if len(data) == 2 and data[0][1] == 0 else None
     if n is None or axis is None or axis.ndim != 0 or axis.dtype.kind not in "iu":
         return None
-    for reader, _slot in ed.data_readers(name):
-        r = ed.get(reader)
-        if r is None or not _eligible(ed, prot, r) or attr_type(r) != dtype:
-            return None
+    if not _read_by_chainable(ed, prot, name, dtype):
+        return None
     return int(axis), int(n.i), data[1]
 
 
@@ -151,11 +149,18 @@ def _cut_spec(ed: Editor, prot: Protected, name: str, dtype: int, device: str
     a = cut[0]
     start = None if masks["begin_mask"] >> a & 1 else int(spec[0][a])
     stop = None if masks["end_mask"] >> a & 1 else int(spec[1][a])
+    if not _read_by_chainable(ed, prot, name, dtype):
+        return None
+    return a, start, stop, len(spec[0]), data[0]
+
+
+def _read_by_chainable(ed: Editor, prot: Protected, name: str, dtype: int) -> bool:
+    """Whether every reader of ``name``'s outputs is an op of ``dtype`` that may chain."""
     for reader, _slot in ed.data_readers(name):
         r = ed.get(reader)
         if r is None or not _eligible(ed, prot, r) or attr_type(r) != dtype:
-            return None
-    return a, start, stop, len(spec[0]), data[0]
+            return False
+    return True
 
 
 SLICERS = ("Split", "StridedSlice")
@@ -209,11 +214,12 @@ def _grow(ed: Editor, prot: Protected, root: Any, taken: set[str]) -> set[str]:
 
 
 def _rewrite(ed: Editor, prot: Protected, root: Any, members: list[str]) -> list[str]:
-    """``members`` in topological order, ``root`` last. An input that is a Split's output
-    (``_split_axis``) becomes the chain's own piece of the Split's value: ``Piece`` entries of
-    the value's leaves, and the elementwise ops between (read by nothing else) applied to the
-    pieces, so a recurrent cell's gate split and the bias add before it join the gates'
-    chains. Returns the Splits and ops whose work the chain took."""
+    """``members`` in topological order, ``root`` last. An input that is a Split's or a
+    StridedSlice's output (``_slicer``) becomes the chain's own block of the sliced value:
+    ``Piece`` or ``Cut`` entries of the value's leaves, and the elementwise ops between (read
+    by nothing but slicers) applied to the blocks, so a recurrent cell's gate split and the
+    bias add before it join the gates' chains. Returns the slicers and ops whose work the
+    chain took."""
     index = {n: k for k, n in enumerate(members)}
     inputs: list[tuple[str, int]] = []
     program: list[str] = []
@@ -281,7 +287,7 @@ def _rewrite(ed: Editor, prot: Protected, root: Any, members: list[str]) -> list
     if shapes is not None:
         root.attr["_output_shapes"].ParseFromString(shapes)
     ed.set_inputs(root.name, inputs, controls)
-    # Splits first, then the ops they read, producers after their readers: removing in this
+    # slicers first, then the ops they read, producers after their readers: removing in this
     # order leaves each without readers when its turn comes
     return [m for m in moved if ed.op(m) in SLICERS] + \
         [m for m in reversed(moved) if ed.op(m) not in SLICERS]
