@@ -64,9 +64,9 @@ _TAP_MIN_CHANNELS = 16
 # Bound on the im2col matrix of one chunk: large batches are processed a few images at a time
 # so the patch matrix neither exhausts memory nor falls out of cache needlessly.
 PATCH_BYTES = 64 << 20
-# With few output channels the GEMM is skinny and BLAS runs at a third to a half of its
-# speed: a KxK float32 convolution with at most NATIVE_MAX_OC of them and overlapping windows
-# goes to the compiled direct convolution when it is built (_native.py), from
+# On AVX-512 (8-pixel blocks): with few output channels the GEMM is skinny and BLAS runs at
+# a third to a half of its speed: a KxK float32 convolution with at most NATIVE_MAX_OC of
+# them and overlapping windows goes to the compiled direct convolution (_native.py), from
 # NATIVE_MIN_FLOPS on. Measured with paired in-process runs (DFG_NATIVE alternating):
 # bench_cnn 0.73-0.87x, resnet_style 0.66-0.88x, U-Net 0.84-0.96x the numpy path's step;
 # the Keras zoo's small feature maps even (0.97-1.03x; without the floor one core of the
@@ -391,12 +391,36 @@ def tiles_exactly(g: Geom) -> bool:
         and g.oh * g.kh == g.h and g.ow * g.kw == g.w
 
 
-def _native_pays(g: Geom, oc: int) -> bool:
-    """Whether the compiled direct convolution beats the GEMM paths on this geometry."""
+def _native_pays(g: Geom, oc: int, gather: bool) -> bool:
+    """Whether the compiled direct convolution beats the GEMM paths on this geometry
+    (``gather``: the numpy path would gather a patch matrix, its fastest form)."""
     if g.sh >= g.kh and g.sw >= g.kw:
         return False    # windows that do not overlap (1x1, patchify): a GEMM (BLAS is better)
+    flops = 2.0 * g.n * g.oh * g.ow * oc * g.kh * g.kw * g.c
+    if not _native.wide_vectors():
+        return _avx2_native_pays(g, oc, gather, flops)
     skinny = oc <= NATIVE_MAX_OC or g.kh * g.kw * g.c <= NATIVE_MAX_K
-    return skinny and 2.0 * g.n * g.oh * g.ow * oc * g.kh * g.kw * g.c >= NATIVE_MIN_FLOPS
+    return skinny and flops >= NATIVE_MIN_FLOPS
+
+
+# The AVX2 kernel (6-pixel blocks of 16 channels, conv.c) against the numpy path on an AVX2
+# EPYC, 2 threads, every Conv2D of the bench and zoo models and ResNet/VGG-sized layers
+# (python benchmarks/bench_native_conv.py prints such a sweep): direct/numpy time 0.17-0.5 where
+# numpy takes per-tap GEMMs or an im2col copy (any K up to 4608, any output count: 33-46
+# GFLOP/s against 87-110); against the gathered patch matrix, 0.5-0.85 up to K = 1152 and
+# 1.6 at K = 2304 (BLAS's square-ish GEMM then runs at 90 GFLOP/s). A row whose last block
+# is mostly past its end wastes that block's work (OW = 8: 12 pixels computed for 8), and
+# under about a million FLOPs (tens of microseconds) neither side wins.
+AVX2_GATHER_MAX_K = 1152
+AVX2_MIN_FLOPS = 1e6
+AVX2_BLOCK = 6
+
+
+def _avx2_native_pays(g: Geom, oc: int, gather: bool, flops: float) -> bool:
+    computed = -(-g.ow // AVX2_BLOCK) * AVX2_BLOCK
+    if computed > 1.25 * g.ow or flops < AVX2_MIN_FLOPS:
+        return False
+    return not gather or g.kh * g.kw * g.c <= AVX2_GATHER_MAX_K
 
 
 @functools.lru_cache(maxsize=256)
@@ -420,15 +444,15 @@ def _conv_plan(x_shape: tuple[int, ...], f_shape: tuple[int, ...], itemsize: int
                 x_shape, (kh, kw, g.c, oc // g.c), itemsize, strides, padding, dilations,
                 fmt, explicit))
         return _ConvPlan(g, oc, groups, "grouped")
-    native = _native_pays(g, oc)
     if kh == kw == 1 and not g.padded:
-        return _ConvPlan(g, oc, groups, "gemm", native=native)
+        return _ConvPlan(g, oc, groups, "gemm", native=_native_pays(g, oc, False))
     cols_bytes = g.n * g.oh * g.ow * kh * kw * g.c * itemsize
     # With few channels the gather moves tiny rows; a strided copy moves longer runs.
     if cols_bytes <= _GATHER_BYTES and (g.c >= _GATHER_MIN_CHANNELS
                                         or cols_bytes <= _GATHER_SMALL_BYTES):
         idx, fill_row = _gather_index(g)
-        return _ConvPlan(g, oc, groups, "gather", idx, fill_row, native)
+        return _ConvPlan(g, oc, groups, "gather", idx, fill_row, _native_pays(g, oc, True))
+    native = _native_pays(g, oc, False)
     if g.c >= _TAP_MIN_CHANNELS:
         return _ConvPlan(g, oc, groups, "taps", native=native)
     return _ConvPlan(g, oc, groups, "im2col", native=native)

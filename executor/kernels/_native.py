@@ -103,31 +103,43 @@ def enabled() -> bool:
     return not _refused() and _ext is not None
 
 
-def _wide_vectors() -> bool:
-    """Whether the CPU has AVX-512 (NumPy's own CPU detection, else /proc/cpuinfo)."""
+def _cpu_features() -> set[str]:
+    """The CPU's vector features dfg's kernels care about: NumPy's own CPU detection, else
+    /proc/cpuinfo's flags."""
     try:
         from numpy._core._multiarray_umath import __cpu_features__ as features
-        return bool(features.get("AVX512F"))
+        return {k for k in ("AVX512F", "AVX2", "FMA3") if features.get(k)}
     except ImportError:
         try:
             with open("/proc/cpuinfo") as f:
-                return " avx512f" in f.read()
+                flags = f.read().split()
         except OSError:
-            return False
+            return set()
+        return {k for k, flag in (("AVX512F", "avx512f"), ("AVX2", "avx2"), ("FMA3", "fma"))
+                if flag in flags}
 
 
-_WIDE = _wide_vectors()
+_FEATURES = _cpu_features()
+# AVX-512: 32 registers of 16 floats, the direct convolution's 8-pixel blocks (conv.c).
+_WIDE = "AVX512F" in _FEATURES
+# AVX2 with FMA: 16 registers of 8 floats, its 6-pixel blocks. Without either (baseline x86-64,
+# other architectures) the blocks spill and the numpy/BLAS path is faster.
+_VECTOR = _WIDE or {"AVX2", "FMA3"} <= _FEATURES
 
 
 def dense_conv() -> bool:
     """Whether the compiled direct convolution (Conv2D) runs: enabled, and on a CPU with
-    AVX-512 unless ``DFG_NATIVE=1`` asks for it anywhere. Its 8-pixel x 16-channel block of
-    accumulators is sixteen 256-bit registers on AVX2, all of them, so it spills: on an AVX2
-    EPYC the numpy/BLAS path was twice as fast (bench U-Net 84 -> 45 ms, ResNet-style 38 ->
-    18 ms). The depthwise kernel keeps one vector per channel block and stays on."""
+    AVX-512 or AVX2+FMA unless ``DFG_NATIVE=1`` asks for it anywhere. Which convolutions it
+    takes is :func:`~dfg.executor.kernels._conv._native_pays`'s rule for the CPU.
+    The depthwise kernel keeps one vector per channel block and is on wherever enabled."""
     if not enabled():
         return False
-    return _setting() == "on" or _WIDE
+    return _setting() == "on" or _VECTOR
+
+
+def wide_vectors() -> bool:
+    """Whether the CPU has AVX-512 (the direct convolution's rule differs: ``_conv``)."""
+    return _WIDE
 
 
 def status() -> str:

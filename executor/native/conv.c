@@ -21,11 +21,14 @@
 
 #include "native.h"
 
-#define RB 8            /* output pixels per block */
+#define RB_MAX 8        /* output pixels per block, at most */
 #define VW DFG_VW       /* output channels per vector */
 
 typedef float vf __attribute__((vector_size(VW * sizeof(float))));
 typedef float vfu __attribute__((vector_size(VW * sizeof(float)), aligned(4)));
+#define VH (VW / 2)     /* floats per half block */
+typedef float vh __attribute__((vector_size(VH * sizeof(float))));
+typedef float vhu __attribute__((vector_size(VH * sizeof(float)), aligned(4)));
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(DFG_NO_CLONES)
 #define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -41,13 +44,20 @@ typedef float vfu __attribute__((vector_size(VW * sizeof(float)), aligned(4)));
  * scale + shift (each NULL to skip; both padded to whole blocks of VW), + res (NULL, or an
  * (N, OH, OW, OC) tensor: a residual connection), then act: 0 none, 1 Relu, 2 Relu6 (NaN
  * stays NaN, as TensorFlow's and numpy's max/min keep it).
- * Computes output rows [r0, r1) of the N * OH. Returns 0, or -1 when out of memory. */
-CLONES
-int dfg_conv2d_nhwc_f32(const float *x, const float *wb, float *out,
-                        long H, long W, long C, long KH, long KW, long OC, long OH, long OW,
-                        long sh, long sw, long dh, long dw, long pt, long pl,
-                        const float *scale, const float *shift, const float *res, int act,
-                        long r0, long r1)
+ * Computes output rows [r0, r1) of the N * OH. Returns 0, or -1 when out of memory.
+ *
+ * RB, the output pixels of one block, is a constant of each caller: the RB x VW block of
+ * accumulators must fit the vector registers with room for the filter vector and the
+ * broadcast. AVX-512 has 32 registers of 16 floats: 8 pixels take 8. AVX2 has 16 of 8
+ * floats: 8 pixels took all 16 and spilled (half the numpy/BLAS path's speed on an AVX2
+ * EPYC); 6 pixels take 12 and leave 3. Each caller inlines this body with its own RB, so
+ * the loops over the block unroll and the accumulators stay in registers. */
+static inline __attribute__((always_inline))
+int conv_rows(const float *x, const float *wb, float *out,
+              long H, long W, long C, long KH, long KW, long OC, long OH, long OW,
+              long sh, long sw, long dh, long dw, long pt, long pl,
+              const float *scale, const float *shift, const float *res, int act,
+              long r0, long r1, const int RB)
 {
     const long xs = sw * C;                          /* input step between output pixels */
     /* Each output row first copies the KH input rows it reads into a zero-padded buffer,
@@ -79,28 +89,70 @@ int dfg_conv2d_nhwc_f32(const float *x, const float *wb, float *out,
             const float *wblock = wb + ob * KH * KW * C;
             for (long ox = 0; ox < OW; ox += RB) {
                 const long nr = OW - ox < RB ? OW - ox : RB;
-                vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
-                for (long ky = 0; ky < KH; ky++) {
-                    const long iy = iy0 + ky * dh;
-                    if (iy < 0 || iy >= H) continue;
-                    const float *base = rows + (ky * Wp + ox * sw) * C;
-                    for (long kx = 0; kx < KW; kx++) {
-                        const float *xp = base + kx * dw * C;
-                        const float *wk = wblock + (ky * KW + kx) * C * VW;
-                        for (long c = 0; c < C; c++) {
-                            const vf wv = *(const vfu *)(wk + c * VW);
-                            a0 += xp[c] * wv;
-                            a1 += xp[xs + c] * wv;
-                            a2 += xp[2 * xs + c] * wv;
-                            a3 += xp[3 * xs + c] * wv;
-                            a4 += xp[4 * xs + c] * wv;
-                            a5 += xp[5 * xs + c] * wv;
-                            a6 += xp[6 * xs + c] * wv;
-                            a7 += xp[7 * xs + c] * wv;
+                vf acc[RB_MAX];
+                if (RB == 8) {          /* a constant: each caller has one branch only */
+                    /* named accumulators, not an array: GCC keeps an array whose address
+                     * is taken in memory through the inner loop */
+                    vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0},
+                       a7 = {0};
+                    for (long ky = 0; ky < KH; ky++) {
+                        const long iy = iy0 + ky * dh;
+                        if (iy < 0 || iy >= H) continue;
+                        const float *base = rows + (ky * Wp + ox * sw) * C;
+                        for (long kx = 0; kx < KW; kx++) {
+                            const float *xp = base + kx * dw * C;
+                            const float *wk = wblock + (ky * KW + kx) * C * VW;
+                            for (long c = 0; c < C; c++) {
+                                const vf wv = *(const vfu *)(wk + c * VW);
+                                a0 += xp[c] * wv;
+                                a1 += xp[xs + c] * wv;
+                                a2 += xp[2 * xs + c] * wv;
+                                a3 += xp[3 * xs + c] * wv;
+                                a4 += xp[4 * xs + c] * wv;
+                                a5 += xp[5 * xs + c] * wv;
+                                a6 += xp[6 * xs + c] * wv;
+                                a7 += xp[7 * xs + c] * wv;
+                            }
                         }
                     }
+                    acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+                    acc[4] = a4; acc[5] = a5; acc[6] = a6; acc[7] = a7;
+                } else {
+                    /* Halves of 8 floats (one AVX2 register each): GCC lowers a 16-float
+                     * vector on AVX2 through the stack, so these are spelled out. */
+                    vh l0 = {0}, l1 = {0}, l2 = {0}, l3 = {0}, l4 = {0}, l5 = {0};
+                    vh h0 = {0}, h1 = {0}, h2 = {0}, h3 = {0}, h4 = {0}, h5 = {0};
+                    for (long ky = 0; ky < KH; ky++) {
+                        const long iy = iy0 + ky * dh;
+                        if (iy < 0 || iy >= H) continue;
+                        const float *base = rows + (ky * Wp + ox * sw) * C;
+                        for (long kx = 0; kx < KW; kx++) {
+                            const float *xp = base + kx * dw * C;
+                            const float *wk = wblock + (ky * KW + kx) * C * VW;
+                            for (long c = 0; c < C; c++) {
+                                const vh wl = *(const vhu *)(wk + c * VW);
+                                const vh wh = *(const vhu *)(wk + c * VW + VH);
+                                float v = xp[c];
+                                l0 += v * wl; h0 += v * wh;
+                                v = xp[xs + c];
+                                l1 += v * wl; h1 += v * wh;
+                                v = xp[2 * xs + c];
+                                l2 += v * wl; h2 += v * wh;
+                                v = xp[3 * xs + c];
+                                l3 += v * wl; h3 += v * wh;
+                                v = xp[4 * xs + c];
+                                l4 += v * wl; h4 += v * wh;
+                                v = xp[5 * xs + c];
+                                l5 += v * wl; h5 += v * wh;
+                            }
+                        }
+                    }
+                    const vh lo_[6] = {l0, l1, l2, l3, l4, l5}, hi_[6] = {h0, h1, h2, h3, h4, h5};
+                    for (int r = 0; r < 6; r++) {
+                        memcpy(&acc[r], &lo_[r], sizeof(vh));
+                        memcpy((char *)&acc[r] + sizeof(vh), &hi_[r], sizeof(vh));
+                    }
                 }
-                vf acc[RB] = {a0, a1, a2, a3, a4, a5, a6, a7};
                 float *o = orow + ox * OC + ob;
                 /* the epilogue while the block is in registers: scale, shift, residual */
                 if (scale || shift || res) {
@@ -135,6 +187,41 @@ int dfg_conv2d_nhwc_f32(const float *x, const float *wb, float *out,
     }
     free(rows);
     return 0;
+}
+
+/* The kernel with 8-pixel blocks (AVX-512), and with 6-pixel blocks (16 vector registers:
+ * AVX2, and NEON's 32 of 4 floats). Both are cloned per target; dfg_conv2d_nhwc_f32_mt
+ * picks one by the CPU. */
+CLONES
+int dfg_conv2d_nhwc_f32(const float *x, const float *wb, float *out,
+                        long H, long W, long C, long KH, long KW, long OC, long OH, long OW,
+                        long sh, long sw, long dh, long dw, long pt, long pl,
+                        const float *scale, const float *shift, const float *res, int act,
+                        long r0, long r1)
+{
+    return conv_rows(x, wb, out, H, W, C, KH, KW, OC, OH, OW, sh, sw, dh, dw, pt, pl,
+                     scale, shift, res, act, r0, r1, 8);
+}
+
+CLONES
+int dfg_conv2d_nhwc_f32_rb6(const float *x, const float *wb, float *out,
+                            long H, long W, long C, long KH, long KW, long OC, long OH,
+                            long OW, long sh, long sw, long dh, long dw, long pt, long pl,
+                            const float *scale, const float *shift, const float *res, int act,
+                            long r0, long r1)
+{
+    return conv_rows(x, wb, out, H, W, C, KH, KW, OC, OH, OW, sh, sw, dh, dw, pt, pl,
+                     scale, shift, res, act, r0, r1, 6);
+}
+
+/* Whether the CPU has 32 wide vector registers (AVX-512): the 8-pixel blocks fit them. */
+static int wide_registers(void) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+#else
+    return 0;
+#endif
 }
 
 /* Depthwise 2-D convolution of float32 NHWC with one filter per channel (depth multiplier
@@ -179,7 +266,10 @@ struct conv_args {
 
 static int conv_range(const void *p, long r0, long r1) {
     const struct conv_args *a = p;
-    return dfg_conv2d_nhwc_f32(a->x, a->wb, a->out, a->H, a->W, a->C, a->KH, a->KW, a->OC,
+    static int wide = -1;   /* benign race: every thread computes the same answer */
+    if (wide < 0) wide = wide_registers();
+    return (wide ? dfg_conv2d_nhwc_f32 : dfg_conv2d_nhwc_f32_rb6)(
+                               a->x, a->wb, a->out, a->H, a->W, a->C, a->KH, a->KW, a->OC,
                                a->OH, a->OW, a->sh, a->sw, a->dh, a->dw, a->pt, a->pl,
                                a->scale, a->shift, a->res, a->act, r0, r1);
 }
