@@ -94,6 +94,8 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
       loop_invariant    values computed only from a loop's constant inputs move out of it
       hoist_projection  an RNN's input projection (step t of a TensorList times a loop
                         constant) for every step as one Einsum before the loop
+      hoist_concat_projection  a TF1 cell's MatMul of concat([x_t, h]): x's rows of the
+                        kernel times every step as one Einsum before the loop, h's in it
       cse               identical computations computed once
       identity_removal  Identity/StopGradient/Snapshot/IdentityN/NoOp removed (control
                         dependencies kept); never a variable read or a cond pivot

@@ -246,6 +246,41 @@ def test_chain_pieces_and_bias_adds_equal_split_and_the_ops(native, monkeypatch)
 
 
 @pytest.mark.parametrize("native", ["on", "0"])
+def test_a_chains_add_n_adds_equal_shapes_and_refuses_others_as_add_n_does(native,
+                                                                          monkeypatch):
+    """AddN of two inputs in a chain (hoist_concat_projection writes one where a ConcatV2
+    checked its inputs' rows): AddN's bits on equal shapes, whole or in pieces, float32 and
+    float64; AddN's error where AddV2 would broadcast."""
+    if native == "0":
+        monkeypatch.setenv("DFG_NATIVE", "0")
+    else:
+        monkeypatch.delenv("DFG_NATIVE", raising=False)
+    rng = np.random.default_rng(5)
+    for dt in (np.float32, np.float64):
+        a, b = (rng.standard_normal((16, 32)) * 3).astype(dt), rng.standard_normal((16, 32)) \
+            .astype(dt)
+        bias = rng.standard_normal(8).astype(dt)
+        got = invoke("_DfgElementwiseChain", a, b, attrs={
+            "program": ["AddN i0 i1", "Tanh r0"], "N": 2, "T": dt})
+        np.testing.assert_array_equal(got, invoke("Tanh", invoke("AddN", a, b)))
+        for j in range(4):
+            got = invoke("_DfgElementwiseChain", a, b, bias, attrs={"program": [
+                f"Piece i0 1 4 {j} 0", f"Piece i1 1 4 {j} 0", "AddN r0 r1",
+                "BiasAdd r2 i2", "Sigmoid r3"], "N": 3, "T": dt})
+            want = invoke("Sigmoid", invoke("BiasAdd", np.split(invoke("AddN", a, b), 4,
+                                                                axis=1)[j], bias))
+            np.testing.assert_array_equal(got, want)
+        for other in (b[:1], b[0], dt(1.5)):
+            with pytest.raises(InvalidArgumentError, match="must have the same shape"):
+                invoke("_DfgElementwiseChain", a, other, attrs={
+                    "program": ["AddN i0 i1", "Tanh r0"], "N": 2, "T": dt})
+        with pytest.raises(InvalidArgumentError, match="must have the same shape"):
+            invoke("_DfgElementwiseChain", a, b[:1], bias, attrs={"program": [
+                "Piece i0 1 4 0 0", "Piece i1 1 4 0 0", "AddN r0 r1", "BiasAdd r2 i2"],
+                "N": 3, "T": dt})
+
+
+@pytest.mark.parametrize("native", ["on", "0"])
 def test_compiled_elementwise_chains_give_the_bits_of_the_ops_kernels(native, monkeypatch):
     """Random chains of the ops the compiled chain computes (fused.NATIVE_CHAIN_OPS), on
     full, row-broadcast, scalar and strided float32 inputs holding NaN, infinities, signed
@@ -259,8 +294,9 @@ def test_compiled_elementwise_chains_give_the_bits_of_the_ops_kernels(native, mo
     else:
         monkeypatch.delenv("DFG_NATIVE", raising=False)
     rng = np.random.default_rng(7)
-    # (BiasAdd's shapes are its own test's: test_chain_pieces_and_bias_adds_...)
-    ops = sorted(op for op in NATIVE_CHAIN_OPS if op != "BiasAdd")
+    # (BiasAdd's and AddN's shapes are their own tests': test_chain_pieces_and_bias_adds_...,
+    # test_a_chains_add_n_...)
+    ops = sorted(op for op in NATIVE_CHAIN_OPS if op not in ("BiasAdd", "AddN"))
     for trial in range(60):
         rows, cols = int(rng.integers(1, 9)), int(rng.integers(1, 700))
         full = (rng.standard_normal((rows, 2 * cols)) * 4).astype(np.float32)

@@ -41,6 +41,8 @@ REWRITES = {
     "conv_bn_relu": {"fold_batch_norm", "fuse_conv_bias_act"},
     "dense_bn": {"constant_folding", "fold_batch_norm", "fuse_matmul_bias_act"},
     "keras_lstm": {"hoist_projection"},
+    "tf1_dynamic_rnn_lstm": {"hoist_concat_projection"},
+    "tf1_dynamic_rnn_gru": {"hoist_concat_projection"},
     "efficientnet_v2_block": {"constant_folding", "fold_batch_norm", "fuse_conv_bias_act",
                               "fuse_matmul_bias_act"},
     "matmul_bias_act": {"fuse_matmul_bias_act"},

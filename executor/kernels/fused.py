@@ -341,10 +341,12 @@ def _ew_squared_difference(x: np.ndarray, y: np.ndarray, out: np.ndarray | None
 
 # op -> (arity, function called as fn(*operands, out=buffer or None)); each computes exactly
 # what the op's own kernel computes on float32/float64 (the same numpy functions). BiasAdd
-# (NHWC: the pass takes no other) is an addition once its shapes are checked (_shape_plan).
+# (NHWC: the pass takes no other) and a two-input AddN (its inputs' shapes must be equal) are
+# additions once their shapes are checked (_shape_plan).
 CHAIN_OPS: dict[str, tuple[int, Callable[..., np.ndarray]]] = {
     **{op: (2, f) for op, f in (
-        ("Add", np.add), ("AddV2", np.add), ("BiasAdd", np.add), ("Sub", np.subtract),
+        ("Add", np.add), ("AddV2", np.add), ("BiasAdd", np.add), ("AddN", np.add),
+        ("Sub", np.subtract),
         ("Mul", np.multiply),
         ("RealDiv", np.true_divide), ("Div", np.true_divide), ("Maximum", np.maximum),
         ("Minimum", np.minimum), ("SquaredDifference", _ew_squared_difference))},
@@ -379,9 +381,9 @@ def _fits(buf: Any, other: np.ndarray) -> np.ndarray | None:
 # (numpy's own vectorized float32 exp and log round differently from any other), nor
 # Maximum/Minimum/Relu/Relu6 (numpy's SIMD and scalar loops disagree on the sign of a zero
 # result).
-NATIVE_CHAIN_OPS = {"Add": 0, "AddV2": 0, "BiasAdd": 0, "Sub": 1, "Mul": 2, "RealDiv": 3, "Div": 3,
-                    "SquaredDifference": 4, "Neg": 5, "Abs": 6, "Square": 7, "Reciprocal": 8,
-                    "Sqrt": 9, "Rsqrt": 10, "Sigmoid": 11, "Tanh": 12}
+NATIVE_CHAIN_OPS = {"Add": 0, "AddV2": 0, "BiasAdd": 0, "AddN": 0, "Sub": 1, "Mul": 2,
+                    "RealDiv": 3, "Div": 3, "SquaredDifference": 4, "Neg": 5, "Abs": 6,
+                    "Square": 7, "Reciprocal": 8, "Sqrt": 9, "Rsqrt": 10, "Sigmoid": 11, "Tanh": 12}
 _F32 = np.dtype(np.float32)
 
 # (program, number of inputs) -> the function running it (the kernel's core and the array form)
@@ -462,6 +464,8 @@ def _native_chain(code: bytes, inputs: tuple) -> np.ndarray | None:
     return out
 
 
+# ops whose shape rule is not numpy's broadcasting: checked by _shape_plan
+_CHECKED = frozenset({"BiasAdd", "AddN"})
 PIECE, CUT = "Piece", "Cut"
 SLICES = (PIECE, CUT)
 
@@ -558,9 +562,9 @@ def _group_extent(spec: tuple, leaves: list[tuple]) -> tuple[int, int]:
 def _shape_plan(parsed: list, shapes: tuple) -> tuple:
     """For inputs of ``shapes``: each slice entry's index (None: the leaf broadcasts as it
     is) and (position from the end, start, stop) of its block, the output shape, after the
-    checks the ops the chain replaces make: a Split's and a StridedSlice's (``_group_extent``)
-    and a BiasAdd's (a bias as long as the value's last axis). Raises InvalidArgumentError
-    with those ops' messages."""
+    checks the ops the chain replaces make: a Split's and a StridedSlice's (``_group_extent``),
+    a BiasAdd's (a bias as long as the value's last axis) and an AddN's (equal shapes). Raises
+    InvalidArgumentError with those ops' messages."""
     groups: dict[int, list[tuple]] = {}
     for op, refs, params in parsed:
         if op in SLICES:
@@ -601,6 +605,13 @@ def _shape_plan(parsed: list, shapes: tuple) -> tuple:
                     "Must provide as many biases as the channel dimension of the input "
                     f"tensor: {list(b)} vs. {list(v)}")
             results.append(v)
+            continue
+        if op == "AddN":
+            if ops[0] != ops[1]:
+                raise InvalidArgumentError(      # the AddN kernel's message (kernels/math.py)
+                    "inputs[0] and inputs[1] must have the same shape: "
+                    f"[{','.join(map(str, ops[0]))}] vs. [{','.join(map(str, ops[1]))}]")
+            results.append(ops[0])
             continue
         try:
             results.append(np.broadcast_shapes(*ops))
@@ -657,10 +668,10 @@ def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
     op has one and the inputs allow (``_native_chain``), else straight-line numpy code in
     which each op writes into the buffer of a result operand that dies there (when the shapes
     allow), so the chain allocates about once. Pieces become further inputs (views of theirs,
-    from the shape plan); a program with pieces or a BiasAdd is checked once per input shapes
-    (``_shape_plan``). It returns the chain's value (a NumPy scalar on 0-d inputs) or raises
-    ValueError on shapes that do not broadcast. The kernel and the chain's array form both
-    call it."""
+    from the shape plan); a program with pieces, a BiasAdd or an AddN is checked once per
+    input shapes (``_shape_plan``). It returns the chain's value (a NumPy scalar on 0-d
+    inputs) or raises ValueError on shapes that do not broadcast. The kernel and the chain's
+    array form both call it."""
     key = (program, n_inputs)
     hit = _PROGRAMS.get(key)
     if hit is not None:
@@ -705,7 +716,7 @@ def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
         def run(*args: Any) -> Any:
             out = _native_chain(code, args)
             return numpy_chain(*args) if out is None else out
-    if pieces or any(op == "BiasAdd" for op, _r, _p in parsed):
+    if pieces or any(op in _CHECKED for op, _r, _p in parsed):
         sources = [int(parsed[k][1][0][1:]) for k in pieces]
         # input shapes -> (the pieces' indices, the sweep's layout or None)
         plans: dict[tuple, tuple] = {}

@@ -46,7 +46,7 @@ FUSED_OP = "_DfgElementwiseChain"
 DT_FLOAT, DT_DOUBLE = 1, 2
 # op -> number of operands; the kernel's CHAIN_OPS has the same keys (a test checks it)
 CHAIN_OPS: dict[str, int] = {
-    **dict.fromkeys(("Add", "AddV2", "BiasAdd", "Sub", "Mul", "RealDiv", "Div", "Maximum",
+    **dict.fromkeys(("Add", "AddV2", "BiasAdd", "AddN", "Sub", "Mul", "RealDiv", "Div", "Maximum",
                      "Minimum", "SquaredDifference"), 2),
     **dict.fromkeys(("Neg", "Abs", "Exp", "Log", "Sqrt", "Square", "Tanh", "Reciprocal",
                      "Rsqrt", "Relu", "Relu6", "Sigmoid"), 1),

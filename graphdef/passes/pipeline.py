@@ -369,7 +369,8 @@ def _check(name: str, graph: Graph, new_errors: Any, must_exist: set[str],
 # fold into it), then prune again to drop what folding left unread.
 SIGNATURE_PASSES: tuple[str, ...] = (
     "lower_functional", "prune", "identity_removal", "constant_folding", "dead_branches",
-    "arithmetic", "fold_batch_norm", "loop_invariant", "hoist_projection", "cse")
+    "arithmetic", "fold_batch_norm", "loop_invariant", "hoist_projection",
+    "hoist_concat_projection", "cse")
 FUSION_PASSES: tuple[str, ...] = ("fuse_conv_bias_act", "fuse_matmul_bias_act",
                                   "fuse_elementwise", "prune")
 # Fusions left out unless asked for: on the Keras zoo, elementwise chains gave no step-time
@@ -377,7 +378,8 @@ FUSION_PASSES: tuple[str, ...] = ("fuse_conv_bias_act", "fuse_matmul_bias_act",
 # a chain's kernel alone is ~20% faster on large tensors (fewer allocations)
 OPT_IN_FUSIONS: tuple[str, ...] = ("fuse_elementwise",)
 # passes with nothing to do in a graph without control flow (and a measurable cost)
-_CONTROL_FLOW_PASSES = ("dead_branches", "loop_invariant", "hoist_projection")
+_CONTROL_FLOW_PASSES = ("dead_branches", "loop_invariant", "hoist_projection",
+                        "hoist_concat_projection")
 # Above this many nodes (function bodies counted) only the linear-time passes run: the
 # first step of a huge graph should not wait for the whole pipeline.
 SIGNATURE_MAX_NODES = 50_000

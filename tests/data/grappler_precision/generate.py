@@ -95,6 +95,7 @@ def to_float64(gd: tf.compat.v1.GraphDef) -> tf.compat.v1.GraphDef:
             n.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(v, tf.float64))
         if n.op == "FusedBatchNormV3":
             bns.append(n)
+    _keep_flows_float32(out)
     for n in bns:
         s, o, m, var = (tf.make_ndarray(consts[i.split(":")[0]].attr["value"].tensor)
                         .astype(np.float64) for i in n.input[1:5])
@@ -113,6 +114,31 @@ def to_float64(gd: tf.compat.v1.GraphDef) -> tf.compat.v1.GraphDef:
         del n.input[:]
         n.input.extend([mul.name, f"{n.name}/_f64_b"])
     return out
+
+
+_FLOW_OUT = {"TensorArrayV3": 1, "TensorArrayWriteV3": 0, "TensorArrayScatterV3": 0,
+             "TensorArraySplitV3": 0, "TensorArrayGradV3": 1}
+_FORWARD = ("Enter", "Merge", "Switch", "Exit", "NextIteration", "Identity", "RefEnter")
+
+
+def _keep_flows_float32(gd: tf.compat.v1.GraphDef) -> None:
+    """A TensorArray's flow is float32 whatever its elements are: the control-flow nodes
+    that carry one (an Enter, Merge, Switch, ... of a flow) keep T = float32."""
+    f32 = tf.float32.as_datatype_enum
+    flows = {f"{n.name}:{k}" if k else n.name for n in gd.node
+             for op, k in _FLOW_OUT.items() if n.op == op}
+    flows |= {f"{n.name}:0" for n in gd.node if _FLOW_OUT.get(n.op) == 0}
+    changed = True
+    while changed:
+        changed = False
+        for n in gd.node:
+            if n.op not in _FORWARD or n.attr["T"].type == f32:
+                continue
+            ins = [i for i in n.input if not i.startswith("^")]
+            if ins[:1] and (ins[0] in flows or n.op == "Merge" and any(i in flows for i in ins)):
+                n.attr["T"].type = f32
+                flows |= {n.name, f"{n.name}:0", f"{n.name}:1"}
+                changed = True
 
 
 def write(name: str, gd: tf.compat.v1.GraphDef | None, feeds: dict[str, np.ndarray],
@@ -342,6 +368,79 @@ def keras_lstm(rng: np.random.Generator) -> None:
           "Keras LSTM(16) over 12 steps of 24 features, Dense + softmax, and the logits")
 
 
+def _tf1_rnn(name: str, rng: np.random.Generator, gru: bool) -> None:
+    """tf.compat.v1.nn.dynamic_rnn (control flow v1, TensorArrays) of a TF1 cell over 12
+    steps of 24 features, 16 units, batch 3: BasicLSTMCell's math (one MatMul of
+    ``concat([x, h])``) or GRUCell's (two: the gates of ``[x, h]``, the candidate of
+    ``[x, r * h]``), written here (Keras 3 has no TF1 cells) with its kernels as variables,
+    frozen as TF1 models are (each kernel a Const entered into the loop). The products of
+    ``[x_t, ...]``, which hoist_concat_projection splits and hoists."""
+    steps, features, units = 12, 24, 16
+    tf.compat.v1.disable_control_flow_v2()
+    g = tf.Graph()
+    with g.as_default():
+        x = v1.placeholder(tf.float32, [None, steps, features], name="x")
+        scale = 1.5 / np.sqrt(features + units)
+
+        def var(vname: str, shape: tuple) -> tf.Variable:
+            return v1.get_variable(vname, initializer=(rng.standard_normal(shape) * scale)
+                                   .astype(np.float32))
+
+        if gru:
+            wg, bg = var("gates/kernel", (features + units, 2 * units)), var("gates/bias",
+                                                                             (2 * units,))
+            wc, bc = var("candidate/kernel", (features + units, units)), var(
+                "candidate/bias", (units,))
+        else:
+            w, b = var("kernel", (features + units, 4 * units)), var("bias", (4 * units,))
+
+        class Cell:
+            state_size = units if gru else (units, units)       # LSTM: (c, h)
+            output_size = units
+
+            def zero_state(self, batch, dtype):
+                zeros = tf.zeros([batch, units], dtype)
+                return zeros if gru else (zeros, zeros)
+
+            def __call__(self, xt, state, scope=None):
+                if gru:
+                    h = state
+                    gates = tf.sigmoid(tf.nn.bias_add(tf.matmul(tf.concat([xt, h], 1), wg), bg))
+                    r, u = tf.split(gates, 2, axis=1)
+                    cand = tf.tanh(tf.nn.bias_add(tf.matmul(tf.concat([xt, r * h], 1), wc), bc))
+                    h = u * h + (1 - u) * cand
+                    return h, h
+                c, h = state
+                i, j, f, o = tf.split(tf.nn.bias_add(tf.matmul(tf.concat([xt, h], 1), w), b),
+                                      4, axis=1)
+                c = c * tf.sigmoid(f + 1.0) + tf.sigmoid(i) * tf.tanh(j)
+                h = tf.tanh(c) * tf.sigmoid(o)
+                return h, (c, h)
+
+        cell = Cell()
+        outputs, state = v1.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+        state = state if gru else state[0]      # the final h is the last output
+        with v1.Session(graph=g) as sess:
+            sess.run(v1.global_variables_initializer())
+            gd = v1.graph_util.convert_variables_to_constants(
+                sess, g.as_graph_def(), [outputs.op.name, state.op.name])
+    tf.compat.v1.enable_control_flow_v2()
+    ops = [n.op for n in gd.node]
+    assert "NextIteration" in ops and "TensorArrayReadV3" in ops and "While" not in ops, ops
+    write(name, gd, {x.name: rng.standard_normal((3, steps, features)).astype(np.float32)},
+          [outputs.name, state.name],
+          f"TF1 dynamic_rnn of a {'GRUCell' if gru else 'BasicLSTMCell'}-style cell (frozen "
+          "variable kernels), 12 steps of 24 features, 16 units: its outputs and final state")
+
+
+def tf1_dynamic_rnn_lstm(rng: np.random.Generator) -> None:
+    _tf1_rnn("tf1_dynamic_rnn_lstm", rng, gru=False)
+
+
+def tf1_dynamic_rnn_gru(rng: np.random.Generator) -> None:
+    _tf1_rnn("tf1_dynamic_rnn_gru", rng, gru=True)
+
+
 def zoo(name: str) -> None:
     """A model of the zoo (tests/data/models/<name>), with its feed."""
     src = ZOO / name
@@ -357,7 +456,8 @@ def zoo(name: str) -> None:
 
 CASES = {"conv_bn_relu": conv_bn_relu, "matmul_bias_act": matmul_bias_act,
          "arithmetic_chains": arithmetic_chains, "efficientnet_v2_block": efficientnet_v2_block,
-         "dense_bn": dense_bn, "keras_lstm": keras_lstm}
+         "dense_bn": dense_bn, "keras_lstm": keras_lstm,
+         "tf1_dynamic_rnn_lstm": tf1_dynamic_rnn_lstm, "tf1_dynamic_rnn_gru": tf1_dynamic_rnn_gru}
 ZOO_CASES = ("efficientnet_v2_b0",   # the issue's model
              "resnet50")             # the zoo model its folds moved most (1.7e-4)
 
