@@ -91,6 +91,8 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
       arithmetic        x*1, x+0, x-0, x/1, --x; (x+c1)+c2 -> x+(c1+c2); AddN of x*c_i
                         -> x*sum(c_i); respects broadcasting; never x*0 on floats (NaN*0)
       fold_batch_norm   inference FusedBatchNorm folded into the Conv2D filter + BiasAdd
+      fold_pad          a zero Pad before a Conv2D (Keras ZeroPadding2D) becomes its
+                        padding="EXPLICIT" (no padded copy of the feature map)
       loop_invariant    values computed only from a loop's constant inputs move out of it
       hoist_projection  an RNN's input projection (step t of a TensorList times a loop
                         constant) for every step as one Einsum before the loop
