@@ -24,18 +24,20 @@ W = RNG.standard_normal((3, 3, 3, 5)).astype(np.float32)
 MODES = [(p, t) for p in ("never", "auto", "always") for t in (1, 2)]
 
 
-def _reference(x: np.ndarray, w: np.ndarray, pads: list, strides: int = 1) -> np.ndarray:
-    """NHWC convolution of x zero-padded by ``pads`` ([[top, bottom], [left, right]]),
-    VALID, in float64."""
+def _reference(x: np.ndarray, w: np.ndarray, pads: list, strides: int = 1,
+               depthwise: bool = False) -> np.ndarray:
+    """NHWC convolution (``depthwise``: each channel by its own filter, multiplier 1) of x
+    zero-padded by ``pads`` ([[top, bottom], [left, right]]), VALID, in float64."""
     xp = np.pad(x.astype(np.float64), [(0, 0), *pads, (0, 0)])
     kh, kw = w.shape[:2]
     oh = (xp.shape[1] - kh) // strides + 1
     ow = (xp.shape[2] - kw) // strides + 1
-    out = np.zeros((x.shape[0], oh, ow, w.shape[3]))
+    out = np.zeros((x.shape[0], oh, ow, x.shape[3] if depthwise else w.shape[3]))
     for i in range(oh):
         for j in range(ow):
             win = xp[:, i * strides:i * strides + kh, j * strides:j * strides + kw, :]
-            out[:, i, j] = np.tensordot(win, w.astype(np.float64), axes=3)
+            out[:, i, j] = (win * w[:, :, :, 0]).sum(axis=(1, 2)) if depthwise \
+                else np.tensordot(win, w.astype(np.float64), axes=3)
     return out
 
 
@@ -59,7 +61,8 @@ def _graph(pads, *, op="Pad", value=0.0, padding="VALID", explicit=(), fmt="NHWC
                            {"strides": s, "padding": padding, "data_format": fmt},
                            name="conv").outputs[0]
         if bias:
-            y = B.relu(B.apply_op("BiasAdd", [y, B.constant(np.float32([0.5] * 5))],
+            n = w.shape[3] if conv == "Conv2D" else X.shape[3]
+            y = B.relu(B.apply_op("BiasAdd", [y, B.constant(np.float32([0.5] * n))],
                                   name="bias").outputs[0], name="out")
         if fmt == "NCHW":
             y = B.transpose(y, B.constant(np.array([0, 2, 3, 1], np.int32)), name="to_nhwc")
@@ -87,7 +90,8 @@ def _values(gd, fetch, want, modes=MODES):
 SPATIAL = [[0, 0], [1, 2], [2, 0], [0, 0]]
 
 
-@pytest.mark.parametrize("case", ["valid", "explicit", "strided", "padv2", "nchw", "fused"])
+@pytest.mark.parametrize("case", ["valid", "explicit", "strided", "padv2", "nchw", "fused",
+                                  "depthwise"])
 def test_a_zero_pad_before_a_conv_is_its_padding_with_the_same_values(case):
     kw: dict = {}
     pads = [[1, 2], [2, 0]]
@@ -102,10 +106,12 @@ def test_a_zero_pad_before_a_conv_is_its_padding_with_the_same_values(case):
         kw = {"fmt": "NCHW"}
     elif case == "fused":
         kw = {"bias": True}
+    elif case == "depthwise":
+        kw = {"conv": "DepthwiseConv2dNative"}
     paddings = [[0, 0], [0, 0], *SPATIAL[1:3]] if case == "nchw" else SPATIAL
     gd, fetch = _graph(paddings, **kw)
     assert _folded(gd, fetch)
-    want = _reference(X, W, pads, kw.get("strides", 1))
+    want = _reference(X, W, pads, kw.get("strides", 1), depthwise=case == "depthwise")
     if case == "fused":
         want = np.maximum(want + 0.5, 0)
         res = optimize_for_signature(gd, [fetch], ["x:0"])
@@ -115,7 +121,7 @@ def test_a_zero_pad_before_a_conv_is_its_padding_with_the_same_values(case):
 
 
 @pytest.mark.parametrize("case", ["batch", "channel", "nonzero", "negative_zero", "same",
-                                  "depthwise", "two_readers", "fetched"])
+                                  "depthwise_bias", "two_readers", "fetched"])
 def test_what_is_not_the_same_convolution_keeps_its_pad(case):
     pads = SPATIAL
     kw: dict = {}
@@ -129,8 +135,8 @@ def test_what_is_not_the_same_convolution_keeps_its_pad(case):
         kw = {"op": "PadV2", "value": -0.0}
     elif case == "same":
         kw = {"padding": "SAME"}
-    elif case == "depthwise":
-        kw = {"conv": "DepthwiseConv2dNative"}
+    elif case == "depthwise_bias":     # the fused depthwise op (no explicit padding) takes it
+        kw = {"conv": "DepthwiseConv2dNative", "bias": True}
     if case == "channel":   # the filter takes the padded channel
         kw = {"w": RNG.standard_normal((3, 3, 4, 5)).astype(np.float32)}
     gd, fetch = _graph(pads, **kw)

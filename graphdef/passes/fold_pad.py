@@ -1,4 +1,4 @@
-"""Pass ``fold_pad``: a zero ``Pad`` before a ``Conv2D`` becomes the convolution's own padding.
+"""Pass ``fold_pad``: a zero ``Pad`` before a convolution becomes the convolution's own padding.
 
 Keras writes ``ZeroPadding2D`` then a ``VALID`` convolution (ResNet's stem, every stride-2
 block of ResNetV2, EfficientNet's stem): a ``Pad`` copies the whole feature map into a larger
@@ -14,8 +14,10 @@ convolution's ``data_format``), of the same dtype and device, read by nothing el
 neither fetched, fed nor kept by name. The convolution then reads the Pad's input, with the
 Pad's control inputs; the Pad goes.
 
-Not for ``DepthwiseConv2dNative``: its fused form (``_FusedDepthwiseConv2dNative``, which
-takes its BiasAdd and activation) has no explicit padding, and that fusion is worth more.
+A ``DepthwiseConv2dNative`` (MobileNet's and EfficientNet's stride-2 blocks, NASNet's
+separable convolutions) takes it too, unless a BiasAdd reads it: its fused form
+(``_FusedDepthwiseConv2dNative``, which takes the BiasAdd and the activation) has no explicit
+padding, and that fusion is worth more than the Pad.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ..graph import Graph
 from .common import Editor, PassOptions, Protected, attr, attr_type, const_value
 
 PADS = frozenset({"Pad", "PadV2"})
+CONVS = frozenset({"Conv2D", "DepthwiseConv2dNative"})
 
 
 def run(graph: Graph, options: PassOptions) -> Any:
@@ -37,7 +40,7 @@ def run(graph: Graph, options: PassOptions) -> Any:
     prot = Protected(graph, options)
     for node in graph.nodes:
         nd = ed.peek(node.name)
-        if nd is None or nd.op != "Conv2D":
+        if nd is None or nd.op not in CONVS:
             continue
         pads = _match(ed, prot, nd)
         if pads is not None:
@@ -58,6 +61,9 @@ def _match(ed: Editor, prot: Protected, conv: Any) -> tuple[str, list[int]] | No
     if padding not in ("VALID", "EXPLICIT") or len(data) != 2 or data[0][1] != 0 \
             or prot.pinned(conv.name):
         return None
+    if conv.op == "DepthwiseConv2dNative" and any(
+            ed.op(r) == "BiasAdd" for r, _k in ed.data_readers(conv.name)):
+        return None     # fuse_conv_bias_act's to take, which needs SAME or VALID
     pad = ed.peek(data[0][0])
     if pad is None or pad.op not in PADS or pad.device != conv.device \
             or attr_type(pad) != attr_type(conv) or prot.pinned(pad.name) \
