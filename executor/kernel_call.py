@@ -211,8 +211,17 @@ def call(k: BoundKernel, args: list, ctx: KernelContext) -> Any:
     try:
         if k.deref:
             _deref(k, args)
-        if k.size_check is not None and ctx.max_bytes is not None:
-            limits.check(k, args, ctx.max_bytes)
+        size_check = k.size_check
+        if size_check is not None and ctx.max_bytes is not None:
+            if getattr(size_check, "shapes_only", False):
+                # asked once per input shapes and budget (a convolution's estimate is a
+                # few microseconds, a tenth of a small one's run)
+                key = ([getattr(a, "shape", None) for a in args], ctx.max_bytes)
+                if key != ctx.fits:
+                    limits.check(k, args, ctx.max_bytes)
+                    ctx.fits = key
+            else:
+                limits.check(k, args, ctx.max_bytes)
         res = k.fn(ctx, *args)
     except Exception as e:
         raise kernel_error(k, e, args) from (None if isinstance(e, DfgError) else e)

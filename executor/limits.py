@@ -511,7 +511,7 @@ _broadcast_n.alike_inputs_fit = True  # type: ignore[attr-defined]
 # estimators that read nothing of the inputs but their shapes and dtypes (and the node's
 # attrs): generated code asks each once per input shapes and budget (codegen.Emitter.fits),
 # where a loop would ask the same every iteration
-for _fn in (_broadcast2, _broadcast3, _broadcast_n, matmul, batch_matmul):
+for _fn in (_broadcast2, _broadcast3, _broadcast_n, matmul, batch_matmul, conv2d):
     _fn.shapes_only = True  # type: ignore[attr-defined]
 
 

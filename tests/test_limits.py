@@ -489,3 +489,24 @@ def test_a_loop_whose_outputs_outgrow_the_budget_is_refused_where_they_do(op: st
         with Session(gd, max_bytes=8 << 20, programs=programs, optimize="off") as sess:
             for _ in range(2):
                 assert float(sess.run("total:0", feed)) == want
+
+
+def test_a_convolution_asked_once_per_shapes_is_still_refused_when_they_grow() -> None:
+    """A convolution's estimate reads only shapes and attrs (``shapes_only``): the kernel call
+    asks it once per input shapes and budget (KernelContext.fits). Runs alternating a small
+    input (64 KiB out) and a large one (1 MiB out, over a 600 KB budget) are each admitted or
+    refused as if asked every time, in every mode."""
+    from dfg.graphdef import builder as B
+
+    with B.Graph().as_default() as g:
+        x = B.placeholder("float32", [None, None, None, 2], name="x")
+        B.conv2d(x, B.constant(np.ones((1, 1, 2, 256), F)), name="conv")
+    gd = g.as_graph_def()
+    small, large = np.ones((1, 8, 8, 2), F), np.ones((1, 32, 32, 2), F)
+    for programs in ("always", "never"):
+        with Session(gd, max_bytes=600_000, programs=programs, optimize="off") as sess:
+            for _ in range(2):
+                assert sess.run("conv:0", {"x:0": small}).shape == (1, 8, 8, 256)
+                with pytest.raises(ResourceExhaustedError) as e:
+                    sess.run("conv:0", {"x:0": large})
+                assert e.value.node == "conv"

@@ -315,7 +315,7 @@ class KernelContext:
     """What a kernel may know about its node and run. Built by the executor per node."""
 
     __slots__ = ("node", "op", "attrs", "output_dtypes", "input_dtypes", "resources", "step",
-                 "frame", "deadline", "max_bytes", "memo")
+                 "frame", "deadline", "max_bytes", "memo", "fits")
 
     def __init__(self, node: str, op: str, attrs: dict[str, Any],
                  output_dtypes: list[Any] | None = None, input_dtypes: list[Any] | None = None,
@@ -336,6 +336,9 @@ class KernelContext:
         # that keeps its plan here (a convolution's geometry) redoes it only when the shapes
         # change. Replaced whole, never mutated: concurrent steps see one plan or the other.
         self.memo: Any = None
+        # (input shapes, budget) the memory budget last admitted, for an estimator that reads
+        # only shapes (kernel_call.call); replaced whole, as memo
+        self.fits: Any = None
 
 
 def invoke(op: str, *inputs: Any, attrs: dict[str, Any] | None = None,
