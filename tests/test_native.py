@@ -71,6 +71,28 @@ def test_direct_convolution_equals_the_definition(xs, fs, strides, dilations, pa
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("channels", [1, 5, 8, 13, 32, 40, 45, 77, 144])
+def test_depthwise_convolution_equals_the_definition(channels) -> None:
+    """The compiled depthwise kernel (channel blocks of 32 and 8 in registers, the rest in
+    place) against each channel's own convolution in float64: every block size and tail,
+    with padding, strides and dilations."""
+    rng = np.random.default_rng(channels)
+    for xs, k, strides, dilations, padding in (
+            ((2, 9, 11, channels), 3, (1, 1), (1, 1), "SAME"),
+            ((1, 12, 10, channels), 5, (2, 2), (1, 1), "SAME"),
+            ((1, 11, 13, channels), 3, (1, 2), (2, 1), "VALID")):
+        x = rng.standard_normal(xs).astype(np.float32)
+        f = rng.standard_normal((k, k, channels, 1)).astype(np.float32)
+        g = _conv.geometry(xs, "NHWC", k, k, [1, *strides, 1], [1, *dilations, 1], padding,
+                           None)
+        # each channel alone is a one-channel convolution: the definition above
+        want = np.concatenate([_definition(x[..., c:c + 1], f[:, :, c:c + 1], g)
+                               for c in range(channels)], axis=-1)
+        got = _native.depthwise_nhwc_f32(x, f, g)
+        assert got.shape == want.shape and got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
 def _single_threaded(monkeypatch, seed: int, x_shape: tuple, f_shape: tuple) -> tuple:
     """x, f, their SAME 3x3 geometry, and the convolution computed on one thread."""
     rng = np.random.default_rng(seed)
