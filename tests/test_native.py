@@ -324,6 +324,48 @@ def test_fused_conv2d_epilogue_in_the_compiled_kernel_matches_the_definition(
     np.testing.assert_allclose(got[ok], y[ok], rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("fused_ops", [["BiasAdd"], ["BiasAdd", "Relu"], ["BiasAdd", "Relu6"],
+                                       ["FusedBatchNorm", "Relu6"], ["BiasAdd", "Elu"]])
+@pytest.mark.parametrize("channels", [13, 40])
+def test_fused_depthwise_epilogue_in_the_compiled_kernel_matches_the_definition(
+        fused_ops, channels) -> None:
+    """_FusedDepthwiseConv2dNative: the compiled depthwise kernel applies the bias (or
+    folded batch norm) and Relu/Relu6 to each pixel as it computes it (Elu: numpy's pass
+    after it); NaN survives the activations."""
+    rng = np.random.default_rng(channels)
+    x = rng.standard_normal((2, 15, 13, channels)).astype(np.float32)
+    f = rng.standard_normal((3, 3, channels, 1)).astype(np.float32)
+    x[0, 5, 5, :] = np.nan
+    g = _conv.geometry(x.shape, "NHWC", 3, 3, [1, 2, 2, 1], [1, 1, 1, 1], "SAME", None)
+    with np.errstate(invalid="ignore"):
+        y = np.concatenate([_definition(x[..., c:c + 1], f[:, :, c:c + 1], g)
+                            for c in range(channels)], axis=-1)
+    if fused_ops[0] == "BiasAdd":
+        args = [rng.standard_normal(channels).astype(np.float32)]
+        y = y + args[0]
+    else:
+        scale, offset, mean = (rng.standard_normal(channels).astype(np.float32)
+                               for _ in range(3))
+        var = rng.uniform(0.5, 2, channels).astype(np.float32)
+        args = [scale, offset, mean, var]
+        y = (y - mean) * scale / np.sqrt(var.astype(np.float64) + 1e-3) + offset
+    act = fused_ops[-1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        if act == "Relu":
+            y = np.where(np.isnan(y), y, np.maximum(y, 0))
+        elif act == "Relu6":
+            y = np.where(np.isnan(y), y, np.clip(y, 0, 6))
+        elif act == "Elu":
+            y = np.where(y < 0, np.expm1(y), y)
+    got = invoke("_FusedDepthwiseConv2dNative", x, f, *args,
+                 attrs={"strides": [1, 2, 2, 1], "padding": "SAME", "fused_ops": fused_ops,
+                        "num_args": len(args), "epsilon": 1e-3})
+    assert got.dtype == np.float32 and got.shape == y.shape
+    assert np.array_equal(np.isnan(got), np.isnan(y))
+    ok = ~np.isnan(y)
+    np.testing.assert_allclose(got[ok], y[ok], rtol=1e-5, atol=1e-4)
+
+
 def _build_for(arch: str, tmp_path: Path):
     """The extension module compiled for one instruction set only (no target clones), loaded
     beside the installed one (its own file, its own thread pool)."""

@@ -218,14 +218,25 @@ def softmax_f32(x: np.ndarray, as_log: bool) -> np.ndarray:
     return out
 
 
-def depthwise_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any) -> np.ndarray:
+def depthwise_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any,
+                       epilogue: Epilogue | None = None) -> np.ndarray:
     """DepthwiseConv2dNative of NHWC float32 ``x`` with (KH, KW, C, 1) ``f`` (depth
-    multiplier 1) for geometry ``g`` (a ``_conv.Geom``): (N, OH, OW, C) float32."""
+    multiplier 1) for geometry ``g`` (a ``_conv.Geom``): (N, OH, OW, C) float32, with
+    ``epilogue``'s scale, shift and activation applied to each pixel as it is computed (no
+    residual: ValueError)."""
     x = np.ascontiguousarray(x, _F32)
     fk = np.ascontiguousarray(f.reshape(f.shape[0], f.shape[1], f.shape[2]), _F32)
     out = np.empty((g.n, g.oh, g.ow, g.c), _F32)
+    scale = shift = None
+    act = ACT_NONE
+    if epilogue is not None:
+        if epilogue.residual is not None:
+            raise ValueError("the depthwise kernel adds no residual")
+        scale, shift = (None if v is None else np.ascontiguousarray(v, _F32)
+                        for v in (epilogue.scale, epilogue.shift))
+        act = epilogue.act
     geometry = (g.n, g.h, g.w, g.c, g.kh, g.kw, g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl)
-    _ext.depthwise_nhwc_f32(x, fk, out, geometry,
+    _ext.depthwise_nhwc_f32(x, fk, out, geometry, scale, shift, act,
                             *_split(g.n * g.oh, 2.0 * out.size * g.kh * g.kw))
     return out
 

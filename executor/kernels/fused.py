@@ -193,11 +193,12 @@ _NATIVE_ACT = {None: _native.ACT_NONE, "Relu": _native.ACT_RELU, "Relu6": _nativ
 
 
 def _native_epilogue(ctx: KernelContext, f: np.ndarray, args: tuple[np.ndarray, ...],
-                     first: str | None, add: bool, act: str | None
+                     first: str | None, add: bool, act: str | None, depthwise: bool = False
                      ) -> _native.Epilogue | None:
-    """The epilogue as the compiled convolution applies it, or None when it cannot (other
-    activations, dtypes, or arguments _epilogue would reject with an error)."""
-    oc = f.shape[-1] if f.ndim == 4 else -1
+    """The epilogue as the compiled convolution (``depthwise``: the depthwise one) applies
+    it, or None when it cannot (other activations, dtypes, or arguments _epilogue would
+    reject with an error)."""
+    oc = -1 if f.ndim != 4 else f.shape[2] * f.shape[3] if depthwise else f.shape[-1]
     if first is None or act not in _NATIVE_ACT or any(
             np.asarray(a).shape != (oc,) for a in args[:_FIRST[first]]):
         return None
@@ -229,6 +230,14 @@ def _conv_call(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
                                           a.get("explicit_paddings"), ep)
             if y is not None:
                 return y
+    if fn is nn.depthwise_conv2d_of and fmt == "NHWC" and p is not None and not add \
+            and x.dtype == _F32 and f.dtype == _F32 and f.ndim == 4 and f.shape[3] == 1 \
+            and p.mode != "empty" and _native.enabled():
+        # the compiled depthwise kernel applies the bias (or folded batch norm) and the
+        # activation to each pixel as it computes it: no passes over the output
+        ep = _native_epilogue(ctx, f, args, first, add, act, depthwise=True)
+        if ep is not None:
+            return _native.depthwise_nhwc_f32(x, f, p.g, ep)
     if p is None:
         y = fn(ctx.attrs, x, f)
         return _epilogue(ctx, y, args, first, add, act, fmt, (x, f))

@@ -231,10 +231,28 @@ static int wide_registers(void) {
  * place, in a loop GCC vectorizes); numpy's path makes two passes over the whole output per tap.
  * f is (KH, KW, C).
  * Computes output rows [r0, r1) of the N * OH. */
+/* _FusedDepthwiseConv2dNative's epilogue on one output pixel's C channels (in L1): v * scale
+ * + shift (each NULL to skip), then act as the direct convolution's. Not inlined, and never
+ * contracted to an FMA: the multiply and the add round apart, as the numpy path's do. */
+__attribute__((noinline, optimize("fp-contract=off")))
+static void dw_epilogue(float *o, long C, const float *scale, const float *shift, int act)
+{
+    if (scale)
+        for (long c = 0; c < C; c++) o[c] = o[c] * scale[c];
+    if (shift)
+        for (long c = 0; c < C; c++) o[c] = o[c] + shift[c];
+    if (act)
+        for (long c = 0; c < C; c++) {
+            float t = o[c] < 0 ? 0.0f : o[c];
+            o[c] = act == 2 && t > 6 ? 6.0f : t;
+        }
+}
+
 CLONES
 void dfg_depthwise_nhwc_f32(const float *x, const float *f, float *out, long H, long W,
                             long C, long KH, long KW, long OH, long OW, long sh, long sw,
-                            long dh, long dw, long pt, long pl, long r0, long r1)
+                            long dh, long dw, long pt, long pl, const float *scale,
+                            const float *shift, int act, long r0, long r1)
 {
     for (long row = r0; row < r1; row++) {
         const long n = row / OH, oy = row % OH;
@@ -279,7 +297,10 @@ void dfg_depthwise_nhwc_f32(const float *x, const float *f, float *out, long H, 
                 }
                 *(vhu *)(o + c0) = a0;
             }
-            if (c0 == C) continue;
+            if (c0 == C) {
+                if (scale || shift || act) dw_epilogue(o, C, scale, shift, act);
+                continue;
+            }
             for (long c = c0; c < C; c++) o[c] = 0.0f;
             for (long ky = 0; ky < KH; ky++) {
                 const long iy = oy * sh - pt + ky * dh;
@@ -292,6 +313,7 @@ void dfg_depthwise_nhwc_f32(const float *x, const float *f, float *out, long H, 
                     for (long c = c0; c < C; c++) o[c] += xp[c] * fp[c];
                 }
             }
+            if (scale || shift || act) dw_epilogue(o, C, scale, shift, act);
         }
     }
 }
@@ -330,20 +352,24 @@ struct dw_args {
     const float *x, *f;
     float *out;
     long H, W, C, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl;
+    const float *scale, *shift;
+    int act;
 };
 
 static int dw_range(const void *p, long r0, long r1) {
     const struct dw_args *a = p;
     dfg_depthwise_nhwc_f32(a->x, a->f, a->out, a->H, a->W, a->C, a->KH, a->KW, a->OH, a->OW,
-                           a->sh, a->sw, a->dh, a->dw, a->pt, a->pl, r0, r1);
+                           a->sh, a->sw, a->dh, a->dw, a->pt, a->pl, a->scale, a->shift,
+                           a->act, r0, r1);
     return 0;
 }
 
 int dfg_depthwise_nhwc_f32_mt(const float *x, const float *f, float *out, long H, long W,
                               long C, long KH, long KW, long OH, long OW, long sh, long sw,
-                              long dh, long dw, long pt, long pl,
-                              long rows, long chunks, int threads)
+                              long dh, long dw, long pt, long pl, const float *scale,
+                              const float *shift, int act, long rows, long chunks, int threads)
 {
-    struct dw_args a = {x, f, out, H, W, C, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl};
+    struct dw_args a = {x, f, out, H, W, C, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl,
+                        scale, shift, act};
     return dfg_pool_run(dw_range, &a, rows, chunks, threads);
 }

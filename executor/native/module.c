@@ -365,43 +365,54 @@ done:
 }
 
 PyDoc_STRVAR(depthwise_doc,
-"depthwise_nhwc_f32(x, f, out, geometry, chunks, threads)\n--\n\n"
+"depthwise_nhwc_f32(x, f, out, geometry, scale, shift, act, chunks, threads)\n--\n\n"
 "Depthwise convolution (depth multiplier 1) of float32 NHWC x (N, H, W, C) by f (KH, KW, C)\n"
-"into out (N, OH, OW, C); geometry = (N, H, W, C, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl).");
+"into out (N, OH, OW, C); geometry = (N, H, W, C, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl).\n"
+"Then out * scale + shift (each None or C floats; rounded apart), act (0 none, 1 Relu,\n"
+"2 Relu6).");
 
 static PyObject *depthwise_nhwc_f32(PyObject *self, PyObject *args) {
-    PyObject *xo, *fo, *oo;
+    PyObject *xo, *fo, *oo, *so, *to;
     long g[14];       /* N, H, W, C, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl */
-    int threads;
+    int act, threads;
     long chunks;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOO(llllllllllllll)li:depthwise_nhwc_f32", &xo, &fo, &oo,
+    if (!PyArg_ParseTuple(args, "OOO(llllllllllllll)OOili:depthwise_nhwc_f32", &xo, &fo, &oo,
                           &g[0], &g[1], &g[2], &g[3], &g[4], &g[5], &g[6], &g[7], &g[8],
-                          &g[9], &g[10], &g[11], &g[12], &g[13], &chunks, &threads))
+                          &g[9], &g[10], &g[11], &g[12], &g[13], &so, &to, &act, &chunks,
+                          &threads))
         return NULL;
     const char *fn = "depthwise_nhwc_f32";
     const long N = g[0], H = g[1], W = g[2], C = g[3], KH = g[4], KW = g[5], OH = g[6],
                OW = g[7];
     if (check_window(fn, g[8], g[9], g[10], g[11], g[12], g[13], chunks, threads) < 0)
         return NULL;
-    const long xs[4] = {N, H, W, C}, fs[3] = {KH, KW, C}, os[4] = {N, OH, OW, C};
-    Py_ssize_t nx = product(fn, 4, xs), nf = product(fn, 3, fs), no = product(fn, 4, os);
-    if (nx < 0 || nf < 0 || no < 0)
+    if (act < DFG_ACT_NONE || act > DFG_ACT_RELU6)
+        return PyErr_Format(PyExc_ValueError, "%s: unknown activation %d", fn, act);
+    const long xs[4] = {N, H, W, C}, fs[3] = {KH, KW, C}, os[4] = {N, OH, OW, C}, cs[1] = {C};
+    Py_ssize_t nx = product(fn, 4, xs), nf = product(fn, 3, fs), no = product(fn, 4, os),
+               nc = product(fn, 1, cs);
+    if (nx < 0 || nf < 0 || no < 0 || nc < 0)
         return NULL;
-    Py_buffer x = {0}, f = {0}, out = {0};
+    Py_buffer x = {0}, f = {0}, out = {0}, scale = {0}, shift = {0};
     PyObject *ret = NULL;
     if (f32_buffer(xo, &x, 0, nx, fn, "x") < 0 || f32_buffer(fo, &f, 0, nf, fn, "f") < 0
-        || f32_buffer(oo, &out, 1, no, fn, "out") < 0)
+        || f32_buffer(oo, &out, 1, no, fn, "out") < 0
+        || f32_optional(so, &scale, nc, fn, "scale") < 0
+        || f32_optional(to, &shift, nc, fn, "shift") < 0)
         goto done;
     Py_BEGIN_ALLOW_THREADS
     dfg_depthwise_nhwc_f32_mt(x.buf, f.buf, out.buf, H, W, C, KH, KW, OH, OW, g[8], g[9],
-                              g[10], g[11], g[12], g[13], N * OH, chunks, threads);
+                              g[10], g[11], g[12], g[13], scale.buf, shift.buf, act, N * OH,
+                              chunks, threads);
     Py_END_ALLOW_THREADS
     ret = Py_NewRef(Py_None);
 done:
     release(&x);
     release(&f);
     release(&out);
+    release(&scale);
+    release(&shift);
     return ret;
 }
 
