@@ -243,13 +243,18 @@ def _conv_call(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
         return _epilogue(ctx, y, args, first, add, act, fmt, (x, f))
     if fn is nn.conv2d_of:
         y = _conv.conv2d_planned(x, f, p)
-        if p.mode == "gemm" and first == "BiasAdd" and not add:
-            # a 1x1 convolution (DenseNet's, MobileNet's pointwise ones) is one matmul into
-            # a fresh array: the bias and activation go straight on, as _epilogue would
-            # apply them (same ufuncs, same operands), without its checks of the general case
+        if first == "BiasAdd" and fmt == "NHWC":
+            # every plan's convolution writes a fresh NHWC array: the bias, the residual
+            # and the activation go straight on, as _epilogue would apply them (same ufuncs,
+            # same operands, same order), without its checks of the general case (a small
+            # layer's epilogue cost as much as its convolution)
             b = args[0]
-            if type(b) is np.ndarray and b.dtype is y.dtype and b.shape == (p.oc,):
+            r = args[1] if add else y
+            if type(b) is np.ndarray and b.dtype is y.dtype and b.shape == (p.oc,) \
+                    and type(r) is np.ndarray and r.dtype is y.dtype and r.shape == y.shape:
                 np.add(y, b, out=y)
+                if add:
+                    np.add(y, r, out=y)
                 if act is not None:
                     ACTIVATIONS[act](y, ctx)
                 return y
