@@ -84,7 +84,7 @@ def _norm_partial(shape: Any) -> PartialShape:
 
 
 def _fully_defined(shape: PartialShape) -> bool:
-    return shape is not None and all(d is not None for d in shape)
+    return shape is not None and None not in shape     # every write asks: no generator
 
 
 def _compatible(partial: PartialShape, shape: Shape) -> bool:
@@ -148,7 +148,7 @@ def _zeros(dtype: Any, shape: Shape) -> np.ndarray:
 
 
 def _scalar_int(x: np.ndarray, what: str) -> int:
-    if np.ndim(x) != 0:
+    if (x.ndim if x.__class__ is np.ndarray else np.ndim(x)) != 0:
         raise InvalidArgumentError(f"{what} must be scalar, but had shape: {_fmt(np.shape(x))}")
     return int(x)
 
