@@ -295,13 +295,28 @@ def test_fused_conv2d_epilogue_in_the_compiled_kernel_matches_the_definition(
     g = _conv.geometry(x.shape, "NHWC", 3, 3, [1, 1, 1, 1], [1, 1, 1, 1], "SAME", None)
     assert _conv._conv_plan(x.shape, f.shape, 4, (1, 1, 1, 1), "SAME", (1, 1, 1, 1), "NHWC",
                             ()).native
-    y = _definition(x, f, g)
+    y, args = _fused_epilogue(_definition(x, f, g), fused_ops, rng)
+    got = invoke("_FusedConv2D", x, f, *args,
+                 attrs={"strides": [1, 1, 1, 1], "padding": "SAME", "fused_ops": fused_ops,
+                        "num_args": len(args), "epsilon": 1e-3})
+    assert got.dtype == np.float32 and got.shape == y.shape
+    assert np.array_equal(np.isnan(got), np.isnan(y))
+    ok = ~np.isnan(y)
+    np.testing.assert_allclose(got[ok], y[ok], rtol=1e-5, atol=1e-4)
+
+
+def _fused_epilogue(y: np.ndarray, fused_ops: list[str], rng: np.random.Generator
+                    ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """A fused convolution's ``fused_ops`` applied to its float64 value ``y`` by definition
+    (batch norm with epsilon 1e-3; NaN kept by Relu and Relu6, as TensorFlow keeps it), and
+    the random arguments they take."""
+    c = y.shape[-1]
     if fused_ops[0] == "BiasAdd":
-        args = [rng.standard_normal(24).astype(np.float32)]
+        args = [rng.standard_normal(c).astype(np.float32)]
         y = y + args[0]
     else:
-        scale, offset, mean = (rng.standard_normal(24).astype(np.float32) for _ in range(3))
-        var = rng.uniform(0.5, 2, 24).astype(np.float32)
+        scale, offset, mean = (rng.standard_normal(c).astype(np.float32) for _ in range(3))
+        var = rng.uniform(0.5, 2, c).astype(np.float32)
         args = [scale, offset, mean, var]
         y = (y - mean) * scale / np.sqrt(var.astype(np.float64) + 1e-3) + offset
     if "Add" in fused_ops:
@@ -315,13 +330,7 @@ def test_fused_conv2d_epilogue_in_the_compiled_kernel_matches_the_definition(
             y = np.where(np.isnan(y), y, np.clip(y, 0, 6))
         elif act == "Elu":
             y = np.where(y < 0, np.expm1(y), y)
-    got = invoke("_FusedConv2D", x, f, *args,
-                 attrs={"strides": [1, 1, 1, 1], "padding": "SAME", "fused_ops": fused_ops,
-                        "num_args": len(args), "epsilon": 1e-3})
-    assert got.dtype == np.float32 and got.shape == y.shape
-    assert np.array_equal(np.isnan(got), np.isnan(y))
-    ok = ~np.isnan(y)
-    np.testing.assert_allclose(got[ok], y[ok], rtol=1e-5, atol=1e-4)
+    return y, args
 
 
 @pytest.mark.parametrize("fused_ops", [["BiasAdd"], ["BiasAdd", "Relu"], ["BiasAdd", "Relu6"],
@@ -340,23 +349,7 @@ def test_fused_depthwise_epilogue_in_the_compiled_kernel_matches_the_definition(
     with np.errstate(invalid="ignore"):
         y = np.concatenate([_definition(x[..., c:c + 1], f[:, :, c:c + 1], g)
                             for c in range(channels)], axis=-1)
-    if fused_ops[0] == "BiasAdd":
-        args = [rng.standard_normal(channels).astype(np.float32)]
-        y = y + args[0]
-    else:
-        scale, offset, mean = (rng.standard_normal(channels).astype(np.float32)
-                               for _ in range(3))
-        var = rng.uniform(0.5, 2, channels).astype(np.float32)
-        args = [scale, offset, mean, var]
-        y = (y - mean) * scale / np.sqrt(var.astype(np.float64) + 1e-3) + offset
-    act = fused_ops[-1]
-    with np.errstate(invalid="ignore", over="ignore"):
-        if act == "Relu":
-            y = np.where(np.isnan(y), y, np.maximum(y, 0))
-        elif act == "Relu6":
-            y = np.where(np.isnan(y), y, np.clip(y, 0, 6))
-        elif act == "Elu":
-            y = np.where(y < 0, np.expm1(y), y)
+    y, args = _fused_epilogue(y, fused_ops, rng)
     got = invoke("_FusedDepthwiseConv2dNative", x, f, *args,
                  attrs={"strides": [1, 2, 2, 1], "padding": "SAME", "fused_ops": fused_ops,
                         "num_args": len(args), "epsilon": 1e-3})

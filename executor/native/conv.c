@@ -52,6 +52,21 @@ typedef float vhu __attribute__((vector_size(VH * sizeof(float)), aligned(4)));
  * floats: 8 pixels took all 16 and spilled (half the numpy/BLAS path's speed on an AVX2
  * EPYC); 6 pixels take 12 and leave 3. Each caller inlines this body with its own RB, so
  * the loops over the block unroll and the accumulators stay in registers. */
+/* The taps of the output block at (row, ox) inside the input's rows (rows of padding are
+ * skipped), with xp the block's first pixel's input at the tap and wk the filter block's
+ * tap: BODY runs once per tap, for both block sizes below. */
+#define CONV_TAPS(...)                                                           \
+    for (long ky = 0; ky < KH; ky++) {                                           \
+        const long iy = iy0 + ky * dh;                                           \
+        if (iy < 0 || iy >= H) continue;                                         \
+        const float *base = rows + (ky * Wp + ox * sw) * C;                      \
+        for (long kx = 0; kx < KW; kx++) {                                       \
+            const float *xp = base + kx * dw * C;                                \
+            const float *wk = wblock + (ky * KW + kx) * C * VW;                  \
+            __VA_ARGS__                                                          \
+        }                                                                        \
+    }
+
 static inline __attribute__((always_inline))
 int conv_rows(const float *x, const float *wb, float *out,
               long H, long W, long C, long KH, long KW, long OC, long OH, long OW,
@@ -95,26 +110,17 @@ int conv_rows(const float *x, const float *wb, float *out,
                      * is taken in memory through the inner loop */
                     vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0},
                        a7 = {0};
-                    for (long ky = 0; ky < KH; ky++) {
-                        const long iy = iy0 + ky * dh;
-                        if (iy < 0 || iy >= H) continue;
-                        const float *base = rows + (ky * Wp + ox * sw) * C;
-                        for (long kx = 0; kx < KW; kx++) {
-                            const float *xp = base + kx * dw * C;
-                            const float *wk = wblock + (ky * KW + kx) * C * VW;
-                            for (long c = 0; c < C; c++) {
-                                const vf wv = *(const vfu *)(wk + c * VW);
-                                a0 += xp[c] * wv;
-                                a1 += xp[xs + c] * wv;
-                                a2 += xp[2 * xs + c] * wv;
-                                a3 += xp[3 * xs + c] * wv;
-                                a4 += xp[4 * xs + c] * wv;
-                                a5 += xp[5 * xs + c] * wv;
-                                a6 += xp[6 * xs + c] * wv;
-                                a7 += xp[7 * xs + c] * wv;
-                            }
-                        }
-                    }
+                    CONV_TAPS(for (long c = 0; c < C; c++) {
+                        const vf wv = *(const vfu *)(wk + c * VW);
+                        a0 += xp[c] * wv;
+                        a1 += xp[xs + c] * wv;
+                        a2 += xp[2 * xs + c] * wv;
+                        a3 += xp[3 * xs + c] * wv;
+                        a4 += xp[4 * xs + c] * wv;
+                        a5 += xp[5 * xs + c] * wv;
+                        a6 += xp[6 * xs + c] * wv;
+                        a7 += xp[7 * xs + c] * wv;
+                    })
                     acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
                     acc[4] = a4; acc[5] = a5; acc[6] = a6; acc[7] = a7;
                 } else {
@@ -122,31 +128,22 @@ int conv_rows(const float *x, const float *wb, float *out,
                      * vector on AVX2 through the stack, so these are spelled out. */
                     vh l0 = {0}, l1 = {0}, l2 = {0}, l3 = {0}, l4 = {0}, l5 = {0};
                     vh h0 = {0}, h1 = {0}, h2 = {0}, h3 = {0}, h4 = {0}, h5 = {0};
-                    for (long ky = 0; ky < KH; ky++) {
-                        const long iy = iy0 + ky * dh;
-                        if (iy < 0 || iy >= H) continue;
-                        const float *base = rows + (ky * Wp + ox * sw) * C;
-                        for (long kx = 0; kx < KW; kx++) {
-                            const float *xp = base + kx * dw * C;
-                            const float *wk = wblock + (ky * KW + kx) * C * VW;
-                            for (long c = 0; c < C; c++) {
-                                const vh wl = *(const vhu *)(wk + c * VW);
-                                const vh wh = *(const vhu *)(wk + c * VW + VH);
-                                float v = xp[c];
-                                l0 += v * wl; h0 += v * wh;
-                                v = xp[xs + c];
-                                l1 += v * wl; h1 += v * wh;
-                                v = xp[2 * xs + c];
-                                l2 += v * wl; h2 += v * wh;
-                                v = xp[3 * xs + c];
-                                l3 += v * wl; h3 += v * wh;
-                                v = xp[4 * xs + c];
-                                l4 += v * wl; h4 += v * wh;
-                                v = xp[5 * xs + c];
-                                l5 += v * wl; h5 += v * wh;
-                            }
-                        }
-                    }
+                    CONV_TAPS(for (long c = 0; c < C; c++) {
+                        const vh wl = *(const vhu *)(wk + c * VW);
+                        const vh wh = *(const vhu *)(wk + c * VW + VH);
+                        float v = xp[c];
+                        l0 += v * wl; h0 += v * wh;
+                        v = xp[xs + c];
+                        l1 += v * wl; h1 += v * wh;
+                        v = xp[2 * xs + c];
+                        l2 += v * wl; h2 += v * wh;
+                        v = xp[3 * xs + c];
+                        l3 += v * wl; h3 += v * wh;
+                        v = xp[4 * xs + c];
+                        l4 += v * wl; h4 += v * wh;
+                        v = xp[5 * xs + c];
+                        l5 += v * wl; h5 += v * wh;
+                    })
                     const vh lo_[6] = {l0, l1, l2, l3, l4, l5}, hi_[6] = {h0, h1, h2, h3, h4, h5};
                     for (int r = 0; r < 6; r++) {
                         memcpy(&acc[r], &lo_[r], sizeof(vh));
@@ -248,6 +245,22 @@ static void dw_epilogue(float *o, long C, const float *scale, const float *shift
         }
 }
 
+/* The taps of output pixel (n, oy, ox) inside x (padding is zeros: skipped), with xt the
+ * input pixel at the tap and ft the tap's filter (channel 0 of each): BODY runs once per
+ * tap, for each channel block below. */
+#define DW_TAPS(...)                                                             \
+    for (long ky = 0; ky < KH; ky++) {                                           \
+        const long iy = oy * sh - pt + ky * dh;                                  \
+        if (iy < 0 || iy >= H) continue;                                         \
+        for (long kx = 0; kx < KW; kx++) {                                       \
+            const long ix = ox * sw - pl + kx * dw;                              \
+            if (ix < 0 || ix >= W) continue;                                     \
+            const float *restrict xt = x + ((n * H + iy) * W + ix) * C;          \
+            const float *restrict ft = f + (ky * KW + kx) * C;                   \
+            __VA_ARGS__                                                          \
+        }                                                                        \
+    }
+
 CLONES
 void dfg_depthwise_nhwc_f32(const float *x, const float *f, float *out, long H, long W,
                             long C, long KH, long KW, long OH, long OW, long sh, long sw,
@@ -264,20 +277,12 @@ void dfg_depthwise_nhwc_f32(const float *x, const float *f, float *out, long H, 
             long c0 = 0;
             for (; c0 + 4 * VH <= C; c0 += 4 * VH) {
                 vh a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-                for (long ky = 0; ky < KH; ky++) {
-                    const long iy = oy * sh - pt + ky * dh;
-                    if (iy < 0 || iy >= H) continue;
-                    for (long kx = 0; kx < KW; kx++) {
-                        const long ix = ox * sw - pl + kx * dw;
-                        if (ix < 0 || ix >= W) continue;
-                        const float *xp = x + ((n * H + iy) * W + ix) * C + c0;
-                        const float *fp = f + (ky * KW + kx) * C + c0;
-                        a0 += *(const vhu *)xp * *(const vhu *)fp;
-                        a1 += *(const vhu *)(xp + VH) * *(const vhu *)(fp + VH);
-                        a2 += *(const vhu *)(xp + 2 * VH) * *(const vhu *)(fp + 2 * VH);
-                        a3 += *(const vhu *)(xp + 3 * VH) * *(const vhu *)(fp + 3 * VH);
-                    }
-                }
+                DW_TAPS(
+                    a0 += *(const vhu *)(xt + c0) * *(const vhu *)(ft + c0);
+                    a1 += *(const vhu *)(xt + c0 + VH) * *(const vhu *)(ft + c0 + VH);
+                    a2 += *(const vhu *)(xt + c0 + 2 * VH) * *(const vhu *)(ft + c0 + 2 * VH);
+                    a3 += *(const vhu *)(xt + c0 + 3 * VH) * *(const vhu *)(ft + c0 + 3 * VH);
+                )
                 *(vhu *)(o + c0) = a0;
                 *(vhu *)(o + c0 + VH) = a1;
                 *(vhu *)(o + c0 + 2 * VH) = a2;
@@ -285,33 +290,12 @@ void dfg_depthwise_nhwc_f32(const float *x, const float *f, float *out, long H, 
             }
             for (; c0 + VH <= C; c0 += VH) {         /* then 8 at a time */
                 vh a0 = {0};
-                for (long ky = 0; ky < KH; ky++) {
-                    const long iy = oy * sh - pt + ky * dh;
-                    if (iy < 0 || iy >= H) continue;
-                    for (long kx = 0; kx < KW; kx++) {
-                        const long ix = ox * sw - pl + kx * dw;
-                        if (ix < 0 || ix >= W) continue;
-                        a0 += *(const vhu *)(x + ((n * H + iy) * W + ix) * C + c0)
-                            * *(const vhu *)(f + (ky * KW + kx) * C + c0);
-                    }
-                }
+                DW_TAPS(a0 += *(const vhu *)(xt + c0) * *(const vhu *)(ft + c0);)
                 *(vhu *)(o + c0) = a0;
             }
-            if (c0 == C) {
-                if (scale || shift || act) dw_epilogue(o, C, scale, shift, act);
-                continue;
-            }
-            for (long c = c0; c < C; c++) o[c] = 0.0f;
-            for (long ky = 0; ky < KH; ky++) {
-                const long iy = oy * sh - pt + ky * dh;
-                if (iy < 0 || iy >= H) continue;
-                for (long kx = 0; kx < KW; kx++) {
-                    const long ix = ox * sw - pl + kx * dw;
-                    if (ix < 0 || ix >= W) continue;
-                    const float *restrict xp = x + ((n * H + iy) * W + ix) * C;
-                    const float *restrict fp = f + (ky * KW + kx) * C;
-                    for (long c = c0; c < C; c++) o[c] += xp[c] * fp[c];
-                }
+            if (c0 < C) {                               /* the last few, in place */
+                for (long c = c0; c < C; c++) o[c] = 0.0f;
+                DW_TAPS(for (long c = c0; c < C; c++) o[c] += xt[c] * ft[c];)
             }
             if (scale || shift || act) dw_epilogue(o, C, scale, shift, act);
         }

@@ -43,7 +43,6 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as D
-from ..frames import ROOT, analyze_frames
 from ..graph import Graph
 from .common import (
     Editor,
@@ -55,38 +54,30 @@ from .common import (
     const_value,
     make_constant_enter,
 )
-from .hoist_projection import MAX_GROWTH, _invariant
+from .hoist_projection import (
+    MAX_GROWTH,
+    _invariant,
+    add_projection,
+    become,
+    float_matmul,
+    hoist_loop_matmuls,
+    node_adder,
+)
 
 # ops that may read an Enter of the TensorArray's handle without changing its elements
 _ARRAY_READERS = frozenset({"TensorArrayReadV3", "TensorArraySizeV3"})
 
 
 def run(graph: Graph, options: PassOptions) -> Any:
-    ed = Editor(graph)
-    if not any(n.op == "TensorArrayReadV3" for n in graph.nodes):
-        return ed.finish()
-    prot = Protected(graph, options)
-    fa = analyze_frames(graph)
-    shapes = Shapes(ed, prot)
-    for node in graph.topological_order():
-        nd = ed.peek(node.name)
-        if nd is None or nd.op != "MatMul":
-            continue
-        frame = fa.node_frame.get(nd.name)
-        if frame in (None, ROOT):
-            continue
-        match = _match(ed, prot, fa, shapes, nd, frame)
-        if match is not None:
-            _rewrite(ed, prot, fa, nd.name, frame, match)
-    return ed.finish()
+    return hoist_loop_matmuls(graph, options, "TensorArrayReadV3", _match, _rewrite)
 
 
 def _match(ed: Editor, prot: Protected, fa: Any, shapes: Shapes, nd: Any, frame: str
            ) -> dict | None:
-    t = attr_type(nd)
-    ta, tb = attr(nd, "transpose_a"), attr(nd, "transpose_b")
-    if t not in (D.DT_FLOAT, D.DT_DOUBLE) or (ta is not None and ta.b) or prot.pinned(nd.name):
+    kind = float_matmul(prot, nd)
+    if kind is None:
         return None
+    t, transposed = kind
     data = ed.data_inputs(nd.name)
     if len(data) != 2 or data[0][1] != 0:
         return None
@@ -117,7 +108,6 @@ def _match(ed: Editor, prot: Protected, fa: Any, shapes: Shapes, nd: Any, frame:
     kx = _step_width(shapes.of(sequence), attr(ed.peek(array[0]), "element_shape"))
     if kx is None or w_shape is None or len(w_shape) != 2:
         return None
-    transposed = tb is not None and tb.b
     k, n = (w_shape[1], w_shape[0]) if transposed else w_shape
     if not 0 < kx < k or n > MAX_GROWTH * kx:
         return None
@@ -188,27 +178,14 @@ def _array_read(ed: Editor, prot: Protected, fa: Any, t: tuple[str, int], frame:
 
 
 def _rewrite(ed: Editor, prot: Protected, fa: Any, name: str, frame: str, m: dict) -> None:
-    from dfg.schemas import node_def_pb2
-
     nd = ed.get(name)
     t, device = m["dtype"], nd.device
     before = fa.frames[frame].enters[0] if fa.frames[frame].enters else name
-    seq_node = m["sequence"][0]
-
-    def add(base: str, op: str, inputs: list[tuple[str, int]], controls: tuple = ()) -> str:
-        new = node_def_pb2.NodeDef(name=ed.unique_name(f"{name}/{base}"), op=op, device=device)
-        ed.add(new, before=before)
-        ed.set_inputs(new.name, inputs, controls)
-        return new.name
-
+    add = node_adder(ed, name, device, before)
     # the kernel's two row blocks, outside the loop (in the sequence's frame: a control
     # input from it places a constant there in a nested loop too)
-    w_x, w_h = _row_blocks(ed, m, name, device, before, seq_node, add)
-    product = add("projection", "Einsum", [m["sequence"], (w_x, 0)])
-    p = ed.get(product)
-    p.attr["equation"].s = b"abk,nk->abn" if m["transposed"] else b"abk,kn->abn"
-    p.attr["N"].i = 2
-    p.attr["T"].type = t
+    w_x, w_h = _row_blocks(ed, m, name, device, before, m["sequence"][0], add)
+    product = add_projection(ed, add, m["sequence"], (w_x, 0), m["transposed"], t)
     # a TensorArray like the input's (same size, same flags), the product scattered into it
     # at the same indices
     src = ed.peek(m["array"][0])
@@ -240,14 +217,9 @@ def _rewrite(ed: Editor, prot: Protected, fa: Any, name: str, frame: str, m: dic
     s.attr["transpose_a"].b = False
     s.attr["transpose_b"].b = m["transposed"]
     controls = [*ed.control_inputs(name), *ed.control_inputs(m["concat"])]
-    shapes = attr(nd, "_output_shapes")
-    shapes = None if shapes is None else shapes.SerializeToString()
-    nd.op = "AddN"
-    nd.attr.clear()
+    become(nd, "AddN")
     nd.attr["N"].i = 2
     nd.attr["T"].type = t
-    if shapes is not None:
-        nd.attr["_output_shapes"].ParseFromString(shapes)
     ed.set_inputs(name, [(step, 0), (state, 0)], controls)
     ed.remove(m["concat"])
     read = m["read"]

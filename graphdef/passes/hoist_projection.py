@@ -57,33 +57,88 @@ FORWARDS = frozenset({"Identity", "IdentityN"})
 
 
 def run(graph: Graph, options: PassOptions) -> Any:
+    return hoist_loop_matmuls(graph, options, "TensorListGetItem", _match, _rewrite)
+
+
+def hoist_loop_matmuls(graph: Graph, options: PassOptions, needs: str, match: Any,
+                       rewrite: Any) -> Any:
+    """The driver of the projection passes (this one and ``hoist_concat_projection``): every
+    MatMul inside a loop frame is offered to ``match(ed, prot, fa, shapes, node, frame)``,
+    and what it returns to ``rewrite(ed, prot, fa, name, frame, match)``; nothing to do in
+    a graph without a ``needs`` op."""
     ed = Editor(graph)
-    if not any(n.op == "TensorListGetItem" for n in graph.nodes):
+    if not any(n.op == needs for n in graph.nodes):
         return ed.finish()
     prot = Protected(graph, options)
     fa = analyze_frames(graph)
-    frame_of = fa.node_frame
     shapes = Shapes(ed, prot)
     for node in graph.topological_order():
         nd = ed.peek(node.name)
         if nd is None or nd.op != "MatMul":
             continue
-        frame = frame_of.get(nd.name)
+        frame = fa.node_frame.get(nd.name)
         if frame in (None, ROOT):
             continue
-        match = _match(ed, prot, fa, shapes, nd, frame)
-        if match is not None:
-            _rewrite(ed, prot, fa, nd.name, frame, *match)
+        found = match(ed, prot, fa, shapes, nd, frame)
+        if found is not None:
+            rewrite(ed, prot, fa, nd.name, frame, found)
     return ed.finish()
+
+
+def float_matmul(prot: Protected, nd: Any) -> tuple[int, bool] | None:
+    """(dtype, transpose_b) of a float32/float64 MatMul that may be rewritten (not pinned,
+    ``transpose_a`` false), else None."""
+    t = attr_type(nd)
+    ta, tb = attr(nd, "transpose_a"), attr(nd, "transpose_b")
+    if t not in (D.DT_FLOAT, D.DT_DOUBLE) or (ta is not None and ta.b) or prot.pinned(nd.name):
+        return None
+    return t, tb is not None and tb.b
+
+
+def node_adder(ed: Editor, name: str, device: str, before: str) -> Any:
+    """``add(base, op, inputs, controls=())``: a new node ``<name>/<base>`` on ``device``,
+    placed before ``before``, wired; returns its name."""
+    from dfg.schemas import node_def_pb2
+
+    def add(base: str, op: str, inputs: list[tuple[str, int]], controls: tuple = ()) -> str:
+        new = node_def_pb2.NodeDef(name=ed.unique_name(f"{name}/{base}"), op=op, device=device)
+        ed.add(new, before=before)
+        ed.set_inputs(new.name, inputs, controls)
+        return new.name
+
+    return add
+
+
+def add_projection(ed: Editor, add: Any, sequence: tuple[str, int], weights: tuple[str, int],
+                   transposed: bool, dtype: int) -> str:
+    """``Einsum(sequence [T, B, K], weights [K, N] ([N, K] transposed))``: every step's
+    product at once."""
+    product = add("projection", "Einsum", [sequence, weights])
+    p = ed.get(product)
+    p.attr["equation"].s = b"abk,nk->abn" if transposed else b"abk,kn->abn"
+    p.attr["N"].i = 2
+    p.attr["T"].type = dtype
+    return product
+
+
+def become(nd: Any, op: str) -> None:
+    """Turn ``nd`` into an ``op`` node without attrs but its ``_output_shapes`` (the same
+    tensor under the same name); the caller sets the op's attrs."""
+    shapes = attr(nd, "_output_shapes")
+    shapes = None if shapes is None else shapes.SerializeToString()
+    nd.op = op
+    nd.attr.clear()
+    if shapes is not None:
+        nd.attr["_output_shapes"].ParseFromString(shapes)
 
 
 def _match(ed: Editor, prot: Protected, fa: Any, shapes: Shapes, nd: Any, frame: str
            ) -> tuple | None:
     """(sequence tensor, outer weights, index tensor, get-item node) or None."""
-    t = attr_type(nd)
-    ta, tb = attr(nd, "transpose_a"), attr(nd, "transpose_b")
-    if t not in (D.DT_FLOAT, D.DT_DOUBLE) or (ta is not None and ta.b) or prot.pinned(nd.name):
+    kind = float_matmul(prot, nd)
+    if kind is None:
         return None
+    t, transposed = kind
     data = ed.data_inputs(nd.name)
     if len(data) != 2 or data[0][1] != 0:
         return None
@@ -107,7 +162,7 @@ def _match(ed: Editor, prot: Protected, fa: Any, shapes: Shapes, nd: Any, frame:
     w_shape = shapes.fully_known(weights)
     if len(src_in) != 2 or w_shape is None or len(w_shape) != 2:
         return None
-    k, n = (w_shape[1], w_shape[0]) if tb is not None and tb.b else w_shape
+    k, n = (w_shape[1], w_shape[0]) if transposed else w_shape
     if k <= 0 or n > MAX_GROWTH * k:
         return None
     # the list's element shape, which TensorListFromTensor checks every step against, must
@@ -192,26 +247,14 @@ def _forwarded(ed: Editor, nd: Any, t: tuple[str, int]) -> tuple[str, int]:
 
 
 def _rewrite(ed: Editor, prot: Protected, fa: Any, name: str, frame: str,
-             sequence: tuple[str, int],
-             weights: tuple[str, int], index: tuple[str, int], get: str) -> None:
-    from dfg.schemas import node_def_pb2
-
+             match: tuple) -> None:
+    sequence, weights, index, get = match
     nd = ed.get(name)
     t, device = nd.attr["T"].type, nd.device
     tb = attr(nd, "transpose_b")
     before = fa.frames[frame].enters[0] if fa.frames[frame].enters else name
-
-    def add(base: str, op: str, inputs: list[tuple[str, int]], controls: tuple = ()) -> str:
-        new = node_def_pb2.NodeDef(name=ed.unique_name(f"{name}/{base}"), op=op, device=device)
-        ed.add(new, before=before)
-        ed.set_inputs(new.name, inputs, controls)
-        return new.name
-
-    product = add("projection", "Einsum", [sequence, weights])
-    p = ed.get(product)
-    p.attr["equation"].s = b"abk,nk->abn" if tb is not None and tb.b else b"abk,kn->abn"
-    p.attr["N"].i = 2
-    p.attr["T"].type = t
+    add = node_adder(ed, name, device, before)
+    product = add_projection(ed, add, sequence, weights, tb is not None and tb.b, t)
     # an unknown element shape (-1), live when the sequence is
     shape = ed.make_const(ed.unique_name(f"{name}/projection/element_shape"),
                           np.int32(-1), D.DT_INT32, [sequence[0]],
@@ -226,13 +269,8 @@ def _rewrite(ed: Editor, prot: Protected, fa: Any, name: str, frame: str,
         make_constant_enter(ed, fa, ed.get(e), dt, frame)
         enters.append(e)
     controls = [*ed.control_inputs(name), *ed.control_inputs(get)]
-    shapes = attr(nd, "_output_shapes")
-    shapes = None if shapes is None else shapes.SerializeToString()
-    nd.op = "TensorListGetItem"
-    nd.attr.clear()
+    become(nd, "TensorListGetItem")
     nd.attr["element_dtype"].type = t
-    if shapes is not None:
-        nd.attr["_output_shapes"].ParseFromString(shapes)
     ed.set_inputs(name, [(enters[0], 0), index, (enters[1], 0)], controls)
     if not ed.readers.get(get) and not prot.keeps_name(get):
         ed.remove(get)
