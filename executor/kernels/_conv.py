@@ -381,6 +381,9 @@ class _ConvPlan:
     idx: np.ndarray | None = None
     fill_row: bool = False
     native: bool = False    # the compiled direct convolution pays (when it is built)
+    # it pays for a _FusedConv2D, whose numpy path adds the epilogue's passes (True when
+    # native is)
+    native_fused: bool = False
     window: Any = None      # "depthwise": its DepthwiseConv2dNative plan (_WindowPlan)
 
 
@@ -391,16 +394,48 @@ def tiles_exactly(g: Geom) -> bool:
         and g.oh * g.kh == g.h and g.ow * g.kw == g.w
 
 
-def _native_pays(g: Geom, oc: int, gather: bool) -> bool:
+def _native_pays(g: Geom, oc: int, gather: bool, fused: bool = False) -> bool:
     """Whether the compiled direct convolution beats the GEMM paths on this geometry
-    (``gather``: the numpy path would gather a patch matrix, its fastest form)."""
+    (``gather``: the numpy path would gather a patch matrix, its fastest form; ``fused``:
+    a _FusedConv2D, whose epilogue the numpy path applies in passes of its own)."""
+    flops = 2.0 * g.n * g.oh * g.ow * oc * g.kh * g.kw * g.c
+    if flops < SMALL_FLOPS:
+        return _small_native_pays(g, oc, flops, fused)
     if g.sh >= g.kh and g.sw >= g.kw:
         return False    # windows that do not overlap (1x1, patchify): a GEMM (BLAS is better)
-    flops = 2.0 * g.n * g.oh * g.ow * oc * g.kh * g.kw * g.c
     if not _native.wide_vectors():
         return _avx2_native_pays(g, oc, gather, flops)
     skinny = oc <= NATIVE_MAX_OC or g.kh * g.kw * g.c <= NATIVE_MAX_K
     return skinny and flops >= NATIVE_MIN_FLOPS
+
+
+# Below a million FLOPs a layer costs microseconds, and what each path costs around its
+# arithmetic decides. The numpy path's gather, GEMM and epilogue are several numpy calls
+# (2-3 us each on a 2-core EPYC); the direct kernel is one call on a filter packed once (a
+# Const's: _native.packed), though it computes whole blocks of 16 channels and 6 (AVX2) or
+# 8 (AVX-512) pixels. Every Conv2D of the Keras zoo under a million FLOPs, numpy path vs
+# direct kernel, one thread: with overlapping windows the direct kernel won every layer
+# (5.4-7.4 -> 2.0-2.5 us at 5-30 KFLOP, 18.2 -> 5.3 us at 64 KFLOP, 56-161 -> 19-44 us
+# at 300-600 KFLOP); on 1x1 layers the two are within a few microseconds, and the
+# direct kernel's wasted blocks decide: SMALL_GEMM_US and SMALL_DIRECT_US model them.
+SMALL_FLOPS = 1e6
+SMALL_GEMM_US = (2.5, 20e3)      # fixed us, FLOPs per us: reshape and matmul
+SMALL_EPILOGUE_US = 3.0          # _FusedConv2D's bias and activation passes on that path
+SMALL_DIRECT_US = (1.5, 35e3)    # fixed us, computed (padded) FLOPs per us
+
+
+def _small_native_pays(g: Geom, oc: int, flops: float, fused: bool) -> bool:
+    """The rule under SMALL_FLOPS: any overlapping windows; 1x1 and other windows that do
+    not overlap (a plain GEMM) when the kernel's padded blocks still cost less."""
+    if flops <= 0:
+        return False
+    if g.sh < g.kh or g.sw < g.kw:
+        return True
+    block = 8 if _native.wide_vectors() else AVX2_BLOCK
+    padded = 2.0 * g.n * g.oh * -(-g.ow // block) * block * -(-oc // 16) * 16 \
+        * g.kh * g.kw * g.c
+    return SMALL_DIRECT_US[0] + padded / SMALL_DIRECT_US[1] \
+        < SMALL_GEMM_US[0] + flops / SMALL_GEMM_US[1] + (SMALL_EPILOGUE_US if fused else 0.0)
 
 
 # The AVX2 kernel (6-pixel blocks of 16 channels, conv.c) against the numpy path on an AVX2
@@ -445,17 +480,19 @@ def _conv_plan(x_shape: tuple[int, ...], f_shape: tuple[int, ...], itemsize: int
                 fmt, explicit))
         return _ConvPlan(g, oc, groups, "grouped")
     if kh == kw == 1 and not g.padded:
-        return _ConvPlan(g, oc, groups, "gemm", native=_native_pays(g, oc, False))
+        return _ConvPlan(g, oc, groups, "gemm", native=_native_pays(g, oc, False),
+                         native_fused=_native_pays(g, oc, False, fused=True))
     cols_bytes = g.n * g.oh * g.ow * kh * kw * g.c * itemsize
     # With few channels the gather moves tiny rows; a strided copy moves longer runs.
     if cols_bytes <= _GATHER_BYTES and (g.c >= _GATHER_MIN_CHANNELS
                                         or cols_bytes <= _GATHER_SMALL_BYTES):
         idx, fill_row = _gather_index(g)
-        return _ConvPlan(g, oc, groups, "gather", idx, fill_row, _native_pays(g, oc, True))
+        native = _native_pays(g, oc, True)
+        return _ConvPlan(g, oc, groups, "gather", idx, fill_row, native, native_fused=native)
     native = _native_pays(g, oc, False)
     if g.c >= _TAP_MIN_CHANNELS:
-        return _ConvPlan(g, oc, groups, "taps", native=native)
-    return _ConvPlan(g, oc, groups, "im2col", native=native)
+        return _ConvPlan(g, oc, groups, "taps", native=native, native_fused=native)
+    return _ConvPlan(g, oc, groups, "im2col", native=native, native_fused=native)
 
 
 def _conv_taps(x: np.ndarray, f: np.ndarray, g: Geom, oc: int) -> np.ndarray:
@@ -562,17 +599,19 @@ def conv2d(x: np.ndarray, filter: np.ndarray, strides: Sequence[int], padding: s
 def conv2d_native_fused(x: np.ndarray, filter: np.ndarray, strides: Sequence[int],
                         padding: str, dilations: Sequence[int] | None, data_format: str,
                         explicit_paddings: Sequence[int] | None,
-                        epilogue: _native.Epilogue) -> np.ndarray | None:
+                        epilogue: _native.Epilogue, plan: _ConvPlan | None = None
+                        ) -> np.ndarray | None:
     """Conv2D with ``epilogue`` applied inside the compiled kernel (no pass over the output
     per fused op), or None when that kernel does not take this convolution: the caller then
-    runs :func:`conv2d` and its own epilogue."""
+    runs :func:`conv2d` and its own epilogue. ``plan``: the caller's :func:`conv2d_plan`
+    for these NHWC shapes, if it has it."""
     if (data_format or "NHWC") != "NHWC" or x.dtype != _F32 or filter.dtype != _F32 \
             or x.ndim != 4 or filter.ndim != 4 or not _native.dense_conv():
         return None
-    p = _conv_plan(x.shape, filter.shape, 4, _key(strides), padding, _key(dilations), "NHWC",
-                   _key(explicit_paddings))
+    p = plan or _conv_plan(x.shape, filter.shape, 4, _key(strides), padding, _key(dilations),
+                           "NHWC", _key(explicit_paddings))
     res = epilogue.residual
-    if not p.native or res is not None and (
+    if not p.native_fused or res is not None and (
             res.dtype != _F32 or res.shape != (p.g.n, p.g.oh, p.g.ow, p.oc)):
         return None
     return _native.conv2d_nhwc_f32(x, filter, p.g, epilogue)

@@ -36,6 +36,7 @@ own thread.
 from __future__ import annotations
 
 import os
+import weakref
 from types import ModuleType
 from typing import Any, NamedTuple
 
@@ -224,9 +225,25 @@ def depthwise_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any,
     multiplier 1) for geometry ``g`` (a ``_conv.Geom``): (N, OH, OW, C) float32, with
     ``epilogue``'s scale, shift and activation applied to each pixel as it is computed (no
     residual: ValueError)."""
-    x = np.ascontiguousarray(x, _F32)
+    return depthwise_prepared(x, prepare_depthwise(f, g, epilogue))
+
+
+class DepthwisePrep(NamedTuple):
+    """What the depthwise kernel needs besides its input (as :class:`ConvPrep`)."""
+    fk: np.ndarray
+    scale: np.ndarray | None
+    shift: np.ndarray | None
+    act: int
+    geometry: tuple
+    out_shape: tuple
+    flops: float
+    split: tuple | None
+
+
+def prepare_depthwise(f: np.ndarray, g: Any, epilogue: Epilogue | None = None
+                      ) -> DepthwisePrep:
+    """The :class:`DepthwisePrep` of a depthwise convolution by ``f`` for geometry ``g``."""
     fk = np.ascontiguousarray(f.reshape(f.shape[0], f.shape[1], f.shape[2]), _F32)
-    out = np.empty((g.n, g.oh, g.ow, g.c), _F32)
     scale = shift = None
     act = ACT_NONE
     if epilogue is not None:
@@ -235,9 +252,23 @@ def depthwise_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any,
         scale, shift = (None if v is None else np.ascontiguousarray(v, _F32)
                         for v in (epilogue.scale, epilogue.shift))
         act = epilogue.act
-    geometry = (g.n, g.h, g.w, g.c, g.kh, g.kw, g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl)
-    _ext.depthwise_nhwc_f32(x, fk, out, geometry, scale, shift, act,
-                            *_split(g.n * g.oh, 2.0 * out.size * g.kh * g.kw))
+    flops = 2.0 * g.n * g.oh * g.ow * g.c * g.kh * g.kw
+    split = _split(g.n * g.oh, flops) if flops < _MIN_CHUNK_FLOPS else None
+    return DepthwisePrep(fk, scale, shift, act,
+                         (g.n, g.h, g.w, g.c, g.kh, g.kw, g.oh, g.ow, g.sh, g.sw, g.dh, g.dw,
+                          g.pt, g.pl), (g.n, g.oh, g.ow, g.c), flops, split)
+
+
+def depthwise_prepared(x: np.ndarray, prep: DepthwisePrep, residual: None = None
+                       ) -> np.ndarray:
+    """The depthwise convolution of ``x`` as ``prep`` says (``residual``: always None, for
+    the callers that keep either preparation)."""
+    if x.__class__ is not np.ndarray or x.dtype is not _F32 or not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x, _F32)
+    out = np.empty(prep.out_shape, _F32)
+    split = prep.split or _split(prep.out_shape[0] * prep.out_shape[1], prep.flops)
+    _ext.depthwise_nhwc_f32(x, prep.fk, out, prep.geometry, prep.scale, prep.shift, prep.act,
+                            *split)
     return out
 
 
@@ -254,41 +285,137 @@ class Epilogue(NamedTuple):
 ACT_NONE, ACT_RELU, ACT_RELU6 = 0, 1, 2
 
 
-def _per_channel(v: np.ndarray | None, oc: int, blocks: int) -> np.ndarray | None:
-    """``v`` (OC,) as float32 padded with zeros to whole blocks (the kernel loads vectors)."""
-    if v is None:
-        return None
-    full = np.zeros(blocks * _VW, _F32)
-    full[:oc] = v
-    return full
-
-
 def conv2d_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any,
                     epilogue: Epilogue | None = None) -> np.ndarray:
     """Conv2D of NHWC float32 ``x`` with (KH, KW, C, OC) ``f`` for geometry ``g`` (the
     numpy path's :class:`~dfg.executor.kernels._conv.Geom`): (N, OH, OW, OC) float32, with
     ``epilogue`` applied while each block is in registers."""
+    return conv2d_prepared(x, prepare_conv(f, g, epilogue),
+                           None if epilogue is None else epilogue.residual)
+
+
+class ConvPrep(NamedTuple):
+    """What the direct convolution needs besides its input and residual: the filter in
+    blocks, the epilogue's per-channel vectors and activation, the geometry, the output's
+    shape, and (chunks, threads) when they do not depend on the thread setting (None:
+    asked per call)."""
+    wb: np.ndarray
+    scale: np.ndarray | None
+    shift: np.ndarray | None
+    act: int
+    geometry: tuple
+    out_shape: tuple
+    flops: float
+    split: tuple | None
+
+
+def prepare_conv(f: np.ndarray, g: Any, epilogue: Epilogue | None = None) -> ConvPrep:
+    """The :class:`ConvPrep` of a convolution by ``f`` for geometry ``g`` (``epilogue``'s
+    residual aside). A caller may keep it while ``f`` and the epilogue's vectors are the
+    same frozen arrays (:func:`frozen`)."""
     kh, kw, c, oc = f.shape
-    x = np.ascontiguousarray(x, _F32)
+    # (blocks, KH, KW, C, 16): each block's filter one contiguous stream, kept for a
+    # Const's filter (packing it cost more than a small layer's convolution)
+    wb = packed(f, _conv_blocks)
+    scale = shift = None
+    act = ACT_NONE
+    if epilogue is not None:
+        scale = None if epilogue.scale is None else packed(epilogue.scale, _channel_blocks)
+        shift = None if epilogue.shift is None else packed(epilogue.shift, _channel_blocks)
+        act = epilogue.act
+    flops = 2.0 * g.n * g.oh * g.ow * oc * kh * kw * c
+    split = _split(g.n * g.oh, flops) if flops < _MIN_CHUNK_FLOPS else None
+    return ConvPrep(wb, scale, shift, act,
+                    (g.n, g.h, g.w, c, kh, kw, oc, g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt,
+                     g.pl), (g.n, g.oh, g.ow, oc), flops, split)
+
+
+def conv2d_prepared(x: np.ndarray, prep: ConvPrep, residual: np.ndarray | None = None
+                    ) -> np.ndarray:
+    """The direct convolution of ``x`` as ``prep`` says, plus ``residual`` (float32, of the
+    output's shape) before the activation."""
+    if x.__class__ is not np.ndarray or x.dtype is not _F32 or not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x, _F32)
+    out = np.empty(prep.out_shape, _F32)
+    if residual is not None:
+        residual = np.ascontiguousarray(residual, _F32)
+        if residual.shape != out.shape:
+            raise ValueError(f"residual of shape {residual.shape} for an output of "
+                             f"{out.shape}")
+    split = prep.split or _split(prep.out_shape[0] * prep.out_shape[1], prep.flops)
+    try:
+        _ext.conv2d_nhwc_f32(x, prep.wb, out, prep.geometry, prep.scale, prep.shift,
+                             residual, prep.act, *split)
+    except MemoryError:
+        raise ResourceExhaustedError("native Conv2D: out of memory for its row buffer") from None
+    return out
+
+
+def _conv_blocks(f: np.ndarray) -> np.ndarray:
+    """A (KH, KW, C, OC) filter as (blocks, KH, KW, C, 16) float32, zero past OC."""
+    kh, kw, c, oc = f.shape
     blocks = -(-oc // _VW)
     if oc % _VW:
         full = np.zeros((kh, kw, c, blocks * _VW), _F32)
         full[..., :oc] = f
     else:
         full = f
-    # (blocks, KH, KW, C, 16): each block's filter is one contiguous stream (no copy for 16)
-    wb = np.ascontiguousarray(full.reshape(kh, kw, c, blocks, _VW).transpose(3, 0, 1, 2, 4),
-                              _F32)
-    out = np.empty((g.n, g.oh, g.ow, oc), _F32)
-    ep = epilogue or Epilogue(None, None, None, ACT_NONE)
-    scale, shift = (_per_channel(v, oc, blocks) for v in (ep.scale, ep.shift))
-    res = None if ep.residual is None else np.ascontiguousarray(ep.residual, _F32)
-    if res is not None and res.shape != out.shape:
-        raise ValueError(f"residual of shape {res.shape} for an output of {out.shape}")
-    geometry = (g.n, g.h, g.w, c, kh, kw, oc, g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl)
-    try:
-        _ext.conv2d_nhwc_f32(x, wb, out, geometry, scale, shift, res, ep.act,
-                             *_split(g.n * g.oh, 2.0 * out.size * kh * kw * c))
-    except MemoryError:
-        raise ResourceExhaustedError("native Conv2D: out of memory for its row buffer") from None
+    return np.ascontiguousarray(full.reshape(kh, kw, c, blocks, _VW).transpose(3, 0, 1, 2, 4),
+                                _F32)
+
+
+def _channel_blocks(v: np.ndarray) -> np.ndarray:
+    """A per-channel vector (OC,) as float32 padded with zeros to whole blocks (the kernel
+    loads vectors)."""
+    oc = v.shape[0]
+    full = np.zeros(-(-oc // _VW) * _VW, _F32)
+    full[:oc] = v
+    return full
+
+
+def frozen(a: Any) -> bool:
+    """Whether ``a``'s values can never change: a read-only array whose memory is, through
+    read-only views, a ``bytes`` object. A Const's value is such a view of the graph's bytes
+    (``tensors.to_numpy``); a variable's buffer, a fed array or a kernel's output is not."""
+    while a.__class__ is np.ndarray:
+        if a.flags.writeable:
+            return False
+        a = a.base
+    return a.__class__ is bytes
+
+
+# What packed() made from frozen arrays: (the function, id of the array) -> (a weak
+# reference to the array, the result). The weak reference tells a live array from a new one
+# at a dead one's address, and its callback drops the entry when the array goes (a plan's
+# Consts live as long as the plan). Entries are added and dropped under the GIL (dict
+# operations are atomic); two threads packing the same array at once both compute it.
+_PACKS: dict[tuple, tuple] = {}
+_PACKED_BYTES = [0]
+# The cache's bound: past it, it starts again empty (a model's packed weights are about
+# its weights' size).
+MAX_PACKED_BYTES = 1 << 30
+
+
+def packed(a: np.ndarray, make: Any) -> np.ndarray:
+    """``make(a)``: computed once while ``a`` lives when its values cannot change
+    (:func:`frozen`), else on every call."""
+    key = (make, id(a))
+    hit = _PACKS.get(key)
+    if hit is not None and hit[0]() is a:
+        return hit[1]
+    out = make(a)
+    if not frozen(a):
+        return out
+    if _PACKED_BYTES[0] + out.nbytes > MAX_PACKED_BYTES:
+        _PACKS.clear()
+        _PACKED_BYTES[0] = 0
+    _PACKED_BYTES[0] += out.nbytes
+
+    def drop(ref: Any, key: tuple = key) -> None:
+        entry = _PACKS.get(key)
+        if entry is not None and entry[0] is ref and _PACKS.pop(key, None) is entry:
+            _PACKED_BYTES[0] -= entry[1].nbytes
+
+    out.flags.writeable = False
+    _PACKS[key] = (weakref.ref(a, drop), out)
     return out

@@ -220,15 +220,29 @@ def _conv_call(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
     if m is None or m[0] != x.shape or m[1] != f.shape or m[2] is not x.dtype \
             or m[3] is not f.dtype or m[4] != len(args):
         m = _conv_call_plan(fn, ctx, x, f, args)
-    first, add, act, fmt, p = m[5:]
-    if fn is nn.conv2d_of and fmt == "NHWC" and (p is None or p.native):
+    kept = m[10]
+    if kept is not None and kept[0] is f and _native.enabled():
+        # the compiled convolution prepared for this filter and these epilogue vectors (the
+        # same frozen arrays as last time): only the input and the residual are new
+        n = len(kept[1])
+        if n == 0 or args[0] is kept[1][0] and (n == 1 or all(
+                a is b for a, b in zip(args[1:n], kept[1][1:]))):
+            if kept[2] is None:
+                return kept[4](x, kept[3])
+            r = args[kept[2]]
+            if r.__class__ is np.ndarray and r.dtype is _F32 and r.shape == kept[3].out_shape:
+                return kept[4](x, kept[3], r)
+    first, add, act, fmt, p = m[5:10]
+    if fn is nn.conv2d_of and fmt == "NHWC" and (p is None or p.native_fused):
         ep = _native_epilogue(ctx, f, args, first, add, act)
         if ep is not None:
             a = ctx.attrs
             y = _conv.conv2d_native_fused(x, f, a.get("strides"), a.get("padding"),
                                           a.get("dilations"), fmt,
-                                          a.get("explicit_paddings"), ep)
+                                          a.get("explicit_paddings"), ep, p)
             if y is not None:
+                _keep_native(ctx, m, f, args, first, add, ep, p, _native.prepare_conv,
+                             _native.conv2d_prepared)
                 return y
     if fn is nn.depthwise_conv2d_of and fmt == "NHWC" and p is not None and not add \
             and x.dtype == _F32 and f.dtype == _F32 and f.ndim == 4 and f.shape[3] == 1 \
@@ -237,7 +251,10 @@ def _conv_call(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
         # activation to each pixel as it computes it: no passes over the output
         ep = _native_epilogue(ctx, f, args, first, add, act, depthwise=True)
         if ep is not None:
-            return _native.depthwise_nhwc_f32(x, f, p.g, ep)
+            kept = _keep_native(ctx, m, f, args, first, add, ep, p, _native.prepare_depthwise,
+                                _native.depthwise_prepared)
+            return _native.depthwise_prepared(
+                x, kept or _native.prepare_depthwise(f, p.g, ep))
     if p is None:
         y = fn(ctx.attrs, x, f)
         return _epilogue(ctx, y, args, first, add, act, fmt, (x, f))
@@ -273,8 +290,26 @@ def _conv_call_plan(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.nda
     ctx.memo = None     # nn's kernels keep their own plan there: not while fused
     p = nn.planned_conv(ctx, x, f, _conv.conv2d_plan if fn is nn.conv2d_of
                         else _conv.depthwise_plan)
-    m = ctx.memo = (x.shape, f.shape, x.dtype, f.dtype, len(args), first, add, act, fmt, p)
+    # the last entry: what _keep_native prepared, if anything
+    m = ctx.memo = (x.shape, f.shape, x.dtype, f.dtype, len(args), first, add, act, fmt, p,
+                    None)
     return m
+
+
+def _keep_native(ctx: KernelContext, m: tuple, f: np.ndarray, args: tuple,
+                 first: str | None, add: bool, ep: _native.Epilogue, p: Any,
+                 prepare: Callable[..., Any], run: Callable[..., np.ndarray]) -> Any:
+    """Keep the compiled convolution's preparation (``prepare``'s: the filter in blocks,
+    the epilogue's vectors, the geometry) in the node's memo, with the function that
+    ``run``s it, when the filter and the epilogue's inputs are frozen arrays (Consts: their
+    values cannot change while the memo holds them), so the next run with the same arrays
+    calls the kernel at once. Returns the preparation kept, or None."""
+    statics = args[:_FIRST[first]] if first else ()
+    if p is None or not _native.frozen(f) or not all(_native.frozen(a) for a in statics):
+        return None
+    prep = prepare(f, p.g, ep)
+    ctx.memo = (*m[:10], (f, statics, _FIRST.get(first, 0) if add else None, prep, run))
+    return prep
 
 
 @kernel("_FusedConv2D", heavy=True, blas=True)

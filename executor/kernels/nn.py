@@ -90,16 +90,27 @@ def planned_conv(ctx: KernelContext, x: np.ndarray, f: np.ndarray, plan: Any) ->
         return None
     p = plan(x.shape, f.shape, x.dtype.itemsize, a.get("strides"), a.get("padding"),
              a.get("dilations"), "NHWC", a.get("explicit_paddings"))
-    ctx.memo = (plan, x.shape, f.shape, x.dtype, f.dtype, p)
+    # the last entry: a kernel's preparation for a frozen filter (conv2d), if any
+    ctx.memo = (plan, x.shape, f.shape, x.dtype, f.dtype, p, None)
     return p
 
 
 @kernel("Conv2D", heavy=True, blas=True)
 def conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
     p = planned_conv(ctx, x, f, _conv.conv2d_plan)
-    if p is not None:
-        return _conv.conv2d_planned(x, f, p)
-    return conv2d_of(ctx.attrs, x, f)
+    if p is None:
+        return conv2d_of(ctx.attrs, x, f)
+    if p.native and x.dtype is _F32 and f.dtype is _F32 and _native.dense_conv():
+        # the direct convolution, its filter prepared once while it is the same Const
+        m = ctx.memo
+        kept = m[6]
+        if kept is not None and kept[0] is f:
+            return _native.conv2d_prepared(x, kept[1])
+        prep = _native.prepare_conv(f, p.g)
+        if _native.frozen(f):
+            ctx.memo = (*m[:6], (f, prep))
+        return _native.conv2d_prepared(x, prep)
+    return _conv.conv2d_planned(x, f, p)
 
 
 def conv2d_of(a: dict, x: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -112,9 +123,20 @@ def conv2d_of(a: dict, x: np.ndarray, f: np.ndarray) -> np.ndarray:
 @kernel("DepthwiseConv2dNative", heavy=True)
 def depthwise_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
     p = planned_conv(ctx, x, f, _conv.depthwise_plan)
-    if p is not None:
-        return _conv.depthwise_planned(x, f, p)
-    return depthwise_conv2d_of(ctx.attrs, x, f)
+    if p is None:
+        return depthwise_conv2d_of(ctx.attrs, x, f)
+    if p.mode != "empty" and x.dtype is _F32 and f.dtype is _F32 and f.shape[3] == 1 \
+            and _native.enabled():
+        # the compiled kernel, prepared once while the filter is the same Const
+        m = ctx.memo
+        kept = m[6]
+        if kept is not None and kept[0] is f:
+            return _native.depthwise_prepared(x, kept[1])
+        prep = _native.prepare_depthwise(f, p.g)
+        if _native.frozen(f):
+            ctx.memo = (*m[:6], (f, prep))
+        return _native.depthwise_prepared(x, prep)
+    return _conv.depthwise_planned(x, f, p)
 
 
 def depthwise_conv2d_of(a: dict, x: np.ndarray, f: np.ndarray) -> np.ndarray:

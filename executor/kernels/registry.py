@@ -331,10 +331,13 @@ class KernelContext:
         self.frame = frame          # (frame name, iteration) the node runs in, if any
         self.deadline = deadline    # time.monotonic() the step must end by, if any
         self.max_bytes = max_bytes  # the step's memory budget (executor/limits.py), if any
-        # what the kernel derived from its attrs and its inputs' shapes and dtypes (never
-        # their values): a stateless node's context serves every run of a plan, so a kernel
-        # that keeps its plan here (a convolution's geometry) redoes it only when the shapes
-        # change. Replaced whole, never mutated: concurrent steps see one plan or the other.
+        # what the kernel derived from its attrs and its inputs' shapes and dtypes, and from
+        # the values of inputs that cannot change (a Const's frozen array, _native.frozen,
+        # kept by identity with the array itself): a stateless node's context serves every
+        # run of a plan, so a kernel that keeps its plan here (a convolution's geometry, its
+        # filter packed for the compiled kernel) redoes it only when the shapes or those
+        # arrays change. Replaced whole, never mutated: concurrent steps see one plan or
+        # the other.
         self.memo: Any = None
         # (input shapes, budget) the memory budget last admitted, for an estimator that reads
         # only shapes (kernel_call.call); replaced whole, as memo

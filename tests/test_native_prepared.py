@@ -1,0 +1,231 @@
+"""Compiled convolutions prepared once per Const filter (executor/kernels/_native.py's
+``packed``, ``prepare_conv``, ``prepare_depthwise``) and the rule that sends small
+convolutions to them (``_conv._small_native_pays``).
+
+A node keeps its filter packed for the compiled kernel only while the filter is the same
+frozen array (a Const's read-only view of the graph's bytes): a fed or variable filter is
+packed again on every call, so changing it in place changes the next result. Values are
+checked against the float64 definition of a convolution, on the compiled path and on
+numpy's (``DFG_NATIVE=0``), never against each other's output."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+from dfg.executor import Session
+from dfg.executor.kernel_call import bind_op, call, context
+from dfg.executor.kernels import _conv, _native
+from dfg.executor.kernels.registry import complete_attrs
+from dfg.graphdef import builder as B
+from dfg.graphdef.tensors import from_numpy, to_numpy
+
+pytestmark = pytest.mark.skipif(not _native.built(), reason="native kernels not built")
+
+
+def _const(a: np.ndarray) -> np.ndarray:
+    """``a`` as a Const's value is decoded: a read-only view of the proto's bytes."""
+    return to_numpy(from_numpy(a))
+
+
+def _definition(x: np.ndarray, f: np.ndarray, strides: int, padding: str) -> np.ndarray:
+    """The convolution by its definition, in float64 (NHWC, HWIO; SAME pads as TF does)."""
+    n, h, w, _c = x.shape
+    kh, kw, _, oc = f.shape
+    if padding == "SAME":
+        oh, ow = -(-h // strides), -(-w // strides)
+        ph = max(0, (oh - 1) * strides + kh - h)
+        pw = max(0, (ow - 1) * strides + kw - w)
+        pads = ((0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0))
+    else:
+        oh, ow = (h - kh) // strides + 1, (w - kw) // strides + 1
+        pads = ((0, 0),) * 4
+    xp = np.pad(x.astype(np.float64), pads)
+    out = np.zeros((n, oh, ow, oc))
+    for i in range(kh):
+        for j in range(kw):
+            win = xp[:, i:i + (oh - 1) * strides + 1:strides, j:j + (ow - 1) * strides + 1:strides]
+            out += win @ f[i, j].astype(np.float64)
+    return out
+
+
+class _Node:
+    """One node's kernel with one context across calls, as a plan runs it."""
+
+    def __init__(self, op: str, attrs: dict, args: list) -> None:
+        self.k = bind_op(op, complete_attrs(op, dict(attrs), list(args)))
+        self.ctx = context(self.k)
+
+    def __call__(self, *args: np.ndarray) -> np.ndarray:
+        out = call(self.k, list(args), self.ctx)
+        return out if isinstance(out, np.ndarray) else out[0]
+
+
+def test_frozen_is_a_read_only_view_of_bytes_only() -> None:
+    a = np.arange(6, dtype=np.float32)
+    assert _native.frozen(_const(a.reshape(2, 3)))
+    assert _native.frozen(_const(a).reshape(3, 2)[1:])          # views of views of the bytes
+    assert not _native.frozen(a)                                # writeable
+    view = a.view()
+    view.flags.writeable = False
+    assert not _native.frozen(view)                             # its base can still change
+    buf = np.frombuffer(bytearray(a.tobytes()), np.float32)     # a bytearray can change
+    buf.flags.writeable = False
+    assert not _native.frozen(buf)
+    assert not _native.frozen(np.float32(1.0))                  # not an array
+
+
+def test_packed_is_computed_once_for_a_frozen_array_and_dropped_with_it() -> None:
+    calls = []
+
+    def make(a: np.ndarray) -> np.ndarray:
+        calls.append(1)
+        return a * 2
+
+    f = _const(np.arange(8, dtype=np.float32))
+    one, two = _native.packed(f, make), _native.packed(f, make)
+    assert one is two and len(calls) == 1 and np.array_equal(one, np.arange(8) * 2)
+    assert not one.flags.writeable
+    key = (make, id(f))
+    assert key in _native._PACKS
+    del f, one, two
+    gc.collect()
+    assert key not in _native._PACKS                            # dropped with its array
+
+    w = np.arange(8, dtype=np.float32)                          # writeable: every call
+    first = _native.packed(w, make)
+    w[0] = 100
+    assert _native.packed(w, make)[0] == 200 and first[0] == 0 and len(calls) == 3
+
+
+# small convolutions (under _conv.SMALL_FLOPS), as the Keras zoo's reduced models hold them
+SMALL = [
+    # x shape, filter shape, stride, padding
+    ((2, 4, 4, 4), (1, 1, 4, 4), 1, "VALID"),
+    ((2, 2, 2, 16), (1, 1, 16, 16), 1, "VALID"),
+    ((2, 1, 1, 32), (1, 1, 32, 32), 1, "SAME"),
+    ((2, 15, 15, 16), (1, 1, 16, 2), 1, "SAME"),
+    ((2, 8, 8, 2), (1, 1, 2, 2), 1, "VALID"),
+    ((2, 1, 1, 432), (1, 1, 432, 72), 1, "SAME"),
+    ((2, 8, 8, 16), (1, 1, 16, 8), 2, "VALID"),                 # strided 1x1
+    ((2, 3, 3, 10), (7, 1, 10, 12), 1, "SAME"),
+    ((2, 7, 7, 4), (5, 5, 4, 4), 1, "SAME"),
+    ((2, 32, 32, 3), (3, 3, 3, 16), 2, "VALID"),
+    ((1, 5, 6, 3), (3, 3, 3, 17), 1, "SAME"),                   # 17 channels: two blocks
+]
+
+
+@pytest.mark.parametrize("native", ["default", "0"])
+@pytest.mark.parametrize("xs,fs,stride,padding", SMALL, ids=str)
+def test_small_convolutions_equal_the_definition_run_after_run(xs, fs, stride, padding,
+                                                               native, monkeypatch) -> None:
+    """Conv2D and _FusedConv2D (bias, residual, Relu) on one context across three runs, with
+    a Const's filter and bias (kept prepared) and with writeable ones (prepared each time),
+    on the compiled path and numpy's."""
+    if native == "0":
+        monkeypatch.setenv("DFG_NATIVE", "0")
+    else:
+        monkeypatch.delenv("DFG_NATIVE", raising=False)
+    rng = np.random.default_rng(sum(xs) + sum(fs))
+    f = rng.standard_normal(fs).astype(np.float32)
+    b = rng.standard_normal(fs[3]).astype(np.float32)
+    attrs = {"strides": [1, stride, stride, 1], "padding": padding}
+    for filt, bias in ((_const(f), _const(b)), (f, b)):
+        for run in range(3):
+            x = rng.standard_normal(xs).astype(np.float32)
+            want = _definition(x, f, stride, padding)
+            if run == 0:
+                conv = _Node("Conv2D", attrs, [x, filt])
+                relu = _Node("_FusedConv2D", {**attrs, "fused_ops": ["BiasAdd", "Relu"],
+                                              "num_args": 1}, [x, filt, bias])
+                res = _Node("_FusedConv2D", {**attrs, "fused_ops": ["BiasAdd", "Add"],
+                                             "num_args": 2}, [x, filt, bias, want])
+            r = rng.standard_normal(want.shape).astype(np.float32)
+            got = [conv(x, filt), relu(x, filt, bias), res(x, filt, bias, r)]
+            for g, w in zip(got, [want, np.maximum(want + b, 0), want + b + r]):
+                assert g.dtype == np.float32 and g.shape == w.shape
+                np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-4)
+        # the fused nodes kept the compiled kernel's preparation for the Const's arrays only
+        plan = _conv.conv2d_plan(xs, fs, 4, attrs["strides"], padding)
+        compiled = native == "default" and plan.native_fused and _native.dense_conv()
+        for node in (relu, res):
+            kept = node.ctx.memo[10]
+            assert (kept is not None and kept[0] is filt) == (compiled and filt is not f)
+
+
+def test_the_small_rule_sends_overlapping_windows_and_cheap_1x1_layers_to_the_kernel() -> None:
+    def plan(xs: tuple, fs: tuple, stride: int = 1) -> _conv._ConvPlan:
+        return _conv.conv2d_plan(xs, fs, 4, [1, stride, stride, 1], "SAME")
+
+    assert plan((2, 4, 4, 8), (3, 3, 8, 8)).native                  # overlapping: always
+    assert plan((2, 3, 3, 10), (7, 1, 10, 12)).native
+    small = plan((2, 4, 4, 4), (1, 1, 4, 4))
+    assert small.native and small.native_fused                      # few blocks, all used
+    # one pixel a row and few channels of 16: the kernel's blocks are mostly waste, and
+    # only the fused op's epilogue passes tip it
+    waste = plan((2, 1, 1, 128), (1, 1, 128, 20))
+    assert not waste.native and waste.native_fused
+    assert not plan((2, 1, 1, 432), (1, 1, 432, 128)).native_fused  # BLAS's GEMM
+    assert not plan((8, 32, 32, 64), (1, 1, 64, 64)).native_fused   # large 1x1: BLAS
+
+
+def _depthwise_definition(x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """3x3 SAME stride-1 depthwise convolution (multiplier 1) in float64."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
+    out = np.zeros(x.shape)
+    for i in range(3):
+        for j in range(3):
+            out += xp[:, i:i + x.shape[1], j:j + x.shape[2]] * f[i, j, :, 0]
+    return out
+
+
+def test_a_kept_filter_is_not_reused_for_another_array_at_the_same_node() -> None:
+    """The node's memo holds the filter it prepared; a different filter (another Const, or
+    the same values in a new array) is prepared anew, for Conv2D, the fused convolution and
+    both depthwise ops."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 6, 6, 8)).astype(np.float32)
+    attrs = {"strides": [1, 1, 1, 1], "padding": "SAME"}
+    fa, fb = (_const(rng.standard_normal((3, 3, 8, 8)).astype(np.float32)) for _ in range(2))
+    bias = _const(np.zeros(8, np.float32))
+    conv = _Node("Conv2D", attrs, [x, fa])
+    fused = _Node("_FusedConv2D", {**attrs, "fused_ops": ["BiasAdd"], "num_args": 1},
+                  [x, fa, bias])
+    for f in (fa, fb, fa, fb):
+        want = _definition(x, f, 1, "SAME")
+        np.testing.assert_allclose(conv(x, f), want, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(fused(x, f, bias), want, rtol=1e-5, atol=1e-4)
+    da, db = (_const(rng.standard_normal((3, 3, 8, 1)).astype(np.float32)) for _ in range(2))
+    dw = _Node("DepthwiseConv2dNative", attrs, [x, da])
+    dwf = _Node("_FusedDepthwiseConv2dNative",
+                {**attrs, "fused_ops": ["BiasAdd", "Relu"], "num_args": 1}, [x, da, bias])
+    for f in (da, db, da):
+        want = _depthwise_definition(x, f)
+        np.testing.assert_allclose(dw(x, f), want, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(dwf(x, f, bias), np.maximum(want, 0), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_fed_filter_changed_in_place_changes_the_next_result(threads) -> None:
+    """A fed array is the caller's and may change between runs: the session must not keep
+    it packed (a Const filter beside it is kept, and stays right)."""
+    rng = np.random.default_rng(9)
+    const_f = rng.standard_normal((3, 3, 8, 8)).astype(np.float32)
+    with B.Graph().as_default() as g:
+        x = B.placeholder("float32", [2, 4, 4, 8], name="x")
+        fed = B.placeholder("float32", [1, 1, 8, 8], name="f")
+        a = B.conv2d(x, fed, padding="SAME", name="a")
+        B.conv2d(a, B.constant(const_f, name="w"), padding="SAME", name="b")
+    f = rng.standard_normal((1, 1, 8, 8)).astype(np.float32)
+    xv = rng.standard_normal((2, 4, 4, 8)).astype(np.float32)
+    with Session(g.as_graph_def(), threads=threads) as sess:
+        for _ in range(4):
+            got_a, got_b = sess.run(["a:0", "b:0"], {"x:0": xv, "f:0": f})
+            want_a = _definition(xv, f, 1, "SAME")
+            np.testing.assert_allclose(got_a, want_a, rtol=1e-5, atol=1e-4)
+            np.testing.assert_allclose(
+                got_b, _definition(want_a.astype(np.float32), const_f, 1, "SAME"),
+                rtol=1e-4, atol=1e-3)
+            f *= -2.0          # in place: the same array object, other values
