@@ -229,3 +229,44 @@ def test_a_fed_filter_changed_in_place_changes_the_next_result(threads) -> None:
                 got_b, _definition(want_a.astype(np.float32), const_f, 1, "SAME"),
                 rtol=1e-4, atol=1e-3)
             f *= -2.0          # in place: the same array object, other values
+
+
+@pytest.mark.parametrize("act", ["Sigmoid", "Tanh", "_MklSwish"])
+@pytest.mark.parametrize("op,xs,fs", [
+    ("_FusedConv2D", (2, 4, 4, 8), (1, 1, 8, 24)),
+    ("_FusedConv2D", (2, 9, 9, 5), (3, 3, 5, 17)),
+    ("_FusedDepthwiseConv2dNative", (2, 8, 8, 19), (3, 3, 19, 1)),
+], ids=str)
+def test_compiled_sigmoid_tanh_and_swish_epilogues_give_the_activation_kernels_bits(
+        act, op, xs, fs, monkeypatch) -> None:
+    """The compiled convolutions apply Sigmoid, Tanh and Swish (x * sigmoid(x), Keras's
+    EfficientNet activation) to the block they computed: the same bits as the activation's
+    own kernel on the convolution's biased output (the numpy path's passes), NaN, large
+    and tiny values included; and values within tolerance of the float64 definition."""
+    monkeypatch.delenv("DFG_NATIVE", raising=False)
+    if not _native.dense_conv():
+        pytest.skip("the compiled direct convolution does not run on this CPU")
+    rng = np.random.default_rng(len(act) + xs[-1])
+    x = (rng.standard_normal(xs) * 6).astype(np.float32)
+    x[0, 1, 1, :] = np.nan
+    x[1, 0, 0, 0] = 1e30
+    f, bias = _const(rng.standard_normal(fs).astype(np.float32)), \
+        _const(rng.standard_normal(fs[2] if fs[3] == 1 else fs[3]).astype(np.float32))
+    attrs = {"strides": [1, 1, 1, 1], "padding": "SAME", "num_args": 1}
+    fused = _Node(op, {**attrs, "fused_ops": ["BiasAdd", act]}, [x, f, bias])
+    biased = _Node(op, {**attrs, "fused_ops": ["BiasAdd"]}, [x, f, bias])
+    for _ in range(2):     # prepared, then kept
+        got, y = fused(x, f, bias), biased(x, f, bias)
+        if act == "_MklSwish":
+            want = np.multiply(y, _Node("Sigmoid", {}, [y])(y))
+        else:
+            want = _Node(act, {}, [y])(y)
+        assert got.dtype == np.float32 and np.array_equal(got, want, equal_nan=True)
+    assert fused.ctx.memo[10] is not None
+    ok = np.isfinite(y)
+    exact = y[ok].astype(np.float64)
+    with np.errstate(over="ignore"):
+        e = np.exp(-exact)
+    definition = {"Sigmoid": 1 / (1 + e), "Tanh": np.tanh(exact),
+                  "_MklSwish": exact / (1 + e)}[act]
+    np.testing.assert_allclose(got[ok], definition, rtol=1e-6, atol=1e-7)

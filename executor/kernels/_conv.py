@@ -833,6 +833,13 @@ def max_pool(x: np.ndarray, ksize: Sequence[int], strides: Sequence[int], paddin
     return out
 
 
+def pool_plan(op: str, x_shape: tuple[int, ...], itemsize: int, ksize: Any, strides: Any,
+              padding: Any, fmt: str) -> _WindowPlan:
+    """How a pool (``op``: "avg" or "max") windows inputs of this shape: a kernel may keep it
+    while the shape stays the same."""
+    return _pool_plan(op, x_shape, itemsize, _key(ksize), _key(strides), padding, fmt, ())
+
+
 def avg_pool(x: np.ndarray, ksize: Sequence[int], strides: Sequence[int], padding: str,
              data_format: str = "NHWC") -> np.ndarray:
     """TensorFlow's AvgPool: each window's mean over its real (non-padding) elements."""

@@ -282,7 +282,10 @@ class Epilogue(NamedTuple):
     act: int
 
 
-ACT_NONE, ACT_RELU, ACT_RELU6 = 0, 1, 2
+# the compiled convolutions' activations (native.h): Sigmoid and Tanh are the kernels' own
+# functions (activation_f32), Swish x times that sigmoid rounded to float32: the bits of
+# the numpy path's passes
+ACT_NONE, ACT_RELU, ACT_RELU6, ACT_SIGMOID, ACT_TANH, ACT_SWISH = 0, 1, 2, 3, 4, 5
 
 
 def conv2d_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any,

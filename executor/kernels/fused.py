@@ -189,7 +189,9 @@ def _epilogue(ctx: KernelContext, y: np.ndarray, args: tuple[np.ndarray, ...],
     return y.astype(out_dtype, copy=False)
 
 
-_NATIVE_ACT = {None: _native.ACT_NONE, "Relu": _native.ACT_RELU, "Relu6": _native.ACT_RELU6}
+_NATIVE_ACT = {None: _native.ACT_NONE, "Relu": _native.ACT_RELU, "Relu6": _native.ACT_RELU6,
+               "Sigmoid": _native.ACT_SIGMOID, "Tanh": _native.ACT_TANH,
+               "_MklSwish": _native.ACT_SWISH}
 
 
 def _native_epilogue(ctx: KernelContext, f: np.ndarray, args: tuple[np.ndarray, ...],

@@ -364,9 +364,39 @@ def max_pool_v2(ctx: KernelContext, x: np.ndarray, ksize: np.ndarray,
 
 @kernel("AvgPool", heavy=True)
 def avg_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    m = ctx.memo
+    if m is None or m[0] != x.shape or m[1] is not x.dtype:
+        m = ctx.memo = (x.shape, x.dtype, _avg_pool_native(ctx, x))
+    if m[2] is not None and _native.enabled():
+        # each window's sum by the compiled depthwise kernel with a filter of ones (the
+        # padding adds zeros), then the numpy path's division by its real elements
+        prep, count = m[2]
+        out = _native.depthwise_prepared(x, prep)
+        return np.divide(out, count, out=out)
     a = ctx.attrs
     return _conv.avg_pool(x, a.get("ksize"), a.get("strides"), a.get("padding"),
                           a.get("data_format") or "NHWC")
+
+
+def _avg_pool_native(ctx: KernelContext, x: np.ndarray) -> tuple | None:
+    """(the depthwise kernel's preparation, the real elements per window as float32
+    (OH, OW, 1)) for a float32 NHWC AvgPool over spatial windows; None elsewhere (the numpy
+    path runs, and raises what is wrong)."""
+    a = ctx.attrs
+    if x.dtype is not _F32 or x.ndim != 4 or (a.get("data_format") or "NHWC") != "NHWC" \
+            or not _native.enabled():
+        return None
+    try:
+        p = _conv.pool_plan("avg", x.shape, 4, a.get("ksize"), a.get("strides"),
+                            a.get("padding"), "NHWC")
+    except (InvalidArgumentError, ValueError, TypeError):
+        return None
+    if p.mode not in ("gather", "taps"):
+        return None
+    g = p.g
+    ones = np.ones((g.kh, g.kw, g.c, 1), _F32)
+    count = p.count.reshape(g.oh, g.ow, 1).astype(_F32)
+    return _native.prepare_depthwise(ones, g), count
 
 
 # ----------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import numpy as np
 
 from dfg.graphdef.errors import InvalidArgumentError
 
+from ._native import frozen
 from .registry import KernelContext, kernel
 
 _HALF = np.dtype(np.float16)
@@ -53,8 +54,20 @@ def _finish(ctx: KernelContext, x: np.ndarray, out: Any, axes: tuple[int, ...]) 
     return out
 
 
-def _reduce(ctx: KernelContext, x: np.ndarray, indices: np.ndarray, fn: Any) -> np.ndarray:
+def _axes(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> tuple[int, ...]:
+    """:func:`reduction_axes`, kept in the node's memo while ``indices`` is the same frozen
+    array (a Const's) and ``x`` has the same rank."""
+    m = ctx.memo
+    if m is not None and m[0] is indices and m[1] == x.ndim:
+        return m[2]
     axes = reduction_axes(x, indices)
+    if frozen(indices):
+        ctx.memo = (indices, x.ndim, axes)
+    return axes
+
+
+def _reduce(ctx: KernelContext, x: np.ndarray, indices: np.ndarray, fn: Any) -> np.ndarray:
+    axes = _axes(ctx, x, indices)
     if not axes:
         # Nothing to reduce: TensorFlow forwards the input unchanged.
         return np.array(x, copy=True)
@@ -82,6 +95,19 @@ def sum_(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
 
 @kernel("Mean")
 def mean(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    if x.dtype.kind == "f" and x.dtype != _HALF and x.__class__ is np.ndarray:
+        # float32/float64, what fn below computes without its wrappers (a global average
+        # pool or squeeze-excite mean is a few microseconds of arithmetic): the same
+        # reduction in the input's dtype, then one division by the count
+        axes = _axes(ctx, x, indices)
+        n = _count(x, axes)
+        if axes and n:
+            s = np.add.reduce(x, axis=axes, dtype=x.dtype,
+                              keepdims=bool(ctx.attrs.get("keep_dims", False)))
+            if s.__class__ is np.ndarray:
+                return np.true_divide(s, x.dtype.type(n), out=s)
+            return np.asarray(s / x.dtype.type(n))
+
     def fn(v: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         n = _count(v, axes)
         if v.dtype.kind in "iu":

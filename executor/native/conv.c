@@ -171,7 +171,9 @@ int conv_rows(const float *x, const float *wb, float *out,
                  * for each clone's target: written with vector-extension selects it ran
                  * several times slower in the AVX-512 clone (measured). As numpy's max/min:
                  * 0 where v < 0, 6 where v > 6; NaN and -0.0 stay. */
-                if (act)
+                if (act >= DFG_ACT_SIGMOID_FN)
+                    for (long r = 0; r < nr; r++) dfg_act_span_f32(o + r * OC, width, act);
+                else if (act)
                     for (long r = 0; r < nr; r++) {
                         float *op = o + r * OC;
                         for (long j = 0; j < width; j++) {
@@ -238,7 +240,9 @@ static void dw_epilogue(float *o, long C, const float *scale, const float *shift
         for (long c = 0; c < C; c++) o[c] = o[c] * scale[c];
     if (shift)
         for (long c = 0; c < C; c++) o[c] = o[c] + shift[c];
-    if (act)
+    if (act >= DFG_ACT_SIGMOID_FN)
+        dfg_act_span_f32(o, C, act);
+    else if (act)
         for (long c = 0; c < C; c++) {
             float t = o[c] < 0 ? 0.0f : o[c];
             o[c] = act == 2 && t > 6 ? 6.0f : t;

@@ -226,6 +226,24 @@ static void tanh_span(const float *x, float *out, long n) {
         out[i] = tanh1(x[i]);
 }
 
+
+CLONES
+static void swish_span(float *o, long n) {
+    for (long i = 0; i < n; i++) {
+        float y = o[i];
+        o[i] = y * sigmoid1(y);
+    }
+}
+
+void dfg_act_span_f32(float *o, long n, int act) {
+    if (act == DFG_ACT_SIGMOID_FN)
+        sigmoid_span(o, o, n);
+    else if (act == DFG_ACT_TANH_FN)
+        tanh_span(o, o, n);
+    else if (act == DFG_ACT_SWISH_FN)
+        swish_span(o, n);
+}
+
 struct act_args {
     const float *x;
     float *out;

@@ -308,7 +308,8 @@ PyDoc_STRVAR(conv_doc,
 "Direct convolution of float32 NHWC x (N, H, W, C) by the packed filter wb (ceil(OC/16), KH,\n"
 "KW, C, 16) into out (N, OH, OW, OC); geometry = (N, H, W, C, KH, KW, OC, OH, OW, sh, sw,\n"
 "dh, dw, pt, pl). Then out * scale + shift (each None or ceil(OC/16)*16 floats), + residual\n"
-"(None or out's shape), act (0 none, 1 Relu, 2 Relu6). The N*OH rows run in `chunks` pieces\n"
+"(None or out's shape), act (0 none, 1 Relu, 2 Relu6, 3 Sigmoid, 4 Tanh, 5 Swish). The N*OH\n"
+"rows run in `chunks` pieces\n"
 "on up to `threads` threads. MemoryError when a row buffer cannot be allocated.");
 
 static PyObject *conv2d_nhwc_f32(PyObject *self, PyObject *args) {
@@ -327,7 +328,7 @@ static PyObject *conv2d_nhwc_f32(PyObject *self, PyObject *args) {
                OH = g[7], OW = g[8];
     if (check_window(fn, g[9], g[10], g[11], g[12], g[13], g[14], chunks, threads) < 0)
         return NULL;
-    if (act < DFG_ACT_NONE || act > DFG_ACT_RELU6)
+    if (act < DFG_ACT_NONE || act > DFG_ACT_SWISH_FN)
         return PyErr_Format(PyExc_ValueError, "%s: unknown activation %d", fn, act);
     const long blocks = (OC + DFG_VW - 1) / DFG_VW;
     const long xs[4] = {N, H, W, C}, ws[5] = {blocks, KH, KW, C, DFG_VW},
@@ -369,7 +370,7 @@ PyDoc_STRVAR(depthwise_doc,
 "Depthwise convolution (depth multiplier 1) of float32 NHWC x (N, H, W, C) by f (KH, KW, C)\n"
 "into out (N, OH, OW, C); geometry = (N, H, W, C, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl).\n"
 "Then out * scale + shift (each None or C floats; rounded apart), act (0 none, 1 Relu,\n"
-"2 Relu6).");
+"2 Relu6, 3 Sigmoid, 4 Tanh, 5 Swish).");
 
 static PyObject *depthwise_nhwc_f32(PyObject *self, PyObject *args) {
     PyObject *xo, *fo, *oo, *so, *to;
@@ -387,7 +388,7 @@ static PyObject *depthwise_nhwc_f32(PyObject *self, PyObject *args) {
                OW = g[7];
     if (check_window(fn, g[8], g[9], g[10], g[11], g[12], g[13], chunks, threads) < 0)
         return NULL;
-    if (act < DFG_ACT_NONE || act > DFG_ACT_RELU6)
+    if (act < DFG_ACT_NONE || act > DFG_ACT_SWISH_FN)
         return PyErr_Format(PyExc_ValueError, "%s: unknown activation %d", fn, act);
     const long xs[4] = {N, H, W, C}, fs[3] = {KH, KW, C}, os[4] = {N, OH, OW, C}, cs[1] = {C};
     Py_ssize_t nx = product(fn, 4, xs), nf = product(fn, 3, fs), no = product(fn, 4, os),

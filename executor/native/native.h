@@ -12,7 +12,10 @@ int dfg_pool_run(dfg_range_fn fn, const void *args, long rows, long chunks, int 
 
 /* conv.c: direct float32 NHWC convolutions (the layouts are described there), over all
  * N * OH output rows split on the pool. conv2d returns 0, or -1 when out of memory. */
-enum { DFG_ACT_NONE = 0, DFG_ACT_RELU = 1, DFG_ACT_RELU6 = 2 };
+/* the fused ops' activation: 0 none, 1 Relu, 2 Relu6 (a select), and 3 Sigmoid, 4 Tanh,
+ * 5 Swish (x * sigmoid(x)), which the convolutions apply through dfg_act_span_f32 */
+enum { DFG_ACT_NONE = 0, DFG_ACT_RELU = 1, DFG_ACT_RELU6 = 2, DFG_ACT_SIGMOID_FN = 3,
+       DFG_ACT_TANH_FN = 4, DFG_ACT_SWISH_FN = 5 };
 #define DFG_VW 16   /* output channels per vector block of the packed filter */
 
 int dfg_conv2d_nhwc_f32_mt(const float *x, const float *wb, float *out,
@@ -34,6 +37,10 @@ enum { DFG_ACT_SIGMOID = 0, DFG_ACT_TANH = 1 };
 #define DFG_ACT_BLOCK 4096
 void dfg_activation_f32(const float *x, float *out, long n, int kind, long chunks,
                         int threads);
+/* o[i] = act(o[i]) for i in [0, n), act one of DFG_ACT_SIGMOID_FN, DFG_ACT_TANH_FN and
+ * DFG_ACT_SWISH_FN: the Sigmoid and Tanh kernels' own functions, and x times the sigmoid
+ * rounded to float32 (as the numpy path multiplies them) */
+void dfg_act_span_f32(float *o, long n, int act);
 
 /* a chain of float32 elementwise ops (elementwise.c): the op codes, the input kinds, and
  * the limits module.c checks before the call */
