@@ -17,6 +17,7 @@ import numpy as np
 from dfg.graphdef import dtypes as D
 from dfg.graphdef.errors import InvalidArgumentError
 
+from ._native import frozen
 from .registry import ArrayForm, KernelContext, kernel, lookup
 
 _INT32_MAX = 2**31 - 1
@@ -780,9 +781,21 @@ def _pad_constant(x: np.ndarray, pads: list[tuple[int, int]], value: Any) -> np.
 
 @kernel("Pad")
 def pad(ctx: KernelContext, x: np.ndarray, paddings: np.ndarray) -> np.ndarray:
+    m = ctx.memo
+    if m is not None and m[0] is paddings and m[1] == x.shape and m[2] is x.dtype:
+        # the output's shape and x's place in it, kept while the paddings are the same
+        # Const (frozen) and x's shape and dtype the same
+        out = np.zeros(m[3], x.dtype)
+        out[m[4]] = x
+        return out
     pads = _paddings(x, paddings)
-    zero = b"" if x.dtype == object else 0
-    return _pad_constant(x, pads, zero)
+    if x.dtype == object:
+        return _pad_constant(x, pads, b"")
+    if frozen(paddings):
+        ctx.memo = (paddings, x.shape, x.dtype,
+                    tuple(d + a + b for d, (a, b) in zip(x.shape, pads)),
+                    tuple(slice(a, a + d) for d, (a, _) in zip(x.shape, pads)))
+    return _pad_constant(x, pads, 0)
 
 
 @kernel("PadV2")
