@@ -270,3 +270,99 @@ def test_compiled_sigmoid_tanh_and_swish_epilogues_give_the_activation_kernels_b
     definition = {"Sigmoid": 1 / (1 + e), "Tanh": np.tanh(exact),
                   "_MklSwish": exact / (1 + e)}[act]
     np.testing.assert_allclose(got[ok], definition, rtol=1e-6, atol=1e-7)
+
+
+def _pool_definition(x: np.ndarray, k: int, s: int, pads: tuple, op: str) -> np.ndarray:
+    """MaxPool by TensorFlow's fold (acc < v ? v : acc from the lowest finite float32, taps
+    in order) or AvgPool (the float64 mean of the real elements) over k x k windows, stride
+    s, (top, bottom, left, right) padding that is never read."""
+    n, h, w, c = x.shape
+    pt, pb, pl, pr = pads
+    oh, ow = (h + pt + pb - k) // s + 1, (w + pl + pr - k) // s + 1
+    out = np.empty((n, oh, ow, c), np.float64 if op == "avg" else np.float32)
+    for b in range(n):
+        for oy in range(oh):
+            for ox in range(ow):
+                rows = [y for y in range(oy * s - pt, oy * s - pt + k) if 0 <= y < h]
+                cols = [v for v in range(ox * s - pl, ox * s - pl + k) if 0 <= v < w]
+                for ch in range(c):
+                    vals = [x[b, y, v, ch] for y in rows for v in cols]
+                    if op == "avg":
+                        out[b, oy, ox, ch] = np.mean(np.float64(vals))
+                        continue
+                    acc = np.float32(-np.finfo(np.float32).max)
+                    for v in vals:
+                        acc = v if acc < v else acc
+                    out[b, oy, ox, ch] = acc
+    return out
+
+
+@pytest.mark.parametrize("native", ["default", "0"])
+@pytest.mark.parametrize("xs,k,s,padding", [
+    ((2, 8, 8, 12), 3, 1, "SAME"), ((2, 9, 9, 5), 3, 2, "VALID"), ((1, 5, 6, 3), 2, 2, "SAME"),
+    ((2, 15, 15, 33), 3, 2, "SAME"), ((1, 7, 7, 4), 7, 1, "VALID"),
+    ((1, 6, 5, 3), 3, 2, [[0, 0], [2, 1], [0, 2], [0, 0]]),
+], ids=str)
+def test_pools_equal_tensorflows_definition_run_after_run(xs, k, s, padding, native,
+                                                          monkeypatch) -> None:
+    """MaxPool (the compiled kernel: TensorFlow's fold, so a NaN never wins, a window of
+    NaNs is the lowest float, and of 0 and -0 the first stays) and AvgPool (the compiled
+    depthwise sums over the real elements' count) on one context across runs, compiled
+    and numpy."""
+    if native == "0":
+        monkeypatch.setenv("DFG_NATIVE", "0")
+    else:
+        monkeypatch.delenv("DFG_NATIVE", raising=False)
+    rng = np.random.default_rng(sum(xs) + k)
+    x = rng.standard_normal(xs).astype(np.float32)
+    x[0, 0, :, 0] = np.nan                          # NaNs in some windows, a whole one
+    x[0, 1:3, 1:3, 0] = np.nan
+    x[0, -1, -1, :] = 0.0
+    x[0, -1, -2, :] = -0.0
+    h, w = xs[1], xs[2]
+    if isinstance(padding, list):
+        pads = (*padding[1], *padding[2])
+    elif padding == "SAME":
+        ph = max(0, (-(-h // s) - 1) * s + k - h)
+        pw = max(0, (-(-w // s) - 1) * s + k - w)
+        pads = (ph // 2, ph - ph // 2, pw // 2, pw - pw // 2)
+    else:
+        pads = (0, 0, 0, 0)
+    ops = [("MaxPool", "max")] + ([("AvgPool", "avg")] if not isinstance(padding, list) else [])
+    for op, kind in ops:
+        attrs = {"ksize": [1, k, k, 1], "strides": [1, s, s, 1],
+                 "padding": "EXPLICIT" if isinstance(padding, list) else padding}
+        if isinstance(padding, list):
+            attrs["explicit_paddings"] = [p for pair in padding for p in pair]
+        node = _Node(op, attrs, [x])
+        want = _pool_definition(x, k, s, pads, kind)
+        for _ in range(2):
+            got = node(x)
+            assert got.dtype == np.float32 and got.shape == want.shape
+            if kind == "max":      # exact; and the compiled fold keeps TF's zero signs
+                assert np.array_equal(got, want, equal_nan=True)
+                if native == "default":    # (numpy's fmax may keep the other zero)
+                    assert np.array_equal(np.signbit(got), np.signbit(want))
+            else:
+                np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_the_maxpool_interface_refuses_what_its_kernel_cannot_take() -> None:
+    """module.c checks every array's dtype, contiguity and length against the geometry before
+    the kernel runs without the GIL."""
+    from dfg.executor import _native as ext
+
+    x = np.zeros((1, 4, 4, 3), np.float32)
+    out = np.zeros((1, 2, 2, 3), np.float32)
+    geom = (1, 4, 4, 3, 2, 2, 2, 2, 2, 2, 0, 0)
+    ext.maxpool_nhwc_f32(x, out, geom, 1, 1)                          # the shapes fit
+    with pytest.raises(ValueError):
+        ext.maxpool_nhwc_f32(x, out, geom[:6] + (3,) + geom[7:], 1, 1)    # out too short
+    with pytest.raises(ValueError):
+        ext.maxpool_nhwc_f32(x, out, geom[:8] + (0,) + geom[9:], 1, 1)    # stride 0
+    with pytest.raises(ValueError):
+        ext.maxpool_nhwc_f32(x, out, geom[:4] + (0,) + geom[5:], 1, 1)    # empty window
+    with pytest.raises((TypeError, ValueError)):
+        ext.maxpool_nhwc_f32(x.astype(np.float64), out, geom, 1, 1)
+    with pytest.raises((TypeError, ValueError, BufferError)):
+        ext.maxpool_nhwc_f32(x, out[:, :, ::-1], geom, 1, 1)          # not contiguous

@@ -834,10 +834,11 @@ def max_pool(x: np.ndarray, ksize: Sequence[int], strides: Sequence[int], paddin
 
 
 def pool_plan(op: str, x_shape: tuple[int, ...], itemsize: int, ksize: Any, strides: Any,
-              padding: Any, fmt: str) -> _WindowPlan:
+              padding: Any, fmt: str, explicit_paddings: Any = ()) -> _WindowPlan:
     """How a pool (``op``: "avg" or "max") windows inputs of this shape: a kernel may keep it
     while the shape stays the same."""
-    return _pool_plan(op, x_shape, itemsize, _key(ksize), _key(strides), padding, fmt, ())
+    return _pool_plan(op, x_shape, itemsize, _key(ksize), _key(strides), padding, fmt,
+                      _key(explicit_paddings))
 
 
 def avg_pool(x: np.ndarray, ksize: Sequence[int], strides: Sequence[int], padding: str,

@@ -272,6 +272,34 @@ def depthwise_prepared(x: np.ndarray, prep: DepthwisePrep, residual: None = None
     return out
 
 
+class PoolPrep(NamedTuple):
+    """What the MaxPool kernel needs besides its input (as :class:`ConvPrep`)."""
+    geometry: tuple
+    out_shape: tuple
+    flops: float
+    split: tuple | None
+
+
+def prepare_maxpool(g: Any) -> PoolPrep:
+    """The :class:`PoolPrep` of a MaxPool over spatial windows of geometry ``g`` (a
+    ``_conv.Geom``, no dilation)."""
+    flops = float(g.n * g.oh * g.ow * g.c * g.kh * g.kw)
+    split = _split(g.n * g.oh, flops) if flops < _MIN_CHUNK_FLOPS else None
+    return PoolPrep((g.n, g.h, g.w, g.c, g.kh, g.kw, g.oh, g.ow, g.sh, g.sw, g.pt, g.pl),
+                    (g.n, g.oh, g.ow, g.c), flops, split)
+
+
+def maxpool_prepared(x: np.ndarray, prep: PoolPrep) -> np.ndarray:
+    """MaxPool of NHWC float32 ``x`` as ``prep`` says: TensorFlow's fold from the lowest
+    finite float over each window's taps inside ``x`` (executor/native/conv.c)."""
+    if x.__class__ is not np.ndarray or x.dtype is not _F32 or not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x, _F32)
+    out = np.empty(prep.out_shape, _F32)
+    split = prep.split or _split(prep.out_shape[0] * prep.out_shape[1], prep.flops)
+    _ext.maxpool_nhwc_f32(x, out, prep.geometry, *split)
+    return out
+
+
 class Epilogue(NamedTuple):
     """What _FusedConv2D applies after the convolution, in this order: out * scale + shift
     (per output channel, float32, each None to skip), + residual (None, or a float32 tensor

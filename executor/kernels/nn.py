@@ -353,6 +353,11 @@ def _max_pool(ctx: KernelContext, x: np.ndarray, ksize: Any, strides: Any) -> np
 
 @kernel("MaxPool", heavy=True)
 def max_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    m = ctx.memo
+    if m is None or m[0] != x.shape or m[1] is not x.dtype:
+        m = ctx.memo = (x.shape, x.dtype, _pool_native(ctx, x, "max"))
+    if m[2] is not None and _native.enabled():
+        return _native.maxpool_prepared(x, m[2])      # one compiled pass, TF's fold
     return _max_pool(ctx, x, ctx.attrs.get("ksize"), ctx.attrs.get("strides"))
 
 
@@ -366,7 +371,7 @@ def max_pool_v2(ctx: KernelContext, x: np.ndarray, ksize: np.ndarray,
 def avg_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     m = ctx.memo
     if m is None or m[0] != x.shape or m[1] is not x.dtype:
-        m = ctx.memo = (x.shape, x.dtype, _avg_pool_native(ctx, x))
+        m = ctx.memo = (x.shape, x.dtype, _pool_native(ctx, x, "avg"))
     if m[2] is not None and _native.enabled():
         # each window's sum by the compiled depthwise kernel with a filter of ones (the
         # padding adds zeros), then the numpy path's division by its real elements
@@ -378,22 +383,25 @@ def avg_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
                           a.get("data_format") or "NHWC")
 
 
-def _avg_pool_native(ctx: KernelContext, x: np.ndarray) -> tuple | None:
-    """(the depthwise kernel's preparation, the real elements per window as float32
-    (OH, OW, 1)) for a float32 NHWC AvgPool over spatial windows; None elsewhere (the numpy
+def _pool_native(ctx: KernelContext, x: np.ndarray, op: str) -> Any:
+    """For a float32 NHWC pool over spatial windows: MaxPool (``op`` "max") the compiled
+    kernel's preparation; AvgPool ("avg") (the depthwise kernel's preparation with a filter
+    of ones, the real elements per window as float32 (OH, OW, 1)). None elsewhere (the numpy
     path runs, and raises what is wrong)."""
     a = ctx.attrs
     if x.dtype is not _F32 or x.ndim != 4 or (a.get("data_format") or "NHWC") != "NHWC" \
             or not _native.enabled():
         return None
     try:
-        p = _conv.pool_plan("avg", x.shape, 4, a.get("ksize"), a.get("strides"),
-                            a.get("padding"), "NHWC")
+        p = _conv.pool_plan(op, x.shape, 4, a.get("ksize"), a.get("strides"),
+                            a.get("padding"), "NHWC", a.get("explicit_paddings") or ())
     except (InvalidArgumentError, ValueError, TypeError):
         return None
     if p.mode not in ("gather", "taps"):
         return None
     g = p.g
+    if op == "max":
+        return _native.prepare_maxpool(g)
     ones = np.ones((g.kh, g.kw, g.c, 1), _F32)
     count = p.count.reshape(g.oh, g.ow, 1).astype(_F32)
     return _native.prepare_depthwise(ones, g), count

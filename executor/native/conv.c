@@ -16,6 +16,7 @@
  * module.c calls the *_mt forms without the GIL; they run disjoint ranges of output rows
  * on dfg's native thread pool (threadpool.c).
  */
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -306,6 +307,36 @@ void dfg_depthwise_nhwc_f32(const float *x, const float *f, float *out, long H, 
     }
 }
 
+/* MaxPool of float32 NHWC x (N, H, W, C) over KH x KW windows into out (N, OH, OW, C):
+ * each channel folds acc < v ? v : acc over the window's taps inside x (padding is never
+ * read), from the lowest finite float: TensorFlow's fold, so a NaN never wins, a window of
+ * NaNs gives -FLT_MAX, and of 0 and -0 the first stays. GCC vectorizes the channel loop
+ * with the select as written (MAXPS keeps its second operand on NaN: the same fold).
+ * Computes output rows [r0, r1) of the N * OH. */
+CLONES
+void dfg_maxpool_nhwc_f32(const float *x, float *out, long H, long W, long C, long KH,
+                          long KW, long OH, long OW, long sh, long sw, long pt, long pl,
+                          long r0, long r1)
+{
+    for (long row = r0; row < r1; row++) {
+        const long n = row / OH, oy = row % OH;
+        for (long ox = 0; ox < OW; ox++) {
+            float *restrict o = out + (row * OW + ox) * C;
+            for (long c = 0; c < C; c++) o[c] = -FLT_MAX;
+            for (long ky = 0; ky < KH; ky++) {
+                const long iy = oy * sh - pt + ky;
+                if (iy < 0 || iy >= H) continue;
+                for (long kx = 0; kx < KW; kx++) {
+                    const long ix = ox * sw - pl + kx;
+                    if (ix < 0 || ix >= W) continue;
+                    const float *restrict xt = x + ((n * H + iy) * W + ix) * C;
+                    for (long c = 0; c < C; c++) o[c] = o[c] < xt[c] ? xt[c] : o[c];
+                }
+            }
+        }
+    }
+}
+
 /* The kernels above over all their rows, split on dfg's native thread pool (threadpool.c). */
 struct conv_args {
     const float *x, *wb;
@@ -360,4 +391,25 @@ int dfg_depthwise_nhwc_f32_mt(const float *x, const float *f, float *out, long H
     struct dw_args a = {x, f, out, H, W, C, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl,
                         scale, shift, act};
     return dfg_pool_run(dw_range, &a, rows, chunks, threads);
+}
+
+struct mp_args {
+    const float *x;
+    float *out;
+    long H, W, C, KH, KW, OH, OW, sh, sw, pt, pl;
+};
+
+static int mp_range(const void *p, long r0, long r1) {
+    const struct mp_args *a = p;
+    dfg_maxpool_nhwc_f32(a->x, a->out, a->H, a->W, a->C, a->KH, a->KW, a->OH, a->OW, a->sh,
+                         a->sw, a->pt, a->pl, r0, r1);
+    return 0;
+}
+
+int dfg_maxpool_nhwc_f32_mt(const float *x, float *out, long H, long W, long C, long KH,
+                            long KW, long OH, long OW, long sh, long sw, long pt, long pl,
+                            long rows, long chunks, int threads)
+{
+    struct mp_args a = {x, out, H, W, C, KH, KW, OH, OW, sh, sw, pt, pl};
+    return dfg_pool_run(mp_range, &a, rows, chunks, threads);
 }

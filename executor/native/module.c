@@ -417,6 +417,48 @@ done:
     return ret;
 }
 
+PyDoc_STRVAR(maxpool_doc,
+"maxpool_nhwc_f32(x, out, geometry, chunks, threads)\n--\n\n"
+"MaxPool of float32 NHWC x (N, H, W, C) into out (N, OH, OW, C) over windows of\n"
+"geometry = (N, H, W, C, KH, KW, OH, OW, sh, sw, pt, pl): TensorFlow's fold from the\n"
+"lowest finite float over the taps inside x.");
+
+static PyObject *maxpool_nhwc_f32(PyObject *self, PyObject *args) {
+    PyObject *xo, *oo;
+    long g[12];       /* N, H, W, C, KH, KW, OH, OW, sh, sw, pt, pl */
+    int threads;
+    long chunks;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO(llllllllllll)li:maxpool_nhwc_f32", &xo, &oo, &g[0], &g[1],
+                          &g[2], &g[3], &g[4], &g[5], &g[6], &g[7], &g[8], &g[9], &g[10],
+                          &g[11], &chunks, &threads))
+        return NULL;
+    const char *fn = "maxpool_nhwc_f32";
+    const long N = g[0], H = g[1], W = g[2], C = g[3], KH = g[4], KW = g[5], OH = g[6],
+               OW = g[7];
+    if (check_window(fn, g[8], g[9], 1, 1, g[10], g[11], chunks, threads) < 0)
+        return NULL;
+    if (KH < 1 || KW < 1)
+        return PyErr_Format(PyExc_ValueError, "%s: the window must be at least 1x1", fn);
+    const long xs[4] = {N, H, W, C}, os[4] = {N, OH, OW, C};
+    Py_ssize_t nx = product(fn, 4, xs), no = product(fn, 4, os);
+    if (nx < 0 || no < 0)
+        return NULL;
+    Py_buffer x = {0}, out = {0};
+    PyObject *ret = NULL;
+    if (f32_buffer(xo, &x, 0, nx, fn, "x") < 0 || f32_buffer(oo, &out, 1, no, fn, "out") < 0)
+        goto done;
+    Py_BEGIN_ALLOW_THREADS
+    dfg_maxpool_nhwc_f32_mt(x.buf, out.buf, H, W, C, KH, KW, OH, OW, g[8], g[9], g[10], g[11],
+                            N * OH, chunks, threads);
+    Py_END_ALLOW_THREADS
+    ret = Py_NewRef(Py_None);
+done:
+    release(&x);
+    release(&out);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"erf_f32", erf_f32, METH_VARARGS, erf_doc},
     {"softmax_f32", softmax_f32, METH_VARARGS, softmax_doc},
@@ -424,6 +466,7 @@ static PyMethodDef methods[] = {
     {"chain_f32", chain_f32, METH_VARARGS, chain_doc},
     {"conv2d_nhwc_f32", conv2d_nhwc_f32, METH_VARARGS, conv_doc},
     {"depthwise_nhwc_f32", depthwise_nhwc_f32, METH_VARARGS, depthwise_doc},
+    {"maxpool_nhwc_f32", maxpool_nhwc_f32, METH_VARARGS, maxpool_doc},
     {NULL, NULL, 0, NULL},
 };
 
