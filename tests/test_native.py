@@ -202,9 +202,10 @@ def _ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("op", ["Sigmoid", "Tanh"])
-def test_compiled_sigmoid_and_tanh_are_correctly_rounded(op, monkeypatch) -> None:
-    """Computed in double precision and rounded once: within half an ulp (and a hair) of
-    the exact value from float64 numpy, signs of zeros kept, NaN kept, the limits exact."""
+def test_compiled_sigmoid_and_tanh_are_within_2_ulps(op, monkeypatch) -> None:
+    """Computed in float32 arithmetic (elementwise.c says how): within 2 ulps of the
+    correctly rounded value, so 2.5 of the exact one from float64 numpy (subnormal results
+    too), signs of zeros kept, NaN kept, the limits exact."""
     monkeypatch.delenv("DFG_NATIVE", raising=False)
     assert _native.enabled()
     x64 = _ACT_POINTS.astype(np.float64)
@@ -212,7 +213,7 @@ def test_compiled_sigmoid_and_tanh_are_correctly_rounded(op, monkeypatch) -> Non
         want = np.tanh(x64) if op == "Tanh" else 1 / (1 + np.exp(-x64))
     got = invoke(op, _ACT_POINTS)
     assert got.dtype == np.float32 and got.shape == _ACT_POINTS.shape
-    assert _ulps(got, want).max() <= 0.5 + 1e-6
+    assert _ulps(got, want).max() <= 2.5
     assert np.array_equal(np.signbit(got), np.signbit(want.astype(np.float32)))
     limits = {"Tanh": (1.0, -1.0), "Sigmoid": (1.0, 0.0)}[op]
     assert list(invoke(op, np.array([np.inf, -np.inf], np.float32))) == list(limits)
@@ -426,8 +427,8 @@ def test_every_target_clone_computes_what_the_loaded_one_does(arch, tmp_path,
     want = run()
     monkeypatch.setattr(_native, "_ext", clone)
     got = run()
-    for a, b, tol in zip(got, want, [1e-5, 1e-5, 2e-7, 2e-7, 1e-6, 1.2e-7, 1.2e-7, 1e-6]):
-        # FMA or not: rounding only
+    for a, b, tol in zip(got, want, [1e-5, 1e-5, 2e-7, 2e-7, 1e-6, 5e-7, 5e-7, 1e-6]):
+        # FMA or not: rounding only (sigmoid and tanh: each within 2 ulps of the exact)
         np.testing.assert_allclose(a, b, rtol=tol, atol=1e-5 if tol == 1e-5 else 1e-9)
 
 

@@ -463,7 +463,7 @@ def _identity(x: Array) -> Array:
 
 def native_activation(x: Array, kind: int, out: Array | None = None) -> Array | None:
     """Sigmoid or tanh of a float32 array (0-d too) in one compiled pass
-    (executor/native/elementwise.c: in double precision, rounded once), or None when the
+    (executor/native/elementwise.c: in float32 arithmetic, within 2 ulps), or None when the
     compiled kernels are not built or refused. The kernels, their array forms and the fused
     ops' activations (``out``: into that float32 array of x's shape, x itself allowed) all
     come here, so every path gives the same bits."""
