@@ -8,9 +8,10 @@ paths run. :func:`status` says which.
 
 * erf/erfc of single precision: one vectorized pass instead of twenty numpy passes.
 * Softmax/LogSoftmax of single precision: one sweep per row instead of five numpy passes.
-* Sigmoid and Tanh of float32 (the kernels, their array forms in compiled loops and the fused
-  ops' activations): one vectorized pass, where numpy's sigmoid is four passes and its tanh
-  is not vectorized; a recurrent cell's gates are their main users.
+* Sigmoid and Tanh of float32 (the kernels, their array forms in compiled loops, the chains
+  and the fused ops' activations): one vectorized pass in float32 arithmetic, within 2 ulps,
+  where numpy's sigmoid is four passes and its tanh is not vectorized; a recurrent cell's
+  gates are their main users.
 * Chains of float32 elementwise ops (``_DfgElementwiseChain``: arithmetic, sqrt, sigmoid,
   tanh) in one sweep per block of 256 elements, one call for the chain where numpy makes one
   per op; the bits equal the numpy chain's.
@@ -19,8 +20,14 @@ paths run. :func:`status` says which.
 * The direct convolution, for KxK float32 convolutions whose GEMM would be skinny
   (``_conv._native_pays`` says which), with _FusedConv2D's epilogue applied in registers:
   2-3x faster than the numpy path's GEMMs per layer (``benchmarks/bench_native_conv.py``).
-  1x1 and non-overlapping windows stay with BLAS (2-4x faster there). Next to BLAS it
-  relies on OpenBLAS's idle threads not spinning long (dfg/executor/__init__.py).
+  Large 1x1 and non-overlapping windows stay with BLAS (2-4x faster there); under a million
+  FLOPs any window may come here, where one call costs less than numpy's several. Next to
+  BLAS it relies on OpenBLAS's idle threads not spinning long (dfg/executor/__init__.py).
+  A node keeps its preparation (:class:`ConvPrep`: the filter packed in blocks, the
+  epilogue's vectors, the geometry) while its filter is the same frozen array
+  (:func:`frozen`, :func:`packed`).
+* MaxPool of float32 NHWC in one pass, TensorFlow's fold (NaN never wins); AvgPool as the
+  depthwise kernel on ones, divided by each window's real elements.
 
 Each function's signature is declared once, in ``executor/native/module.c``, which checks
 every array's dtype, contiguity and length against the geometry (a mismatch is a TypeError
