@@ -252,6 +252,21 @@ def test_compiled_activations_split_on_threads_and_in_place_give_the_same_bits(
         assert np.array_equal(_native.activation_f32(x[:, ::2], kind), one[:, ::2])
 
 
+def test_compiled_erf_and_softmax_split_on_threads_give_the_same_bits(monkeypatch) -> None:
+    """A Transformer's GELU (erfc) and attention softmax are large enough to split on the
+    native pool: each thread count gives the bits of one thread."""
+    x = (np.random.default_rng(6).standard_normal((9, 70001)) * 4).astype(np.float32)
+    monkeypatch.setenv("DFG_BLAS_THREADS", "1")
+    one = [_native.erf_f32(x, False), _native.erf_f32(x, True),
+           _native.softmax_f32(x, False), _native.softmax_f32(x.reshape(-1, 7), True)]
+    for threads in ("2", "3"):
+        monkeypatch.setenv("DFG_BLAS_THREADS", threads)
+        got = [_native.erf_f32(x, False), _native.erf_f32(x, True),
+               _native.softmax_f32(x, False), _native.softmax_f32(x.reshape(-1, 7), True)]
+        for a, b in zip(got, one):
+            assert np.array_equal(a, b)
+
+
 @pytest.mark.parametrize("shape", [(8, 4, 64, 64), (3, 1000), (600, 1), (2, 37, 19)])
 def test_compiled_softmax_and_log_softmax_match_the_definition(shape, monkeypatch) -> None:
     monkeypatch.delenv("DFG_NATIVE", raising=False)

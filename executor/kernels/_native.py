@@ -157,11 +157,23 @@ def status() -> str:
 
 
 def erf_f32(x: np.ndarray, complement: bool) -> np.ndarray:
-    """erfc (``complement``) or erf of float32 ``x``, in one compiled pass."""
+    """erfc (``complement``) or erf of float32 ``x``, in one compiled pass, split on the
+    native pool as :func:`activation_f32` is (a Transformer's GELU: 131k elements)."""
     x = np.ascontiguousarray(x, _F32)
     out = np.empty_like(x)
-    _ext.erf_f32(x, out, complement)
+    _ext.erf_f32(x, out, complement, *_element_split(x.size))
     return out
+
+
+def _element_split(n: int) -> tuple[int, int]:
+    """(chunks, threads) for an elementwise kernel over ``n`` elements in blocks of 4096:
+    one thread below 8 blocks (a thread's share below about 4 blocks costs more to hand
+    over), else up to _threads() threads, 4 chunks each."""
+    if n < 8 * _ACT_BLOCK:
+        return 1, 1
+    blocks = -(-n // _ACT_BLOCK)
+    threads = max(1, min(_threads(), blocks // 4))
+    return (min(blocks, 4 * threads) if threads > 1 else 1), threads
 
 
 SIGMOID, TANH = 0, 1
@@ -179,12 +191,7 @@ def activation_f32(x: np.ndarray, kind: int, out: np.ndarray | None = None) -> n
         x = np.ascontiguousarray(x)           # (a Split's output is a strided view)
     if out is None:
         out = np.empty(x.shape, _F32)
-    if x.size < 8 * _ACT_BLOCK:               # one thread: an RNN gate's usual case
-        _ext.activation_f32(x, out, kind, 1, 1)
-        return out
-    blocks = -(-x.size // _ACT_BLOCK)
-    threads = max(1, min(_threads(), blocks // 4))
-    _ext.activation_f32(x, out, kind, min(blocks, 4 * threads) if threads > 1 else 1, threads)
+    _ext.activation_f32(x, out, kind, *_element_split(x.size))   # an RNN gate: one thread
     return out
 
 
@@ -222,7 +229,12 @@ def softmax_f32(x: np.ndarray, as_log: bool) -> np.ndarray:
     x = np.ascontiguousarray(x, _F32)
     out = np.empty_like(x)
     cols = x.shape[-1]
-    _ext.softmax_f32(x, out, x.size // cols, cols, as_log)
+    rows = x.size // cols
+    if x.size < 8 * _ACT_BLOCK:
+        _ext.softmax_f32(x, out, rows, cols, as_log)
+        return out
+    chunks, threads = _element_split(x.size)
+    _ext.softmax_f32(x, out, rows, cols, as_log, min(rows, chunks), threads)
     return out
 
 

@@ -379,3 +379,55 @@ void dfg_chain_f32(const float *const *in, const int *kind, const long *offset,
         }
     }
 }
+
+/* erf/erfc and softmax over dfg's native pool (threadpool.c): erf's rows are blocks of
+ * DFG_ACT_BLOCK elements, softmax's its own rows; each element's value is computed as on
+ * one thread, so any split gives the same bits. */
+struct erf_args {
+    const float *x;
+    float *out;
+    long n;
+    int complement;
+};
+
+static int erf_range(const void *p, long r0, long r1) {
+    const struct erf_args *a = p;
+    long i0 = r0 * DFG_ACT_BLOCK, i1 = r1 * DFG_ACT_BLOCK;
+    i1 = i1 < a->n ? i1 : a->n;
+    dfg_erf_f32(a->x + i0, a->out + i0, i1 - i0, a->complement);
+    return 0;
+}
+
+void dfg_erf_f32_mt(const float *x, float *out, long n, int complement, long chunks,
+                    int threads) {
+    struct erf_args a = {x, out, n, complement};
+    long rows = (n + DFG_ACT_BLOCK - 1) / DFG_ACT_BLOCK;
+    if (rows <= 1 || threads <= 1 || chunks <= 1) {
+        dfg_erf_f32(x, out, n, complement);
+        return;
+    }
+    dfg_pool_run(erf_range, &a, rows, chunks, threads);
+}
+
+struct softmax_args {
+    const float *x;
+    float *out;
+    long cols;
+    int as_log;
+};
+
+static int softmax_range(const void *p, long r0, long r1) {
+    const struct softmax_args *a = p;
+    dfg_softmax_f32(a->x + r0 * a->cols, a->out + r0 * a->cols, r1 - r0, a->cols, a->as_log);
+    return 0;
+}
+
+void dfg_softmax_f32_mt(const float *x, float *out, long rows, long cols, int as_log,
+                        long chunks, int threads) {
+    struct softmax_args a = {x, out, cols, as_log};
+    if (rows <= 1 || threads <= 1 || chunks <= 1) {
+        dfg_softmax_f32(x, out, rows, cols, as_log);
+        return;
+    }
+    dfg_pool_run(softmax_range, &a, rows, chunks, threads);
+}

@@ -96,21 +96,27 @@ static Py_ssize_t unary_buffers(PyObject *xo, PyObject *oo, Py_buffer *x, Py_buf
 }
 
 PyDoc_STRVAR(erf_doc,
-"erf_f32(x, out, complement)\n--\n\n"
-"out = erfc(x) if complement else erf(x); x and out float32 buffers of one size.");
+"erf_f32(x, out, complement, chunks=1, threads=1)\n--\n\n"
+"out = erfc(x) if complement else erf(x); x and out float32 buffers of one size, in blocks\n"
+"of 4096 elements split in `chunks` pieces on up to `threads` threads.");
 
 static PyObject *erf_f32(PyObject *self, PyObject *args) {
     PyObject *xo, *oo;
-    int complement;
+    int complement, threads = 1;
+    long chunks = 1;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOp:erf_f32", &xo, &oo, &complement))
+    if (!PyArg_ParseTuple(args, "OOp|li:erf_f32", &xo, &oo, &complement, &chunks, &threads))
         return NULL;
+    if (chunks < 1 || threads < 1) {
+        PyErr_SetString(PyExc_ValueError, "erf_f32: chunks and threads must be >= 1");
+        return NULL;
+    }
     Py_buffer x, out;
     Py_ssize_t n = unary_buffers(xo, oo, &x, &out, "erf_f32");
     if (n < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
-    dfg_erf_f32(x.buf, out.buf, (long)n, complement);
+    dfg_erf_f32_mt(x.buf, out.buf, (long)n, complement, chunks, threads);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&x);
     PyBuffer_Release(&out);
@@ -118,16 +124,22 @@ static PyObject *erf_f32(PyObject *self, PyObject *args) {
 }
 
 PyDoc_STRVAR(softmax_doc,
-"softmax_f32(x, out, rows, cols, as_log)\n--\n\n"
-"Softmax (log-softmax if as_log) of each row of (rows, cols) float32 x into out.");
+"softmax_f32(x, out, rows, cols, as_log, chunks=1, threads=1)\n--\n\n"
+"Softmax (log-softmax if as_log) of each row of (rows, cols) float32 x into out, the rows\n"
+"split in `chunks` pieces on up to `threads` threads.");
 
 static PyObject *softmax_f32(PyObject *self, PyObject *args) {
     PyObject *xo, *oo;
-    long dims[2];
-    int as_log;
+    long dims[2], chunks = 1;
+    int as_log, threads = 1;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOllp:softmax_f32", &xo, &oo, &dims[0], &dims[1], &as_log))
+    if (!PyArg_ParseTuple(args, "OOllp|li:softmax_f32", &xo, &oo, &dims[0], &dims[1], &as_log,
+                          &chunks, &threads))
         return NULL;
+    if (chunks < 1 || threads < 1) {
+        PyErr_SetString(PyExc_ValueError, "softmax_f32: chunks and threads must be >= 1");
+        return NULL;
+    }
     Py_ssize_t n = product("softmax_f32", 2, dims);
     if (n < 0)
         return NULL;
@@ -143,7 +155,7 @@ static PyObject *softmax_f32(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
-    dfg_softmax_f32(x.buf, out.buf, dims[0], dims[1], as_log);
+    dfg_softmax_f32_mt(x.buf, out.buf, dims[0], dims[1], as_log, chunks, threads);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&x);
     PyBuffer_Release(&out);

@@ -34,6 +34,12 @@ int dfg_maxpool_nhwc_f32_mt(const float *x, float *out, long H, long W, long C, 
 /* elementwise.c */
 void dfg_erf_f32(const float *x, float *out, long n, int complement);
 void dfg_softmax_f32(const float *x, float *out, long rows, long cols, int as_log);
+/* the two above with their blocks of DFG_ACT_BLOCK elements (erf) or their rows (softmax)
+ * split in `chunks` pieces on up to `threads` threads */
+void dfg_erf_f32_mt(const float *x, float *out, long n, int complement, long chunks,
+                    int threads);
+void dfg_softmax_f32_mt(const float *x, float *out, long rows, long cols, int as_log,
+                        long chunks, int threads);
 /* out[i] = sigmoid(x[i]) or tanh(x[i]) for i in [0, n) (x == out allowed), the n elements
  * in blocks of DFG_ACT_BLOCK split in `chunks` pieces on up to `threads` threads */
 enum { DFG_ACT_SIGMOID = 0, DFG_ACT_TANH = 1 };
