@@ -14,6 +14,7 @@ import gc
 
 import numpy as np
 import pytest
+from test_native import _definition as _conv_definition
 
 from dfg.executor import Session
 from dfg.executor.kernel_call import bind_op, call, context
@@ -31,24 +32,10 @@ def _const(a: np.ndarray) -> np.ndarray:
 
 
 def _definition(x: np.ndarray, f: np.ndarray, strides: int, padding: str) -> np.ndarray:
-    """The convolution by its definition, in float64 (NHWC, HWIO; SAME pads as TF does)."""
-    n, h, w, _c = x.shape
-    kh, kw, _, oc = f.shape
-    if padding == "SAME":
-        oh, ow = -(-h // strides), -(-w // strides)
-        ph = max(0, (oh - 1) * strides + kh - h)
-        pw = max(0, (ow - 1) * strides + kw - w)
-        pads = ((0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0))
-    else:
-        oh, ow = (h - kh) // strides + 1, (w - kw) // strides + 1
-        pads = ((0, 0),) * 4
-    xp = np.pad(x.astype(np.float64), pads)
-    out = np.zeros((n, oh, ow, oc))
-    for i in range(kh):
-        for j in range(kw):
-            win = xp[:, i:i + (oh - 1) * strides + 1:strides, j:j + (ow - 1) * strides + 1:strides]
-            out += win @ f[i, j].astype(np.float64)
-    return out
+    """The convolution by its definition, in float64 (test_native's, for this geometry)."""
+    g = _conv.geometry(x.shape, "NHWC", f.shape[0], f.shape[1], [1, strides, strides, 1],
+                       [1, 1, 1, 1], padding, None)
+    return _conv_definition(x, f, g)
 
 
 class _Node:

@@ -23,7 +23,7 @@ paths run. :func:`status` says which.
   Large 1x1 and non-overlapping windows stay with BLAS (2-4x faster there); under a million
   FLOPs any window may come here, where one call costs less than numpy's several. Next to
   BLAS it relies on OpenBLAS's idle threads not spinning long (dfg/executor/__init__.py).
-  A node keeps its preparation (:class:`ConvPrep`: the filter packed in blocks, the
+  A node keeps its preparation (:class:`Prepared`: the filter packed in blocks, the
   epilogue's vectors, the geometry) while its filter is the same frozen array
   (:func:`frozen`, :func:`packed`).
 * MaxPool of float32 NHWC in one pass, TensorFlow's fold (NaN never wins); AvgPool as the
@@ -238,18 +238,13 @@ def softmax_f32(x: np.ndarray, as_log: bool) -> np.ndarray:
     return out
 
 
-def depthwise_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any,
-                       epilogue: Epilogue | None = None) -> np.ndarray:
-    """DepthwiseConv2dNative of NHWC float32 ``x`` with (KH, KW, C, 1) ``f`` (depth
-    multiplier 1) for geometry ``g`` (a ``_conv.Geom``): (N, OH, OW, C) float32, with
-    ``epilogue``'s scale, shift and activation applied to each pixel as it is computed (no
-    residual: ValueError)."""
-    return depthwise_prepared(x, prepare_depthwise(f, g, epilogue))
-
-
-class DepthwisePrep(NamedTuple):
-    """What the depthwise kernel needs besides its input (as :class:`ConvPrep`)."""
-    fk: np.ndarray
+class Prepared(NamedTuple):
+    """What a compiled convolution needs besides its input (and residual): the weights as
+    the kernel reads them (the direct convolution's filter in blocks of 16 output channels,
+    the depthwise kernel's (KH, KW, C) taps), the epilogue's per-channel vectors and
+    activation, the geometry, the output's shape, and (chunks, threads) when they do not
+    depend on the thread setting (None: asked per call)."""
+    weights: np.ndarray
     scale: np.ndarray | None
     shift: np.ndarray | None
     act: int
@@ -259,9 +254,18 @@ class DepthwisePrep(NamedTuple):
     split: tuple | None
 
 
+def depthwise_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any,
+                       epilogue: Epilogue | None = None) -> np.ndarray:
+    """DepthwiseConv2dNative of NHWC float32 ``x`` with (KH, KW, C, 1) ``f`` (depth
+    multiplier 1) for geometry ``g`` (a ``_conv.Geom``): (N, OH, OW, C) float32, with
+    ``epilogue``'s scale, shift and activation applied to each pixel as it is computed (no
+    residual: ValueError)."""
+    return depthwise_prepared(x, prepare_depthwise(f, g, epilogue))
+
+
 def prepare_depthwise(f: np.ndarray, g: Any, epilogue: Epilogue | None = None
-                      ) -> DepthwisePrep:
-    """The :class:`DepthwisePrep` of a depthwise convolution by ``f`` for geometry ``g``."""
+                      ) -> Prepared:
+    """The :class:`Prepared` of a depthwise convolution by ``f`` for geometry ``g``."""
     fk = np.ascontiguousarray(f.reshape(f.shape[0], f.shape[1], f.shape[2]), _F32)
     scale = shift = None
     act = ACT_NONE
@@ -273,12 +277,12 @@ def prepare_depthwise(f: np.ndarray, g: Any, epilogue: Epilogue | None = None
         act = epilogue.act
     flops = 2.0 * g.n * g.oh * g.ow * g.c * g.kh * g.kw
     split = _split(g.n * g.oh, flops) if flops < _MIN_CHUNK_FLOPS else None
-    return DepthwisePrep(fk, scale, shift, act,
+    return Prepared(fk, scale, shift, act,
                          (g.n, g.h, g.w, g.c, g.kh, g.kw, g.oh, g.ow, g.sh, g.sw, g.dh, g.dw,
                           g.pt, g.pl), (g.n, g.oh, g.ow, g.c), flops, split)
 
 
-def depthwise_prepared(x: np.ndarray, prep: DepthwisePrep, residual: None = None
+def depthwise_prepared(x: np.ndarray, prep: Prepared, residual: None = None
                        ) -> np.ndarray:
     """The depthwise convolution of ``x`` as ``prep`` says (``residual``: always None, for
     the callers that keep either preparation)."""
@@ -286,13 +290,13 @@ def depthwise_prepared(x: np.ndarray, prep: DepthwisePrep, residual: None = None
         x = np.ascontiguousarray(x, _F32)
     out = np.empty(prep.out_shape, _F32)
     split = prep.split or _split(prep.out_shape[0] * prep.out_shape[1], prep.flops)
-    _ext.depthwise_nhwc_f32(x, prep.fk, out, prep.geometry, prep.scale, prep.shift, prep.act,
-                            *split)
+    _ext.depthwise_nhwc_f32(x, prep.weights, out, prep.geometry, prep.scale, prep.shift,
+                            prep.act, *split)
     return out
 
 
 class PoolPrep(NamedTuple):
-    """What the MaxPool kernel needs besides its input (as :class:`ConvPrep`)."""
+    """What the MaxPool kernel needs besides its input (as :class:`Prepared`)."""
     geometry: tuple
     out_shape: tuple
     flops: float
@@ -344,23 +348,8 @@ def conv2d_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any,
                            None if epilogue is None else epilogue.residual)
 
 
-class ConvPrep(NamedTuple):
-    """What the direct convolution needs besides its input and residual: the filter in
-    blocks, the epilogue's per-channel vectors and activation, the geometry, the output's
-    shape, and (chunks, threads) when they do not depend on the thread setting (None:
-    asked per call)."""
-    wb: np.ndarray
-    scale: np.ndarray | None
-    shift: np.ndarray | None
-    act: int
-    geometry: tuple
-    out_shape: tuple
-    flops: float
-    split: tuple | None
-
-
-def prepare_conv(f: np.ndarray, g: Any, epilogue: Epilogue | None = None) -> ConvPrep:
-    """The :class:`ConvPrep` of a convolution by ``f`` for geometry ``g`` (``epilogue``'s
+def prepare_conv(f: np.ndarray, g: Any, epilogue: Epilogue | None = None) -> Prepared:
+    """The :class:`Prepared` of a convolution by ``f`` for geometry ``g`` (``epilogue``'s
     residual aside). A caller may keep it while ``f`` and the epilogue's vectors are the
     same frozen arrays (:func:`frozen`)."""
     kh, kw, c, oc = f.shape
@@ -375,12 +364,12 @@ def prepare_conv(f: np.ndarray, g: Any, epilogue: Epilogue | None = None) -> Con
         act = epilogue.act
     flops = 2.0 * g.n * g.oh * g.ow * oc * kh * kw * c
     split = _split(g.n * g.oh, flops) if flops < _MIN_CHUNK_FLOPS else None
-    return ConvPrep(wb, scale, shift, act,
+    return Prepared(wb, scale, shift, act,
                     (g.n, g.h, g.w, c, kh, kw, oc, g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt,
                      g.pl), (g.n, g.oh, g.ow, oc), flops, split)
 
 
-def conv2d_prepared(x: np.ndarray, prep: ConvPrep, residual: np.ndarray | None = None
+def conv2d_prepared(x: np.ndarray, prep: Prepared, residual: np.ndarray | None = None
                     ) -> np.ndarray:
     """The direct convolution of ``x`` as ``prep`` says, plus ``residual`` (float32, of the
     output's shape) before the activation."""
@@ -394,7 +383,7 @@ def conv2d_prepared(x: np.ndarray, prep: ConvPrep, residual: np.ndarray | None =
                              f"{out.shape}")
     split = prep.split or _split(prep.out_shape[0] * prep.out_shape[1], prep.flops)
     try:
-        _ext.conv2d_nhwc_f32(x, prep.wb, out, prep.geometry, prep.scale, prep.shift,
+        _ext.conv2d_nhwc_f32(x, prep.weights, out, prep.geometry, prep.scale, prep.shift,
                              residual, prep.act, *split)
     except MemoryError:
         raise ResourceExhaustedError("native Conv2D: out of memory for its row buffer") from None

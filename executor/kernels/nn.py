@@ -101,16 +101,23 @@ def conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
     if p is None:
         return conv2d_of(ctx.attrs, x, f)
     if p.native and x.dtype is _F32 and f.dtype is _F32 and _native.dense_conv():
-        # the direct convolution, its filter prepared once while it is the same Const
-        m = ctx.memo
-        kept = m[6]
-        if kept is not None and kept[0] is f:
-            return _native.conv2d_prepared(x, kept[1])
-        prep = _native.prepare_conv(f, p.g)
-        if _native.frozen(f):
-            ctx.memo = (*m[:6], (f, prep))
-        return _native.conv2d_prepared(x, prep)
+        return _run_prepared(ctx, x, f, p.g, _native.prepare_conv, _native.conv2d_prepared)
     return _conv.conv2d_planned(x, f, p)
+
+
+def _run_prepared(ctx: KernelContext, x: np.ndarray, f: np.ndarray, g: Any,
+                  prepare: Any, run: Any) -> np.ndarray:
+    """``run(x, prepare(f, g))``: a compiled convolution, its preparation (the filter as the
+    kernel reads it, the geometry) kept in the node's memo (planned_conv's last entry) while
+    the filter is the same frozen array (a Const's)."""
+    m = ctx.memo
+    kept = m[6]
+    if kept is not None and kept[0] is f:
+        return run(x, kept[1])
+    prep = prepare(f, g)
+    if _native.frozen(f):
+        ctx.memo = (*m[:6], (f, prep))
+    return run(x, prep)
 
 
 def conv2d_of(a: dict, x: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -127,15 +134,8 @@ def depthwise_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.nda
         return depthwise_conv2d_of(ctx.attrs, x, f)
     if p.mode != "empty" and x.dtype is _F32 and f.dtype is _F32 and f.shape[3] == 1 \
             and _native.enabled():
-        # the compiled kernel, prepared once while the filter is the same Const
-        m = ctx.memo
-        kept = m[6]
-        if kept is not None and kept[0] is f:
-            return _native.depthwise_prepared(x, kept[1])
-        prep = _native.prepare_depthwise(f, p.g)
-        if _native.frozen(f):
-            ctx.memo = (*m[:6], (f, prep))
-        return _native.depthwise_prepared(x, prep)
+        return _run_prepared(ctx, x, f, p.g, _native.prepare_depthwise,
+                             _native.depthwise_prepared)
     return _conv.depthwise_planned(x, f, p)
 
 

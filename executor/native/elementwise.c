@@ -274,34 +274,47 @@ void dfg_act_span_f32(float *o, long n, int act) {
         swish_span(o, n);
 }
 
-struct act_args {
+/* An elementwise kernel fn(x, out, n, kind) over n elements in blocks of DFG_ACT_BLOCK (the
+ * pool's rows), split in `chunks` pieces on up to `threads` threads: each element's value is
+ * computed as on one thread, so any split gives the same bits. */
+typedef void (*span_fn)(const float *x, float *out, long n, int kind);
+
+struct span_args {
+    span_fn fn;
     const float *x;
     float *out;
     long n;
     int kind;
 };
 
-/* rows of the pool are blocks of DFG_ACT_BLOCK elements */
-static int act_range(const void *p, long r0, long r1) {
-    const struct act_args *a = p;
+static int span_range(const void *p, long r0, long r1) {
+    const struct span_args *a = p;
     long i0 = r0 * DFG_ACT_BLOCK, i1 = r1 * DFG_ACT_BLOCK;
     i1 = i1 < a->n ? i1 : a->n;
-    if (a->kind == DFG_ACT_SIGMOID)
-        sigmoid_span(a->x + i0, a->out + i0, i1 - i0);
-    else
-        tanh_span(a->x + i0, a->out + i0, i1 - i0);
+    a->fn(a->x + i0, a->out + i0, i1 - i0, a->kind);
     return 0;
+}
+
+static void run_spans(span_fn fn, const float *x, float *out, long n, int kind, long chunks,
+                      int threads) {
+    struct span_args a = {fn, x, out, n, kind};
+    long rows = (n + DFG_ACT_BLOCK - 1) / DFG_ACT_BLOCK;
+    if (rows <= 1 || threads <= 1 || chunks <= 1)
+        span_range(&a, 0, rows);
+    else
+        dfg_pool_run(span_range, &a, rows, chunks, threads);
+}
+
+static void act_span(const float *x, float *out, long n, int kind) {
+    if (kind == DFG_ACT_SIGMOID)
+        sigmoid_span(x, out, n);
+    else
+        tanh_span(x, out, n);
 }
 
 void dfg_activation_f32(const float *x, float *out, long n, int kind, long chunks,
                         int threads) {
-    struct act_args a = {x, out, n, kind};
-    long rows = (n + DFG_ACT_BLOCK - 1) / DFG_ACT_BLOCK;
-    if (rows <= 1 || threads <= 1 || chunks <= 1) {
-        act_range(&a, 0, rows);
-        return;
-    }
-    dfg_pool_run(act_range, &a, rows, chunks, threads);
+    run_spans(act_span, x, out, n, kind, chunks, threads);
 }
 
 /* A chain of float32 elementwise ops (the _DfgElementwiseChain kernel's program) in one
@@ -381,32 +394,11 @@ void dfg_chain_f32(const float *const *in, const int *kind, const long *offset,
 }
 
 /* erf/erfc and softmax over dfg's native pool (threadpool.c): erf's rows are blocks of
- * DFG_ACT_BLOCK elements, softmax's its own rows; each element's value is computed as on
- * one thread, so any split gives the same bits. */
-struct erf_args {
-    const float *x;
-    float *out;
-    long n;
-    int complement;
-};
-
-static int erf_range(const void *p, long r0, long r1) {
-    const struct erf_args *a = p;
-    long i0 = r0 * DFG_ACT_BLOCK, i1 = r1 * DFG_ACT_BLOCK;
-    i1 = i1 < a->n ? i1 : a->n;
-    dfg_erf_f32(a->x + i0, a->out + i0, i1 - i0, a->complement);
-    return 0;
-}
-
+ * DFG_ACT_BLOCK elements (run_spans), softmax's its own rows; any split gives the bits of
+ * one thread. */
 void dfg_erf_f32_mt(const float *x, float *out, long n, int complement, long chunks,
                     int threads) {
-    struct erf_args a = {x, out, n, complement};
-    long rows = (n + DFG_ACT_BLOCK - 1) / DFG_ACT_BLOCK;
-    if (rows <= 1 || threads <= 1 || chunks <= 1) {
-        dfg_erf_f32(x, out, n, complement);
-        return;
-    }
-    dfg_pool_run(erf_range, &a, rows, chunks, threads);
+    run_spans(dfg_erf_f32, x, out, n, complement, chunks, threads);
 }
 
 struct softmax_args {
