@@ -159,6 +159,17 @@ def to_numpy(t: Any) -> np.ndarray:
     return out.reshape(shape)
 
 
+def frozen(a: Any) -> bool:
+    """Whether ``a``'s values can never change: a read-only array whose memory is, through
+    read-only views, a ``bytes`` object. A Const's value is such a view of the graph's bytes
+    (:func:`to_numpy`); a variable's buffer, a fed array or a kernel's output is not."""
+    while a.__class__ is np.ndarray:
+        if a.flags.writeable:
+            return False
+        a = a.base
+    return a.__class__ is bytes
+
+
 def from_numpy(value: Any, dtype: int | None = None, proto: Any = None) -> Any:
     """Encode an array as a TensorProto (numeric data in ``tensor_content``, as TF does)."""
     if proto is None:

@@ -21,7 +21,7 @@ from dfg.executor.kernel_call import bind_op, call, context
 from dfg.executor.kernels import _conv, _native
 from dfg.executor.kernels.registry import complete_attrs
 from dfg.graphdef import builder as B
-from dfg.graphdef.tensors import from_numpy, to_numpy
+from dfg.graphdef.tensors import from_numpy, frozen, to_numpy
 
 pytestmark = pytest.mark.skipif(not _native.built(), reason="native kernels not built")
 
@@ -52,16 +52,16 @@ class _Node:
 
 def test_frozen_is_a_read_only_view_of_bytes_only() -> None:
     a = np.arange(6, dtype=np.float32)
-    assert _native.frozen(_const(a.reshape(2, 3)))
-    assert _native.frozen(_const(a).reshape(3, 2)[1:])          # views of views of the bytes
-    assert not _native.frozen(a)                                # writeable
+    assert frozen(_const(a.reshape(2, 3)))
+    assert frozen(_const(a).reshape(3, 2)[1:])          # views of views of the bytes
+    assert not frozen(a)                                # writeable
     view = a.view()
     view.flags.writeable = False
-    assert not _native.frozen(view)                             # its base can still change
+    assert not frozen(view)                             # its base can still change
     buf = np.frombuffer(bytearray(a.tobytes()), np.float32)     # a bytearray can change
     buf.flags.writeable = False
-    assert not _native.frozen(buf)
-    assert not _native.frozen(np.float32(1.0))                  # not an array
+    assert not frozen(buf)
+    assert not frozen(np.float32(1.0))                  # not an array
 
 
 def test_packed_is_computed_once_for_a_frozen_array_and_dropped_with_it() -> None:

@@ -25,7 +25,7 @@ paths run. :func:`status` says which.
   BLAS it relies on OpenBLAS's idle threads not spinning long (dfg/executor/__init__.py).
   A node keeps its preparation (:class:`Prepared`: the filter packed in blocks, the
   epilogue's vectors, the geometry) while its filter is the same frozen array
-  (:func:`frozen`, :func:`packed`).
+  (``dfg.graphdef.tensors.frozen``, :func:`packed`).
 * MaxPool of float32 NHWC in one pass, TensorFlow's fold (NaN never wins); AvgPool as the
   depthwise kernel on ones, divided by each window's real elements.
 
@@ -51,6 +51,7 @@ import numpy as np
 
 from dfg.executor import blas
 from dfg.graphdef.errors import ResourceExhaustedError
+from dfg.graphdef.tensors import frozen
 
 try:
     from dfg.executor import _native as _ext
@@ -351,7 +352,7 @@ def conv2d_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any,
 def prepare_conv(f: np.ndarray, g: Any, epilogue: Epilogue | None = None) -> Prepared:
     """The :class:`Prepared` of a convolution by ``f`` for geometry ``g`` (``epilogue``'s
     residual aside). A caller may keep it while ``f`` and the epilogue's vectors are the
-    same frozen arrays (:func:`frozen`)."""
+    same frozen arrays (``tensors.frozen``)."""
     kh, kw, c, oc = f.shape
     # (blocks, KH, KW, C, 16): each block's filter one contiguous stream, kept for a
     # Const's filter (packing it cost more than a small layer's convolution)
@@ -412,17 +413,6 @@ def _channel_blocks(v: np.ndarray) -> np.ndarray:
     return full
 
 
-def frozen(a: Any) -> bool:
-    """Whether ``a``'s values can never change: a read-only array whose memory is, through
-    read-only views, a ``bytes`` object. A Const's value is such a view of the graph's bytes
-    (``tensors.to_numpy``); a variable's buffer, a fed array or a kernel's output is not."""
-    while a.__class__ is np.ndarray:
-        if a.flags.writeable:
-            return False
-        a = a.base
-    return a.__class__ is bytes
-
-
 # What packed() made from frozen arrays: (the function, id of the array) -> (a weak
 # reference to the array, the result). The weak reference tells a live array from a new one
 # at a dead one's address, and its callback drops the entry when the array goes (a plan's
@@ -437,7 +427,7 @@ MAX_PACKED_BYTES = 1 << 30
 
 def packed(a: np.ndarray, make: Any) -> np.ndarray:
     """``make(a)``: computed once while ``a`` lives when its values cannot change
-    (:func:`frozen`), else on every call."""
+    (``tensors.frozen``), else on every call."""
     key = (make, id(a))
     hit = _PACKS.get(key)
     if hit is not None and hit[0]() is a:

@@ -16,8 +16,8 @@ import numpy as np
 
 from dfg.graphdef import dtypes as D
 from dfg.graphdef.errors import InvalidArgumentError
+from dfg.graphdef.tensors import frozen
 
-from ._native import frozen
 from .registry import ArrayForm, KernelContext, kernel, lookup
 
 _INT32_MAX = 2**31 - 1

@@ -27,6 +27,7 @@ import numpy as np
 
 from dfg.graphdef import dtypes as D
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
+from dfg.graphdef.tensors import frozen
 
 from . import _conv, _native, nn
 from ._select import where
@@ -307,7 +308,7 @@ def _keep_native(ctx: KernelContext, m: tuple, f: np.ndarray, args: tuple,
     values cannot change while the memo holds them), so the next run with the same arrays
     calls the kernel at once. Returns the preparation kept, or None."""
     statics = args[:_FIRST[first]] if first else ()
-    if p is None or not _native.frozen(f) or not all(_native.frozen(a) for a in statics):
+    if p is None or not frozen(f) or not all(frozen(a) for a in statics):
         return None
     prep = prepare(f, p.g, ep)
     ctx.memo = (*m[:10], (f, statics, _FIRST.get(first, 0) if add else None, prep, run))

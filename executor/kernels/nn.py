@@ -32,6 +32,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
+from dfg.graphdef.tensors import frozen
 
 from . import _conv, _native, _philox
 from ._conv import AXES as _AXES
@@ -115,7 +116,7 @@ def _run_prepared(ctx: KernelContext, x: np.ndarray, f: np.ndarray, g: Any,
     if kept is not None and kept[0] is f:
         return run(x, kept[1])
     prep = prepare(f, g)
-    if _native.frozen(f):
+    if frozen(f):
         ctx.memo = (*m[:6], (f, prep))
     return run(x, prep)
 

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from dfg.graphdef.errors import InvalidArgumentError
+from dfg.graphdef.tensors import frozen
 
-from ._native import frozen
 from .registry import KernelContext, kernel
 
 _HALF = np.dtype(np.float16)

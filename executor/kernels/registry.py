@@ -332,7 +332,7 @@ class KernelContext:
         self.deadline = deadline    # time.monotonic() the step must end by, if any
         self.max_bytes = max_bytes  # the step's memory budget (executor/limits.py), if any
         # what the kernel derived from its attrs and its inputs' shapes and dtypes, and from
-        # the values of inputs that cannot change (a Const's frozen array, _native.frozen,
+        # the values of inputs that cannot change (a Const's frozen array, tensors.frozen,
         # kept by identity with the array itself): a stateless node's context serves every
         # run of a plan, so a kernel that keeps its plan here (a convolution's geometry, its
         # filter packed for the compiled kernel) redoes it only when the shapes or those

@@ -274,38 +274,40 @@ void dfg_act_span_f32(float *o, long n, int act) {
         swish_span(o, n);
 }
 
-/* An elementwise kernel fn(x, out, n, kind) over n elements in blocks of DFG_ACT_BLOCK (the
- * pool's rows), split in `chunks` pieces on up to `threads` threads: each element's value is
- * computed as on one thread, so any split gives the same bits. */
-typedef void (*span_fn)(const float *x, float *out, long n, int kind);
+/* A kernel fn(x, out, n, width, kind) over n elements in rows of `width` (the pool's rows:
+ * blocks of DFG_ACT_BLOCK for an elementwise kernel, a softmax's own rows), split in
+ * `chunks` pieces on up to `threads` threads: each element's value is computed as on one
+ * thread, so any split gives the same bits. */
+typedef void (*span_fn)(const float *x, float *out, long n, long width, int kind);
 
 struct span_args {
     span_fn fn;
     const float *x;
     float *out;
-    long n;
+    long n, width;
     int kind;
 };
 
 static int span_range(const void *p, long r0, long r1) {
     const struct span_args *a = p;
-    long i0 = r0 * DFG_ACT_BLOCK, i1 = r1 * DFG_ACT_BLOCK;
+    long i0 = r0 * a->width, i1 = r1 * a->width;
     i1 = i1 < a->n ? i1 : a->n;
-    a->fn(a->x + i0, a->out + i0, i1 - i0, a->kind);
+    a->fn(a->x + i0, a->out + i0, i1 - i0, a->width, a->kind);
     return 0;
 }
 
-static void run_spans(span_fn fn, const float *x, float *out, long n, int kind, long chunks,
-                      int threads) {
-    struct span_args a = {fn, x, out, n, kind};
-    long rows = (n + DFG_ACT_BLOCK - 1) / DFG_ACT_BLOCK;
+static void run_spans(span_fn fn, const float *x, float *out, long n, long width, int kind,
+                      long chunks, int threads) {
+    struct span_args a = {fn, x, out, n, width, kind};
+    long rows = (n + width - 1) / width;
     if (rows <= 1 || threads <= 1 || chunks <= 1)
         span_range(&a, 0, rows);
     else
         dfg_pool_run(span_range, &a, rows, chunks, threads);
 }
 
-static void act_span(const float *x, float *out, long n, int kind) {
+static void act_span(const float *x, float *out, long n, long width, int kind) {
+    (void)width;
     if (kind == DFG_ACT_SIGMOID)
         sigmoid_span(x, out, n);
     else
@@ -314,7 +316,7 @@ static void act_span(const float *x, float *out, long n, int kind) {
 
 void dfg_activation_f32(const float *x, float *out, long n, int kind, long chunks,
                         int threads) {
-    run_spans(act_span, x, out, n, kind, chunks, threads);
+    run_spans(act_span, x, out, n, DFG_ACT_BLOCK, kind, chunks, threads);
 }
 
 /* A chain of float32 elementwise ops (the _DfgElementwiseChain kernel's program) in one
@@ -393,33 +395,23 @@ void dfg_chain_f32(const float *const *in, const int *kind, const long *offset,
     }
 }
 
-/* erf/erfc and softmax over dfg's native pool (threadpool.c): erf's rows are blocks of
- * DFG_ACT_BLOCK elements (run_spans), softmax's its own rows; any split gives the bits of
- * one thread. */
-void dfg_erf_f32_mt(const float *x, float *out, long n, int complement, long chunks,
-                    int threads) {
-    run_spans(dfg_erf_f32, x, out, n, complement, chunks, threads);
+/* erf/erfc and softmax over dfg's native pool (threadpool.c), through run_spans: erf's rows
+ * are blocks of DFG_ACT_BLOCK elements, softmax's its own rows. */
+static void erf_span(const float *x, float *out, long n, long width, int complement) {
+    (void)width;
+    dfg_erf_f32(x, out, n, complement);
 }
 
-struct softmax_args {
-    const float *x;
-    float *out;
-    long cols;
-    int as_log;
-};
+void dfg_erf_f32_mt(const float *x, float *out, long n, int complement, long chunks,
+                    int threads) {
+    run_spans(erf_span, x, out, n, DFG_ACT_BLOCK, complement, chunks, threads);
+}
 
-static int softmax_range(const void *p, long r0, long r1) {
-    const struct softmax_args *a = p;
-    dfg_softmax_f32(a->x + r0 * a->cols, a->out + r0 * a->cols, r1 - r0, a->cols, a->as_log);
-    return 0;
+static void softmax_span(const float *x, float *out, long n, long cols, int as_log) {
+    dfg_softmax_f32(x, out, n / cols, cols, as_log);
 }
 
 void dfg_softmax_f32_mt(const float *x, float *out, long rows, long cols, int as_log,
                         long chunks, int threads) {
-    struct softmax_args a = {x, out, cols, as_log};
-    if (rows <= 1 || threads <= 1 || chunks <= 1) {
-        dfg_softmax_f32(x, out, rows, cols, as_log);
-        return;
-    }
-    dfg_pool_run(softmax_range, &a, rows, chunks, threads);
+    run_spans(softmax_span, x, out, rows * cols, cols, as_log, chunks, threads);
 }

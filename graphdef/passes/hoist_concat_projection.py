@@ -59,7 +59,6 @@ from .hoist_projection import (
     _invariant,
     add_projection,
     become,
-    float_matmul,
     hoist_loop_matmuls,
     node_adder,
 )
@@ -72,15 +71,8 @@ def run(graph: Graph, options: PassOptions) -> Any:
     return hoist_loop_matmuls(graph, options, "TensorArrayReadV3", _match, _rewrite)
 
 
-def _match(ed: Editor, prot: Protected, fa: Any, shapes: Shapes, nd: Any, frame: str
-           ) -> dict | None:
-    kind = float_matmul(prot, nd)
-    if kind is None:
-        return None
-    t, transposed = kind
-    data = ed.data_inputs(nd.name)
-    if len(data) != 2 or data[0][1] != 0:
-        return None
+def _match(ed: Editor, prot: Protected, fa: Any, shapes: Shapes, nd: Any, frame: str,
+           t: int, transposed: bool, data: list) -> dict | None:
     concat = ed.peek(data[0][0])
     if concat is None or concat.op != "ConcatV2" or fa.node_frame.get(concat.name) != frame \
             or attr_type(concat) != t or prot.pinned(concat.name) \

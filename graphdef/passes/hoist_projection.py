@@ -63,9 +63,11 @@ def run(graph: Graph, options: PassOptions) -> Any:
 def hoist_loop_matmuls(graph: Graph, options: PassOptions, needs: str, match: Any,
                        rewrite: Any) -> Any:
     """The driver of the projection passes (this one and ``hoist_concat_projection``): every
-    MatMul inside a loop frame is offered to ``match(ed, prot, fa, shapes, node, frame)``,
-    and what it returns to ``rewrite(ed, prot, fa, name, frame, match)``; nothing to do in
-    a graph without a ``needs`` op."""
+    float MatMul inside a loop frame that may be rewritten (:func:`float_matmul`) and reads
+    two data inputs, the first an output 0, is offered to ``match(ed, prot, fa, shapes,
+    node, frame, dtype, transposed, data)`` (``data``: its data inputs), and what that
+    returns to ``rewrite(ed, prot, fa, name, frame, match)``; nothing to do in a graph
+    without a ``needs`` op."""
     ed = Editor(graph)
     if not any(n.op == needs for n in graph.nodes):
         return ed.finish()
@@ -77,9 +79,13 @@ def hoist_loop_matmuls(graph: Graph, options: PassOptions, needs: str, match: An
         if nd is None or nd.op != "MatMul":
             continue
         frame = fa.node_frame.get(nd.name)
-        if frame in (None, ROOT):
+        kind = float_matmul(prot, nd)
+        if frame in (None, ROOT) or kind is None:
             continue
-        found = match(ed, prot, fa, shapes, nd, frame)
+        data = ed.data_inputs(nd.name)
+        if len(data) != 2 or data[0][1] != 0:
+            continue
+        found = match(ed, prot, fa, shapes, nd, frame, *kind, data)
         if found is not None:
             rewrite(ed, prot, fa, nd.name, frame, found)
     return ed.finish()
@@ -132,16 +138,9 @@ def become(nd: Any, op: str) -> None:
         nd.attr["_output_shapes"].ParseFromString(shapes)
 
 
-def _match(ed: Editor, prot: Protected, fa: Any, shapes: Shapes, nd: Any, frame: str
-           ) -> tuple | None:
+def _match(ed: Editor, prot: Protected, fa: Any, shapes: Shapes, nd: Any, frame: str,
+           t: int, transposed: bool, data: list) -> tuple | None:
     """(sequence tensor, outer weights, index tensor, get-item node) or None."""
-    kind = float_matmul(prot, nd)
-    if kind is None:
-        return None
-    t, transposed = kind
-    data = ed.data_inputs(nd.name)
-    if len(data) != 2 or data[0][1] != 0:
-        return None
     get = ed.peek(data[0][0])
     if get is None or get.op != "TensorListGetItem" or fa.node_frame.get(get.name) != frame \
             or attr_type(get, "element_dtype") != t or prot.is_fed(get.name):
