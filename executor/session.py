@@ -28,6 +28,7 @@ from dfg.graphdef.tensors import format_shape
 
 from . import blas, malloc
 from .executor import Step, WorkerPool
+from .kernels.fused import sweep_ops
 from .plan import Plan, build_plan
 from .program_compile import add_programs
 from .resources import ResourceManager
@@ -279,11 +280,14 @@ class Session:
         try:
             # dead_branches is left to `dfg optimize`: removing an untaken branch can orphan
             # a loop whose stateful nodes must still run (tests/test_random_graphs.py)
-            # elementwise chains inside loops only (passes/fuse_elementwise.py says why);
-            # on scalars a chain runs as its members' scalar forms composed, so a loop of
-            # scalar arithmetic keeps its inline expressions
+            # elementwise chains inside loops (passes/fuse_elementwise.py says why); on
+            # scalars a chain runs as its members' scalar forms composed, so a loop of
+            # scalar arithmetic keeps its inline expressions. Outside loops only chains the
+            # compiled sweep computes whole (a DenseNet's batch norm and ReLU: one pass and
+            # one call for three)
             res = optimize_for_signature(self.graph, fetches, feeds, targets,
-                                         elementwise="loops", skip=["dead_branches"])
+                                         elementwise="loops", sweep_ops=sweep_ops(),
+                                         skip=["dead_branches"])
         except DfgError:
             raise                       # unknown fetch/feed names: the user's error
         except Exception as e:  # noqa: BLE001 - an optimizer bug must not stop a run

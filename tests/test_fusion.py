@@ -283,9 +283,9 @@ def test_a_chains_add_n_adds_equal_shapes_and_refuses_others_as_add_n_does(nativ
 @pytest.mark.parametrize("native", ["on", "0"])
 def test_compiled_elementwise_chains_give_the_bits_of_the_ops_kernels(native, monkeypatch):
     """Random chains of the ops the compiled chain computes (fused.NATIVE_CHAIN_OPS), on
-    full, row-broadcast, scalar and strided float32 inputs holding NaN, infinities, signed
-    zeros and subnormals, equal the ops' own kernels applied one by one, bit for bit (with
-    DFG_NATIVE=0 the numpy chain runs, against the numpy kernels)."""
+    full, row-broadcast, column-broadcast, scalar and strided float32 inputs holding NaN,
+    infinities, signed zeros and subnormals, equal the ops' own kernels applied one by one,
+    bit for bit (with DFG_NATIVE=0 the numpy chain runs, against the numpy kernels)."""
     from dfg.executor.kernels.fused import NATIVE_CHAIN_OPS
     from dfg.graphdef.passes.fuse_elementwise import CHAIN_OPS as ARITY
 
@@ -302,7 +302,9 @@ def test_compiled_elementwise_chains_give_the_bits_of_the_ops_kernels(native, mo
         full = (rng.standard_normal((rows, 2 * cols)) * 4).astype(np.float32)
         full.flat[rng.integers(0, full.size, 12)] = _SPECIAL
         inputs = [full[:, ::2], (rng.standard_normal((rows, cols)) * 3).astype(np.float32),
-                  rng.standard_normal(cols).astype(np.float32), np.float32(rng.normal())]
+                  rng.standard_normal(cols).astype(np.float32), np.float32(rng.normal()),
+                  (rng.standard_normal((rows, 1)) * 2).astype(np.float32)]
+        inputs[-1].flat[rng.integers(0, rows)] = _SPECIAL[int(rng.integers(len(_SPECIAL)))]
         values = list(inputs)
         program = []
         for k in range(int(rng.integers(2, 9))):
@@ -514,7 +516,8 @@ def test_elementwise_chains_are_opt_in_and_keep_fetched_nodes():
 
 def test_a_sessions_optimizer_forms_elementwise_chains_inside_loops_only():
     """``elementwise="loops"`` (what a Session asks for): the chain in the loop body is fused,
-    the one after the loop is not; the values are those of the graph as written."""
+    the one after the loop is not (the Session's also not: Exp is no op of the compiled
+    sweep); the values are those of the graph as written."""
     with B.Graph().as_default() as g:
         x = B.placeholder("float32", [4, 8], name="x")
 
@@ -523,12 +526,12 @@ def test_a_sessions_optimizer_forms_elementwise_chains_inside_loops_only():
             return i + 1, B.multiply(gate, B.tanh(h, name="th"), name="cell")
 
         _, h = B.while_loop(lambda i, h: i < 5, body, [B.constant(0), x], name="loop")
-        B.tanh(B.multiply(h, h, name="sq"), name="out")
+        B.exp(B.multiply(h, h, name="sq"), name="out")
     gd = g.as_graph_def()
     res = optimize_for_signature(gd, ["out:0"], ["x:0"], elementwise="loops")
     chains = [n.name for n in res.graph_def.node if n.op == "_DfgElementwiseChain"]
     assert chains and all(n.startswith("loop/") for n in chains)
-    assert _ops(res.graph_def)["out"] == "Tanh"
+    assert _ops(res.graph_def)["out"] == "Exp"
     feed = {"x:0": _rand(4, 8)}
     got, = _run(res.graph_def, ["out:0"], feed)
     want, = _run(gd, ["out:0"], feed)
@@ -540,6 +543,59 @@ def test_a_sessions_optimizer_forms_elementwise_chains_inside_loops_only():
         assert plan.optimized is not None       # it did optimize
         chained = [it.name for it in plan.items if it.op == "_DfgElementwiseChain"]
         assert chained and all(n.startswith("loop/") for n in chained)
+
+
+def _batch_norm_relu(dtype: str, last: str = "Relu") -> tuple:
+    """x * scale + offset, then ``last`` (a DenseNet's or ResNetV2's batch norm before a
+    convolution), its graph and a feed."""
+    with B.Graph().as_default() as g:
+        x = B.placeholder(dtype, [2, 4, 4, 24], name="x")
+        scale = B.constant(_rand(24).astype(dtype), name="scale")
+        offset = B.constant(_rand(24).astype(dtype), name="offset")
+        y = B.add(B.multiply(x, scale, name="bn_mul"), offset, name="bn_add")
+        B.apply_op(last, [y], {}, name="out")
+    return g.as_graph_def(), {"x:0": _rand(2, 4, 4, 24).astype(dtype)}
+
+
+@pytest.mark.parametrize("last", ["Relu", "Relu6", "Sigmoid"])
+def test_a_session_chains_float32_sweeps_outside_loops(last):
+    """Outside loops a Session chains float32 ops the compiled sweep computes whole (a batch
+    norm's Mul and AddV2 and the activation: one pass and one call for three), with the
+    values of the graph as written, bit for bit; with ``sweep_ops`` empty (what
+    ``optimize_for_signature`` defaults to) nothing is chained outside loops."""
+    from dfg.executor.kernels.fused import NATIVE_CHAIN_OPS
+
+    gd, feed = _batch_norm_relu("float32", last)
+    plain = optimize_for_signature(gd, ["out:0"], ["x:0"], elementwise="loops")
+    assert _ops(plain.graph_def)["out"] == last
+    res = optimize_for_signature(gd, ["out:0"], ["x:0"], elementwise="loops",
+                                 sweep_ops=frozenset(NATIVE_CHAIN_OPS))
+    ops = _ops(res.graph_def)
+    assert ops["out"] == "_DfgElementwiseChain" and "bn_mul" not in ops and "bn_add" not in ops
+    want, = _run(gd, ["out:0"], feed)
+    got, = _run(res.graph_def, ["out:0"], feed)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    from dfg.executor.kernels import _native
+    if _native.enabled():       # the Session asks for the sweep's ops where it runs
+        with Session(gd, threads=1, optimize="eager") as s:
+            assert s.run(["out:0"], feed)[0].tobytes() == want.tobytes()
+            assert [it.op for it in s.plan(["out:0"], ["x:0"]).items
+                    if it.name == "out"] == ["_DfgElementwiseChain"]
+
+
+def test_a_session_leaves_other_chains_outside_loops_alone():
+    """float64 (the sweep is float32) and an op the sweep lacks (Exp) stay as written."""
+    from dfg.executor.kernels.fused import NATIVE_CHAIN_OPS
+
+    sweep = frozenset(NATIVE_CHAIN_OPS)
+    gd, _feed = _batch_norm_relu("float64")
+    res = optimize_for_signature(gd, ["out:0"], ["x:0"], elementwise="loops", sweep_ops=sweep)
+    assert _ops(res.graph_def)["out"] == "Relu" and "bn_mul" in _ops(res.graph_def)
+    gd, _feed = _batch_norm_relu("float32", "Exp")
+    res = optimize_for_signature(gd, ["out:0"], ["x:0"], elementwise="loops", sweep_ops=sweep)
+    ops = _ops(res.graph_def)
+    # the Mul and AddV2 before it chain; the Exp stays its own node
+    assert ops["out"] == "Exp" and ops["bn_add"] == "_DfgElementwiseChain"
 
 
 def test_a_chain_in_a_loop_of_scalar_arithmetic_keeps_its_inline_scalar_form():

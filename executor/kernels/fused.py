@@ -431,12 +431,23 @@ def _fits(buf: Any, other: np.ndarray) -> np.ndarray | None:
 # ops the compiled chain (executor/native/elementwise.c, dfg_chain_f32) computes with the bits
 # of the numpy functions above, and their codes there (native.h's DFG_CH_*). Not Exp/Log
 # (numpy's own vectorized float32 exp and log round differently from any other), nor
-# Maximum/Minimum/Relu/Relu6 (numpy's SIMD and scalar loops disagree on the sign of a zero
-# result).
+# Maximum/Minimum of two operands (which of two zeros numpy keeps is its loop's choice).
+# Relu/Relu6 compare with a constant 0 and 6 as numpy's maximum and minimum do: NaN is kept
+# and a zero result is +0 (tests/test_native.py checks both against the numpy kernels).
 NATIVE_CHAIN_OPS = {"Add": 0, "AddV2": 0, "BiasAdd": 0, "AddN": 0, "Sub": 1, "Mul": 2,
                     "RealDiv": 3, "Div": 3, "SquaredDifference": 4, "Neg": 5, "Abs": 6,
-                    "Square": 7, "Reciprocal": 8, "Sqrt": 9, "Rsqrt": 10, "Sigmoid": 11, "Tanh": 12}
+                    "Square": 7, "Reciprocal": 8, "Sqrt": 9, "Rsqrt": 10, "Sigmoid": 11, "Tanh": 12,
+                    "Relu": 13, "Relu6": 14}
 _F32 = np.dtype(np.float32)
+
+
+
+def sweep_ops() -> frozenset[str]:
+    """The ops of a chain the compiled sweep runs whole, when it is built and enabled (the
+    Session forms float32 chains of these outside loops: ``PassOptions.elementwise_sweep_ops``);
+    else none."""
+    return frozenset(NATIVE_CHAIN_OPS) if _native.enabled() else frozenset()
+
 
 # (program, number of inputs) -> the function running it (the kernel's core and the array form)
 _PROGRAMS: dict[tuple[tuple[str, ...], int], Callable[..., Any]] = {}
@@ -476,12 +487,16 @@ def _layout(shapes: tuple) -> tuple | None:
         shape = ()                  # the numpy function reports the shapes
     if shape and 0 not in shape:
         cols, size = shape[-1], math.prod(shape)
+        # 0 full, 1 a row, 2 a scalar, 3 a column (a (..., 1) of the leading axes: a layer
+        # norm's mean), 9 none of them
+        column = shape[:-1] + (1,)
         kinds = bytes(0 if s == shape else 2 if math.prod(s) == 1
-                      else 1 if s[-1] == cols and math.prod(s) == cols else 3
+                      else 1 if s[-1] == cols and math.prod(s) == cols
+                      else 3 if (1,) * (len(shape) - len(s)) + s == column else 9
                       for s in shapes)
-        if 3 not in kinds:
-            if 1 not in kinds:
-                cols = size         # no row to broadcast: one long row
+        if 9 not in kinds:
+            if 1 not in kinds and 3 not in kinds:
+                cols = size         # nothing broadcast along rows: one long row
             res = (shape, kinds, size // cols, cols)
     if len(_LAYOUTS) >= _LAYOUT_MAX:
         _LAYOUTS.clear()
@@ -491,7 +506,8 @@ def _layout(shapes: tuple) -> tuple | None:
 
 def _native_chain(code: bytes, inputs: tuple) -> np.ndarray | None:
     """The chain run compiled on float32 ``inputs``, each of the broadcast shape, a row of
-    its last axis, or one element (None for anything else: the numpy function runs)."""
+    its last axis, one element, or a column (one element per row) (None for anything else:
+    the numpy function runs)."""
     ext = _native.extension()
     if ext is None:
         return None

@@ -200,7 +200,8 @@ static PyObject *activation_f32(PyObject *self, PyObject *args) {
 PyDoc_STRVAR(chain_doc,
 "chain_f32(inputs, kinds, code, out, rows, cols, layout=None)\n--\n\n"
 "out (rows x cols float32) = a chain of elementwise ops on `inputs` (a tuple of float32\n"
-"buffers); kinds: bytes, one per input (0 full rows x cols, 1 a row of cols, 2 a scalar);\n"
+"buffers); kinds: bytes, one per input (0 full rows x cols, 1 a row of cols, 2 a scalar,\n"
+"3 a column of rows);\n"
 "code: int32 triples (op, operand, operand or -1), operands 0..n-1 the inputs and n + k the\n"
 "k-th op's result (native.h lists the ops); layout: int64 (offset, row stride) per input,\n"
 "in floats (default: 0 and cols), so a full input may be a column block of a wider array.");
@@ -267,13 +268,15 @@ static PyObject *chain_f32(PyObject *self, PyObject *args) {
     PyObject *ret = NULL;
     for (; got < n_in; got++) {
         kind[got] = (unsigned char)kinds[got];
-        if (kind[got] > DFG_CH_IN_SCALAR) {
+        if (kind[got] > DFG_CH_IN_COL) {
             PyErr_Format(PyExc_ValueError, "%s: unknown input kind %d", fn, kind[got]);
             goto done;
         }
-        /* the floats the input is read from: its rows (`stride` apart), its row or its
-         * scalar, past its offset (an overflow is refused as a bad geometry) */
-        Py_ssize_t need = kind[got] == DFG_CH_IN_SCALAR ? 1 : dims[1];
+        /* the floats the input is read from: its rows (`stride` apart), its row, its
+         * scalar or its column (one per row), past its offset (an overflow is refused as a
+         * bad geometry) */
+        Py_ssize_t need = kind[got] == DFG_CH_IN_SCALAR ? 1
+                          : kind[got] == DFG_CH_IN_COL ? dims[0] : dims[1];
         if (kind[got] == DFG_CH_IN_FULL && dims[0] > 1) {
             long span[2] = {dims[0] - 1, stride[got]};
             Py_ssize_t before = product(fn, 2, span);

@@ -52,6 +52,10 @@ class PassOptions:
     # fuse_elementwise: chains anywhere ("all") or only inside while loops ("loops"), where
     # every iteration repeats the per-op cost a chain saves
     elementwise_scope: str = "all"
+    # with scope "loops", chains outside loops too where every member is a float32 op of
+    # this set: the ops a compiled sweep computes in one pass (the executor's list), where
+    # a chain replaces k numpy passes and k kernel calls with one
+    elementwise_sweep_ops: frozenset[str] = frozenset()
 
 
 PassFn = Callable[[Graph, PassOptions], Any]

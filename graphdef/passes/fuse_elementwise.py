@@ -61,22 +61,28 @@ def run(graph: Graph, options: PassOptions) -> Any:
     rank = {n.name: i for i, n in enumerate(order)}
     taken: set[str] = set()
     in_loop = None
+    sweep = options.elementwise_sweep_ops
     if options.elementwise_scope == "loops":
         node_frame = analyze_frames(graph).node_frame
         in_loop = {n for n, f in node_frame.items() if f != ROOT}
-        if not in_loop:
+        if not in_loop and not sweep:
             return ed.finish()
     absorbed: list[str] = []      # slicers moved into chains, then the ops inlined into them
     for node in reversed(order):
         root = ed.get(node.name)
-        if root is None or root.name in taken or not _eligible(ed, prot, root) \
-                or in_loop is not None and root.name not in in_loop:
+        if root is None or root.name in taken or not _eligible(ed, prot, root):
             continue
-        members = _grow(ed, prot, root, taken)
+        # outside loops (scope "loops") only a float32 chain of sweep ops
+        only = None
+        if in_loop is not None and root.name not in in_loop:
+            if root.op not in sweep or attr_type(root) != DT_FLOAT:
+                continue
+            only = sweep
+        members = _grow(ed, prot, root, taken, only)
         if len(members) < MIN_NODES:
             continue
         taken.update(members)
-        moved = _rewrite(ed, prot, root, sorted(members, key=rank.__getitem__))
+        moved = _rewrite(ed, prot, root, sorted(members, key=rank.__getitem__), only)
         taken.update(moved)
         absorbed.extend(moved)
     # what the chains took whole is gone: a slicer all of whose blocks they compute, and the
@@ -191,8 +197,10 @@ def _inlinable(ed: Editor, prot: Protected, src: str, reader: str, dtype: int, d
                for r in {r for r, _ in ed.data_readers(src)})
 
 
-def _grow(ed: Editor, prot: Protected, root: Any, taken: set[str]) -> set[str]:
-    """The nodes that can join ``root``'s chain: producers whose only reader is in it."""
+def _grow(ed: Editor, prot: Protected, root: Any, taken: set[str],
+          only: frozenset[str] | None = None) -> set[str]:
+    """The nodes that can join ``root``'s chain: producers whose only reader is in it (and,
+    given ``only``, whose op is in it)."""
     members = {root.name}
     work = [root.name]
     while work:
@@ -202,6 +210,7 @@ def _grow(ed: Editor, prot: Protected, root: Any, taken: set[str]) -> set[str]:
                 continue
             c = ed.get(src)
             if c is None or not _eligible(ed, prot, c) or c.device != root.device \
+                    or only is not None and c.op not in only \
                     or attr_type(c) != attr_type(root) or prot.keeps_name(src) \
                     or ed.control_readers(src) or ed.used_slots(src) != {0}:
                 continue
@@ -213,7 +222,8 @@ def _grow(ed: Editor, prot: Protected, root: Any, taken: set[str]) -> set[str]:
     return members
 
 
-def _rewrite(ed: Editor, prot: Protected, root: Any, members: list[str]) -> list[str]:
+def _rewrite(ed: Editor, prot: Protected, root: Any, members: list[str],
+             only: frozenset[str] | None = None) -> list[str]:
     """``members`` in topological order, ``root`` last. An input that is a Split's or a
     StridedSlice's output (``_slicer``) becomes the chain's own block of the sliced value:
     ``Piece`` or ``Cut`` entries of the value's leaves, and the elementwise ops between (read
@@ -241,7 +251,8 @@ def _rewrite(ed: Editor, prot: Protected, root: Any, members: list[str]) -> list
         if key in pieces:
             return pieces[key]
         src, slot = tensor
-        if slot == 0 and _inlinable(ed, prot, src, reader, t, root.device):
+        if slot == 0 and _inlinable(ed, prot, src, reader, t, root.device) \
+                and (only is None or ed.op(src) in only):
             args = [piece(x, src, slicer, spec, j) for x in ed.data_inputs(src)]
             program.append(" ".join([ed.get(src).op, *args]))
             moved.append(src)

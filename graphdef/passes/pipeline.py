@@ -412,7 +412,8 @@ def _fusion_roots(names: list[str]) -> frozenset[str] | None:
 
 def optimize_for_signature(graph: Any, fetches: list[str], feeds: list[str] = (),
                            targets: list[str] = (), *, fuse: bool = True,
-                           elementwise: bool | str = False, skip: list[str] = (),
+                           elementwise: bool | str = False,
+                           sweep_ops: frozenset[str] = frozenset(), skip: list[str] = (),
                            max_nodes: int = SIGNATURE_MAX_NODES,
                            max_rounds: int = SIGNATURE_MAX_ROUNDS,
                            max_const_bytes: int = SIGNATURE_MAX_CONST_BYTES) -> PipelineResult:
@@ -420,8 +421,8 @@ def optimize_for_signature(graph: Any, fetches: list[str], feeds: list[str] = ()
     ``fetches`` and ``targets`` need given ``feeds`` (tensor names ``node:slot``), optimized
     by :data:`SIGNATURE_PASSES` and then fused by :data:`FUSION_PASSES` (``fuse=False``:
     not; ``elementwise=True`` adds the opt-in elementwise chains, ``"loops"`` only inside
-    while loops; ``skip``: pass names left out). Deterministic: the same input gives the same
-    bytes.
+    while loops and, outside, float32 chains of ``sweep_ops``; ``skip``: pass names left out).
+    Deterministic: the same input gives the same bytes.
 
     Safe for the signature: what is fed is never folded or removed, and its node keeps its
     name; a fetched node keeps its name and the meaning of its fetched output (no fusion
@@ -440,7 +441,8 @@ def optimize_for_signature(graph: Any, fetches: list[str], feeds: list[str] = ()
     g = load_graph(graph)
     options = PassOptions(fetches=tuple(fetches), feeds=tuple(feeds), targets=tuple(targets),
                           max_const_bytes=max_const_bytes,
-                          elementwise_scope="loops" if elementwise == "loops" else "all")
+                          elementwise_scope="loops" if elementwise == "loops" else "all",
+                          elementwise_sweep_ops=frozenset(sweep_ops))
     size = total_nodes(g.graph_def)
     select_passes(list(skip), None)       # UsageError for an unknown name
     names = [n for n in SIGNATURE_PASSES if n not in skip]
