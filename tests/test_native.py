@@ -566,3 +566,50 @@ def test_the_direct_convolution_runs_on_avx512_or_avx2_or_when_asked(monkeypatch
     assert _native.dense_conv() == _native.built()
     monkeypatch.setenv("DFG_NATIVE", "0")
     assert not _native.dense_conv()
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int32", "int64", "float16",
+                                   "float32", "float64", "complex64", "complex128"])
+def test_concat_joins_rows_as_the_definition_says(dtype, monkeypatch) -> None:
+    """ConcatV2 through the compiled row copy: out[..., the k-th value's span, ...] is the
+    k-th value, for every axis (negative too), several values, a value empty along the axis;
+    the same array with DFG_NATIVE=0 (numpy's concatenate)."""
+    rng = np.random.default_rng(3)
+    for trial in range(12):
+        rank = int(rng.integers(1, 5))
+        shape = [int(rng.integers(1, 5)) for _ in range(rank)]
+        axis = int(rng.integers(-rank, rank))
+        a = axis % rank
+        widths = [int(rng.integers(0 if k else 1, 4)) for k in range(int(rng.integers(2, 5)))]
+        values = []
+        for w in widths:
+            s = list(shape)
+            s[a] = w
+            values.append((rng.standard_normal(s) * 50).astype(dtype))
+        got = invoke("ConcatV2", *values, np.int32(axis))
+        assert got.dtype == np.dtype(dtype) and got.shape[a] == sum(widths)
+        start = 0
+        for v, w in zip(values, widths):
+            ix = (slice(None),) * a + (slice(start, start + w),)
+            assert np.array_equal(got[ix], v), (trial, shape, axis, widths)
+            start += w
+        monkeypatch.setenv("DFG_NATIVE", "0")
+        assert np.array_equal(invoke("ConcatV2", *values, np.int32(axis)), got)
+        monkeypatch.delenv("DFG_NATIVE")
+
+
+def test_concat_rows_interface_refuses_what_does_not_fit() -> None:
+    ext = _native.extension()
+    a, b = np.zeros((4, 3), np.float32), np.zeros((4, 2), np.float32)
+    out = np.zeros((4, 5), np.float32)
+    ext.concat_rows((a, b), out, 4)
+    with pytest.raises(ValueError, match="another format"):
+        ext.concat_rows((a, b.astype(np.int32)), out, 4)
+    with pytest.raises(ValueError, match="the values hold 80 bytes, out 48"):
+        ext.concat_rows((a, b), np.zeros((4, 3), np.float32), 4)
+    with pytest.raises(ValueError, match="not `outer` equal rows"):
+        ext.concat_rows((a, b), out, 3)
+    with pytest.raises(ValueError, match="outer >= 1"):
+        ext.concat_rows((a, b), out, 0)
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        ext.concat_rows((a[:, :2], b), out, 4)

@@ -18,6 +18,7 @@ from dfg.graphdef import dtypes as D
 from dfg.graphdef.errors import InvalidArgumentError
 from dfg.graphdef.tensors import frozen
 
+from . import _native
 from .registry import ArrayForm, KernelContext, kernel, lookup
 
 _INT32_MAX = 2**31 - 1
@@ -280,6 +281,14 @@ def _concat(values: Sequence[np.ndarray], axis: int) -> np.ndarray:
             f"ConcatOp : Expected concatenating dimensions in the range [{-r}, {r}), but got "
             f"{axis}")
     a = axis + r if axis < 0 else axis
+    # the shapes beside the axis at once (a DenseNet concatenates 58 times a step); the
+    # loop below words what is wrong
+    lead, tail = first.shape[:a], first.shape[a + 1:]
+    if all(v.ndim == r and v.shape[:a] == lead and v.shape[a + 1:] == tail
+           for v in values[1:]):
+        if len(values) == 1:
+            return first
+        return _joined(values, a, lead, tail)
     for i, v in enumerate(values[1:], 1):
         if v.ndim != r:
             raise InvalidArgumentError(
@@ -292,6 +301,25 @@ def _concat(values: Sequence[np.ndarray], axis: int) -> np.ndarray:
                     f"{_fmt(first.shape)} vs. shape[{i}] = {_fmt(v.shape)}")
     if len(values) == 1:
         return first
+    return np.concatenate(values, axis=a)
+
+
+def _joined(values: Sequence[np.ndarray], a: int, lead: tuple, tail: tuple) -> np.ndarray:
+    """``values`` (checked: shapes equal beside axis ``a``) concatenated along ``a``: numeric
+    C-contiguous arrays of one dtype by the compiled row copy (numpy's concatenate copies
+    short rows through a strided loop: 5.5 against 2.8 us for a DenseNet block's (2,8,8,64)
+    and (2,8,8,32)), anything else by numpy."""
+    ext = _native.extension()
+    first = values[0]
+    dt = first.dtype
+    outer = math.prod(lead)
+    if ext is not None and dt.kind in "biufc" and outer and len(values) <= 1024 and all(
+            v.__class__ is np.ndarray and v.dtype == dt and v.flags.c_contiguous
+            for v in values):
+        out = np.empty((*lead, sum(v.shape[a] for v in values), *tail), dt)
+        if out.size:
+            ext.concat_rows(tuple(values), out, outer)
+            return out
     return np.concatenate(values, axis=a)
 
 

@@ -474,11 +474,76 @@ done:
     return ret;
 }
 
+PyDoc_STRVAR(concat_doc,
+"concat_rows(values, out, outer)\n--\n\n"
+"out = the C-contiguous buffers `values` (of out's format) joined along an axis: each\n"
+"value is `outer` equal rows, and out's row o is every value's row o in turn (ConcatV2 with\n"
+"outer the product of the axes before the concatenated one).");
+
+#define DFG_CONCAT_MAX 1024
+static PyObject *concat_rows(PyObject *self, PyObject *args) {
+    PyObject *vals, *oo;
+    Py_ssize_t outer;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!On:concat_rows", &PyTuple_Type, &vals, &oo, &outer))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(vals);
+    if (n < 1 || n > DFG_CONCAT_MAX || outer < 1)
+        return PyErr_Format(PyExc_ValueError, "concat_rows: 1 to %d values and outer >= 1",
+                            DFG_CONCAT_MAX);
+    Py_buffer out, bufs[DFG_CONCAT_MAX];
+    if (PyObject_GetBuffer(oo, &out, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+        return NULL;
+    const char *ofmt = out.format ? out.format : "B";
+    Py_ssize_t got = 0, total = 0;
+    PyObject *ret = NULL;
+    for (; got < n; got++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(vals, got), &bufs[got],
+                               PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+            goto done;
+        const char *fmt = bufs[got].format ? bufs[got].format : "B";
+        if (bufs[got].itemsize != out.itemsize || strcmp(fmt, ofmt) != 0
+            || bufs[got].len % outer) {
+            PyErr_SetString(PyExc_ValueError, "concat_rows: a value of another format, or "
+                            "not `outer` equal rows");
+            PyBuffer_Release(&bufs[got]);
+            goto done;
+        }
+        total += bufs[got].len;
+    }
+    if (total != out.len) {
+        PyErr_Format(PyExc_ValueError, "concat_rows: the values hold %zd bytes, out %zd",
+                     total, out.len);
+        goto done;
+    }
+    {
+        char *dst = out.buf;
+        /* a small copy keeps the GIL: handing it over costs more */
+        PyThreadState *ts = total >= (1 << 16) ? PyEval_SaveThread() : NULL;
+        for (Py_ssize_t o = 0; o < outer; o++)
+            for (Py_ssize_t j = 0; j < n; j++) {
+                Py_ssize_t row = bufs[j].len / outer;
+                memcpy(dst, (const char *)bufs[j].buf + o * row, (size_t)row);
+                dst += row;
+            }
+        if (ts)
+            PyEval_RestoreThread(ts);
+    }
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    for (Py_ssize_t j = 0; j < got; j++)
+        PyBuffer_Release(&bufs[j]);
+    PyBuffer_Release(&out);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"erf_f32", erf_f32, METH_VARARGS, erf_doc},
     {"softmax_f32", softmax_f32, METH_VARARGS, softmax_doc},
     {"activation_f32", activation_f32, METH_VARARGS, activation_doc},
     {"chain_f32", chain_f32, METH_VARARGS, chain_doc},
+    {"concat_rows", concat_rows, METH_VARARGS, concat_doc},
     {"conv2d_nhwc_f32", conv2d_nhwc_f32, METH_VARARGS, conv_doc},
     {"depthwise_nhwc_f32", depthwise_nhwc_f32, METH_VARARGS, depthwise_doc},
     {"maxpool_nhwc_f32", maxpool_nhwc_f32, METH_VARARGS, maxpool_doc},
