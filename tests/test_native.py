@@ -71,11 +71,11 @@ def test_direct_convolution_equals_the_definition(xs, fs, strides, dilations, pa
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("channels", [1, 5, 8, 13, 32, 40, 45, 77, 144])
+@pytest.mark.parametrize("channels", [1, 2, 3, 4, 5, 6, 7, 8, 13, 32, 40, 42, 45, 77, 144])
 def test_depthwise_convolution_equals_the_definition(channels) -> None:
-    """The compiled depthwise kernel (channel blocks of 32 and 8 in registers, the rest in
-    place) against each channel's own convolution in float64: every block size and tail,
-    with padding, strides and dilations."""
+    """The compiled depthwise kernel (channel blocks of 32 and 8 in registers, then one case
+    per count of the last few) against each channel's own convolution in float64: every block
+    size and tail, with padding, strides and dilations."""
     rng = np.random.default_rng(channels)
     for xs, k, strides, dilations, padding in (
             ((2, 9, 11, channels), 3, (1, 1), (1, 1), "SAME"),
