@@ -150,11 +150,15 @@ def test_the_small_rule_sends_overlapping_windows_and_cheap_1x1_layers_to_the_ke
     assert plan((2, 3, 3, 10), (7, 1, 10, 12)).native
     small = plan((2, 4, 4, 4), (1, 1, 4, 4))
     assert small.native and small.native_fused                      # few blocks, all used
-    # one pixel a row and few channels of 16: the kernel's blocks are mostly waste, and
+    # two output channels of a 16-channel block: the kernel's blocks are mostly waste, and
     # only the fused op's epilogue passes tip it
-    waste = plan((2, 1, 1, 128), (1, 1, 128, 20))
+    waste = plan((2, 16, 16, 8), (1, 1, 8, 2))
     assert not waste.native and waste.native_fused
-    assert not plan((2, 1, 1, 432), (1, 1, 432, 128)).native_fused  # BLAS's GEMM
+    # a GEMM of two rows packs its whole filter on every call: the kernel, whose filter is
+    # packed once, with both pixels in one block (measured 25.6 us against 15.8 us for 256
+    # by 256)
+    assert plan((2, 1, 1, 432), (1, 1, 432, 128)).native
+    assert plan((2, 1, 1, 128), (1, 1, 128, 20)).native
     assert not plan((8, 32, 32, 64), (1, 1, 64, 64)).native_fused   # large 1x1: BLAS
 
 
@@ -353,3 +357,33 @@ def test_the_maxpool_interface_refuses_what_its_kernel_cannot_take() -> None:
         ext.maxpool_nhwc_f32(x.astype(np.float64), out, geom, 1, 1)
     with pytest.raises((TypeError, ValueError, BufferError)):
         ext.maxpool_nhwc_f32(x, out[:, :, ::-1], geom, 1, 1)          # not contiguous
+
+
+def test_a_small_pointwise_layer_runs_as_one_row_of_pixels_with_the_same_bits() -> None:
+    """A small 1x1 stride-1 convolution is prepared as one row of all N*H*W pixels
+    (_native.pixel_rows), so the kernel's pixel blocks span rows and images; each pixel's sum
+    is the same, so the result has the bits of the kernel run row by row, epilogue and
+    residual included. Strided or padded layers keep their rows."""
+    rng = np.random.default_rng(11)
+    ext = _native.extension()
+    for xs, oc in (((2, 1, 1, 112), 40), ((3, 2, 5, 24), 37), ((1, 7, 1, 9), 16)):
+        x = rng.standard_normal(xs).astype(np.float32)
+        f = rng.standard_normal((1, 1, xs[3], oc)).astype(np.float32)
+        g = _conv.conv2d_plan(xs, f.shape, 4, [1, 1, 1, 1], "VALID").g
+        ep = _native.Epilogue(rng.standard_normal(oc).astype(np.float32),
+                              rng.standard_normal(oc).astype(np.float32),
+                              rng.standard_normal((*xs[:3], oc)).astype(np.float32),
+                              _native.ACT_RELU6)
+        prep = _native.prepare_conv(f, g, ep)
+        assert prep.geometry[:3] == (1, 1, xs[0] * xs[1] * xs[2])
+        got = _native.conv2d_prepared(x, prep, ep.residual)
+        rows = np.empty_like(got)
+        ext.conv2d_nhwc_f32(x, prep.weights, rows, (*xs, 1, 1, oc, xs[1], xs[2], 1, 1, 1, 1,
+                                                    0, 0), prep.scale, prep.shift,
+                            ep.residual, prep.act, 1, 1)
+        assert got.tobytes() == rows.tobytes()
+        want = np.clip((x.reshape(-1, xs[3]).astype(np.float64) @ f.reshape(xs[3], oc))
+                       .reshape(got.shape) * ep.scale + ep.shift + ep.residual, 0, 6)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    g = _conv.conv2d_plan((2, 4, 4, 8), (1, 1, 8, 16), 4, [1, 2, 2, 1], "VALID").g
+    assert _native.prepare_conv(np.ones((1, 1, 8, 16), np.float32), g).geometry[:3] == (2, 4, 4)

@@ -416,12 +416,15 @@ def _native_pays(g: Geom, oc: int, gather: bool, fused: bool = False) -> bool:
 # 8 (AVX-512) pixels. Every Conv2D of the Keras zoo under a million FLOPs, numpy path vs
 # direct kernel, one thread: with overlapping windows the direct kernel won every layer
 # (5.4-7.4 -> 2.0-2.5 us at 5-30 KFLOP, 18.2 -> 5.3 us at 64 KFLOP, 56-161 -> 19-44 us
-# at 300-600 KFLOP); on 1x1 layers the two are within a few microseconds, and the
-# direct kernel's wasted blocks decide: SMALL_GEMM_US and SMALL_DIRECT_US model them.
+# at 300-600 KFLOP). On 1x1 layers the direct kernel's wasted blocks and BLAS's packing of
+# the filter (which a GEMM of a few rows pays on every call: (2,1,1,256) by 256x256 took
+# 25.6 us through numpy, 15.8 us direct) decide: SMALL_GEMM_US and SMALL_DIRECT_US model
+# them, fitted on every such layer of the zoo under a million FLOPs, hot, one thread, with
+# a small pointwise layer's pixels as one row (_native.pixel_rows).
 SMALL_FLOPS = 1e6
-SMALL_GEMM_US = (2.5, 20e3)      # fixed us, FLOPs per us: reshape and matmul
-SMALL_EPILOGUE_US = 3.0          # _FusedConv2D's bias and activation passes on that path
-SMALL_DIRECT_US = (1.5, 35e3)    # fixed us, computed (padded) FLOPs per us
+SMALL_GEMM_US = (4.5, 40e3, 3000)    # fixed us, FLOPs per us, filter elements packed per us
+SMALL_EPILOGUE_US = 3.0              # _FusedConv2D's bias and activation passes on that path
+SMALL_DIRECT_US = (3.3, 60e3)        # fixed us, computed (padded) FLOPs per us
 
 
 def _small_native_pays(g: Geom, oc: int, flops: float, fused: bool) -> bool:
@@ -432,10 +435,11 @@ def _small_native_pays(g: Geom, oc: int, flops: float, fused: bool) -> bool:
     if g.sh < g.kh or g.sw < g.kw:
         return True
     block = 8 if _native.wide_vectors() else AVX2_BLOCK
-    padded = 2.0 * g.n * g.oh * -(-g.ow // block) * block * -(-oc // 16) * 16 \
-        * g.kh * g.kw * g.c
+    rows, width = _native.pixel_rows(g, flops)
+    padded = 2.0 * rows * -(-width // block) * block * -(-oc // 16) * 16 * g.kh * g.kw * g.c
+    gemm = SMALL_GEMM_US[0] + flops / SMALL_GEMM_US[1] + g.kh * g.kw * g.c * oc / SMALL_GEMM_US[2]
     return SMALL_DIRECT_US[0] + padded / SMALL_DIRECT_US[1] \
-        < SMALL_GEMM_US[0] + flops / SMALL_GEMM_US[1] + (SMALL_EPILOGUE_US if fused else 0.0)
+        < gemm + (SMALL_EPILOGUE_US if fused else 0.0)
 
 
 # The AVX2 kernel (6-pixel blocks of 16 channels, conv.c) against the numpy path on an AVX2
