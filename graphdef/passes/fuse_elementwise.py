@@ -14,10 +14,13 @@ target, or have control readers. The fused node takes the last node's name (a fe
 keeps its meaning) and every control input of the group. Tensors from outside the group,
 read any number of times, become its inputs. TensorFlow cannot run the private op: the
 pass is only for dfg's own per-signature optimization and not in ``dfg optimize``'s
-default list. ``PassOptions.elementwise_scope="loops"`` forms chains inside while loops only:
-there each iteration repeats the per-op cost a chain saves (an LSTM cell's gate arithmetic
-is two chains, 5-11% fewer instructions per step); on the Keras zoo's straight-line graphs
-chains gave no gain beyond noise. A Session asks for it.
+default list. ``PassOptions.elementwise_scope="loops"`` forms chains inside while loops, where
+each iteration repeats the per-op cost a chain saves (an LSTM cell's gate arithmetic is two
+chains, 5-11% fewer instructions per step), and outside them only float32 chains of
+``PassOptions.elementwise_sweep_ops``: the ops the executor's compiled sweep computes whole
+in one pass (a DenseNet's or ResNetV2's batch norm and ReLU before each convolution, a
+ConvNeXt's layer norm arithmetic), where a chain the numpy code would run gave no gain
+beyond noise on the Keras zoo. A Session asks for both.
 
 A recurrent cell splits one product into its gates (``Split`` on a constant axis, or a
 GRU's ``StridedSlice`` ``[:, a:b]`` of its recurrent product) and adds the bias before

@@ -373,9 +373,10 @@ SIGNATURE_PASSES: tuple[str, ...] = (
     "hoist_concat_projection", "cse")
 FUSION_PASSES: tuple[str, ...] = ("fuse_conv_bias_act", "fuse_matmul_bias_act",
                                   "fuse_elementwise", "prune")
-# Fusions left out unless asked for: on the Keras zoo, elementwise chains gave no step-time
-# gain beyond noise (CPU time per step within +-3%, see benchmarks/fusion_bench.py), though
-# a chain's kernel alone is ~20% faster on large tensors (fewer allocations)
+# Fusions left out unless asked for: on the Keras zoo, elementwise chains the numpy code runs
+# gave no step-time gain beyond noise (CPU time per step within +-3%, see
+# benchmarks/fusion_bench.py); a Session asks for chains in loops and for those the compiled
+# sweep runs whole (optimize_for_signature's ``sweep_ops``)
 OPT_IN_FUSIONS: tuple[str, ...] = ("fuse_elementwise",)
 # passes with nothing to do in a graph without control flow (and a measurable cost)
 _CONTROL_FLOW_PASSES = ("dead_branches", "loop_invariant", "hoist_projection",
