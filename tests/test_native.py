@@ -613,3 +613,27 @@ def test_concat_rows_interface_refuses_what_does_not_fit() -> None:
         ext.concat_rows((a, b), out, 0)
     with pytest.raises(ValueError, match="not C-contiguous"):
         ext.concat_rows((a[:, :2], b), out, 4)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int16", "int64", "float16", "float32",
+                                   "complex128"])
+def test_pack_stacks_as_the_definition_says(dtype, monkeypatch) -> None:
+    """Pack through the compiled row copy: out[(slice,) * axis + (k,)] is the k-th value, for
+    every axis (negative too) and 1 to 5 values; the same array with DFG_NATIVE=0."""
+    rng = np.random.default_rng(4)
+    for trial in range(10):
+        rank = int(rng.integers(0, 4))
+        shape = tuple(int(rng.integers(1, 4)) for _ in range(rank))
+        values = [(rng.standard_normal(shape) * 50).astype(dtype)
+                  for _ in range(int(rng.integers(1, 6)))]
+        axis = int(rng.integers(-rank - 1, rank + 1))
+        got = invoke("Pack", *values, attrs={"axis": axis, "N": len(values)})
+        a = axis % (rank + 1)
+        assert got.dtype == np.dtype(dtype) and got.shape == (*shape[:a], len(values),
+                                                               *shape[a:])
+        for k, v in enumerate(values):
+            assert np.array_equal(got[(slice(None),) * a + (k,)], v), (trial, shape, axis)
+        monkeypatch.setenv("DFG_NATIVE", "0")
+        assert np.array_equal(invoke("Pack", *values, attrs={"axis": axis,
+                                                             "N": len(values)}), got)
+        monkeypatch.delenv("DFG_NATIVE")

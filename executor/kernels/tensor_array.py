@@ -38,6 +38,7 @@ import numpy as np
 from dfg.graphdef import dtypes as D
 from dfg.graphdef.errors import InvalidArgumentError, NotFoundError, UnimplementedError
 
+from .array import stacked
 from .registry import KernelContext, kernel
 
 Shape = tuple[int, ...]
@@ -595,7 +596,7 @@ def tensor_array_gather_v3(ctx: KernelContext, handle: Any, indices: np.ndarray,
             raise InvalidArgumentError(
                 f"TensorArray has inconsistent shapes.  Index 0 has shape: {_fmt(first)} but "
                 f"index {i} has shape: {_fmt(v.shape)}")
-    return np.stack(values)
+    return stacked(values, 0)
 
 
 @kernel("TensorArrayScatterV3")

@@ -35,6 +35,7 @@ import numpy as np
 from dfg.graphdef import dtypes as D
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
+from .array import stacked
 from .registry import ArrayForm, KernelContext, declare, kernel
 from .tensor_array import PartialShape, _compatible, _fmt, _fully_defined, _merge, _zeros
 
@@ -274,7 +275,7 @@ def _pack(dtype: Any, shape: tuple[int, ...], values: list[Entry]) -> np.ndarray
                 zeros = _zeros(dtype, shape)
             v = zeros
         parts.append(v)
-    out = np.stack(parts)
+    out = stacked(parts, 0)
     want = np.dtype(dtype)
     return out if out.dtype == want or want.kind == "O" else out.astype(want)
 
