@@ -20,6 +20,10 @@ before any other kernel sees them and on the way out, so kernels and callers onl
 arrays. A value copied between slots (a loop variable's next value, a cond's Merge, an Exit)
 is converted where it is computed, never on the copy: a loop's back edge costs an assignment.
 
+A kernel registered ``prepared`` (the convolutions) may leave its node's context a kept call
+(``KernelContext.fast``: its packed filter run directly); generated code calls that first and
+the kernel call when it declines (None) or raises.
+
 Arrays are kept cheap too: a kernel with an array form (``registry.ArrayForm``: the kernel's
 own core, ``np.add`` for a float AddV2, the cell's MatMul, BiasAdd, Sigmoid, Tanh) is called
 directly on the slots, its result taken when it is an ndarray of the output's dtype; anything
@@ -148,6 +152,16 @@ class Emitter:
                 self.array_steps(depth, i, item, args, out, fn, generic, scalar_read)
             elif fn is not None:
                 self.array_step(depth, i, item, args, out, fn, f"{conv}({generic}[0])")
+            elif item.num_outputs == 1 and item.spec.prepared and not item.stateful:
+                # the kernel's kept call (KernelContext.fast), else the kernel call
+                self.line(depth, "if ctl.error is not None: raise ctl.error")
+                self.line(depth, f"_f = C[{i}].fast")
+                self.line(depth, "try:")
+                self.line(depth + 1, f"_o = None if _f is None else "
+                                     f"_f({', '.join(self.arg(a) for a in args)})")
+                self.line(depth, "except Exception:")
+                self.line(depth + 1, "_o = None")
+                self.line(depth, f"s{out} = _o if _o is not None else {conv}({generic}[0])")
             elif item.num_outputs == 1:
                 self.line(depth, "if ctl.error is not None: raise ctl.error")
                 self.line(depth, f"s{out} = {conv}({generic}[0])")

@@ -387,3 +387,83 @@ def test_a_small_pointwise_layer_runs_as_one_row_of_pixels_with_the_same_bits() 
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
     g = _conv.conv2d_plan((2, 4, 4, 8), (1, 1, 8, 16), 4, [1, 2, 2, 1], "VALID").g
     assert _native.prepare_conv(np.ones((1, 1, 8, 16), np.float32), g).geometry[:3] == (2, 4, 4)
+
+
+def test_a_kept_call_gives_the_kernels_bits_and_declines_what_it_was_not_kept_for(
+        monkeypatch) -> None:
+    """A convolution that kept its packed filter leaves its context a kept call
+    (``KernelContext.fast``, what compiled programs call first): on the inputs it was kept for
+    it gives the kernel's bits; another filter array, another input shape, a residual of
+    another shape or the compiled kernels refused (DFG_NATIVE=0) make it decline (None), and
+    the kernel runs. A fed filter (not frozen) keeps nothing."""
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((2, 6, 6, 8)).astype(np.float32)
+    attrs = {"strides": [1, 1, 1, 1], "padding": "SAME"}
+    f = _const(rng.standard_normal((3, 3, 8, 8)).astype(np.float32))
+    d = _const(rng.standard_normal((3, 3, 8, 1)).astype(np.float32))
+    bias = _const(rng.standard_normal(8).astype(np.float32))
+    res = rng.standard_normal((2, 6, 6, 8)).astype(np.float32)
+    nodes = [(_Node("Conv2D", attrs, [x, f]), (x, f)),
+             (_Node("_FusedConv2D", {**attrs, "fused_ops": ["BiasAdd", "Add", "Relu"],
+                                     "num_args": 2}, [x, f, bias, res]), (x, f, bias, res)),
+             (_Node("DepthwiseConv2dNative", attrs, [x, d]), (x, d)),
+             (_Node("_FusedDepthwiseConv2dNative",
+                    {**attrs, "fused_ops": ["BiasAdd", "Relu6"], "num_args": 1}, [x, d, bias]),
+              (x, d, bias))]
+    for node, args in nodes:
+        assert node.ctx.fast is None
+        want = node(*args)
+        fast = node.ctx.fast
+        assert fast is not None, node.k.op
+        assert fast(*args).tobytes() == want.tobytes()
+        other = _const(np.array(args[1]))                  # the same values, another array
+        assert fast(x, other, *args[2:]) is None
+        assert fast(x[:, :5], *args[1:]) is None
+        if len(args) == 4:
+            assert fast(*args[:3], res[:, :5]) is None
+            assert fast(*args[:3], rng.standard_normal(res.shape).astype(np.float32)) \
+                is not None                                  # a new residual is an input
+        monkeypatch.setenv("DFG_NATIVE", "0")
+        assert fast(*args) is None
+        monkeypatch.delenv("DFG_NATIVE")
+        assert fast(*args).tobytes() == want.tobytes()
+    fed = rng.standard_normal((3, 3, 8, 8)).astype(np.float32)
+    node = _Node("Conv2D", attrs, [x, fed])
+    node(x, fed)
+    assert node.ctx.fast is None
+
+
+@pytest.mark.parametrize("programs", ["always", "never"])
+def test_compiled_programs_with_kept_calls_give_the_graphs_values(programs,
+                                                                   monkeypatch) -> None:
+    """A small CNN (convolution, depthwise, fused epilogues) in a Session, compiled programs
+    or node by node: every run has the values of the graph run as written with the compiled
+    kernels refused (the numpy path), and the convolution nodes keep calls."""
+    rng = np.random.default_rng(22)
+    with B.Graph().as_default() as g:
+        x = B.placeholder("float32", [2, 8, 8, 4], name="x")
+        y = B.conv2d(x, B.constant(rng.standard_normal((3, 3, 4, 8)).astype(np.float32)),
+                     padding="SAME", name="c1")
+        y = B.apply_op("BiasAdd", [y, B.constant(rng.standard_normal(8).astype(np.float32))],
+                       name="b1").outputs[0]
+        y = B.apply_op("Relu", [y], name="r1").outputs[0]
+        y = B.apply_op("DepthwiseConv2dNative",
+                       [y, B.constant(rng.standard_normal((3, 3, 8, 1)).astype(np.float32))],
+                       {"strides": [1, 1, 1, 1], "padding": "SAME"}, name="dw").outputs[0]
+        B.conv2d(y, B.constant(rng.standard_normal((1, 1, 8, 6)).astype(np.float32)),
+                 padding="SAME", name="out")
+    gd = g.as_graph_def()
+    feeds = [{"x:0": rng.standard_normal((2, 8, 8, 4)).astype(np.float32)} for _ in range(3)]
+    monkeypatch.setenv("DFG_NATIVE", "0")
+    with Session(gd, threads=1, optimize=False, programs="never") as s:
+        wants = [s.run(["out:0"], f)[0] for f in feeds]
+    monkeypatch.delenv("DFG_NATIVE")
+    with Session(gd, threads=1, programs=programs) as s:
+        for _ in range(8):
+            for f, want in zip(feeds, wants):
+                np.testing.assert_allclose(s.run(["out:0"], f)[0], want, rtol=1e-5, atol=1e-5)
+        plan = s.plan(["out:0"], ["x:0"])
+        kept = [it.op for it in plan.items if it.shared_ctx is not None
+                and it.shared_ctx.fast is not None]
+        assert kept and all(op in ("Conv2D", "_FusedConv2D", "DepthwiseConv2dNative",
+                                   "_FusedDepthwiseConv2dNative") for op in kept)

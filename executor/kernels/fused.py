@@ -225,16 +225,9 @@ def _conv_call(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
         m = _conv_call_plan(fn, ctx, x, f, args)
     kept = m[10]
     if kept is not None and kept[0] is f and _native.enabled():
-        # the compiled convolution prepared for this filter and these epilogue vectors (the
-        # same frozen arrays as last time): only the input and the residual are new
-        n = len(kept[1])
-        if n == 0 or args[0] is kept[1][0] and (n == 1 or all(
-                a is b for a, b in zip(args[1:n], kept[1][1:]))):
-            if kept[2] is None:
-                return kept[4](x, kept[3])
-            r = args[kept[2]]
-            if r.__class__ is np.ndarray and r.dtype is _F32 and r.shape == kept[3].out_shape:
-                return kept[4](x, kept[3], r)
+        y = _run_kept(kept, x, f, args)
+        if y is not None:
+            return y
     first, add, act, fmt, p = m[5:10]
     if fn is nn.conv2d_of and fmt == "NHWC" and (p is None or p.native_fused):
         ep = _native_epilogue(ctx, f, args, first, add, act)
@@ -299,6 +292,24 @@ def _conv_call_plan(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.nda
     return m
 
 
+def _run_kept(kept: tuple, x: np.ndarray, f: np.ndarray, args: tuple) -> np.ndarray | None:
+    """The compiled convolution ``_keep_native`` kept, on ``x`` (of the shape and dtype it
+    was kept for), when ``f`` and the epilogue's vectors are the frozen arrays it was
+    prepared for: only the input and the residual (float32, of the output's shape) are new.
+    None otherwise."""
+    statics = kept[1]
+    n = len(statics)
+    if kept[0] is not f or n and (args[0] is not statics[0] or n > 1 and not all(
+            a is b for a, b in zip(args[1:n], statics[1:]))):
+        return None
+    if kept[2] is None:
+        return kept[4](x, kept[3])
+    r = args[kept[2]]
+    if r.__class__ is np.ndarray and r.dtype is _F32 and r.shape == kept[3].out_shape:
+        return kept[4](x, kept[3], r)
+    return None
+
+
 def _keep_native(ctx: KernelContext, m: tuple, f: np.ndarray, args: tuple,
                  first: str | None, add: bool, ep: _native.Epilogue, p: Any,
                  prepare: Callable[..., Any], run: Callable[..., np.ndarray]) -> Any:
@@ -311,11 +322,22 @@ def _keep_native(ctx: KernelContext, m: tuple, f: np.ndarray, args: tuple,
     if p is None or not frozen(f) or not all(frozen(a) for a in statics):
         return None
     prep = prepare(f, p.g, ep)
-    ctx.memo = (*m[:10], (f, statics, _FIRST.get(first, 0) if add else None, prep, run))
+    kept = (f, statics, _FIRST.get(first, 0) if add else None, prep, run)
+    ctx.memo = (*m[:10], kept)
+    shape, dtype, n = m[0], m[2], m[4]
+
+    def fast(x: np.ndarray, filt: np.ndarray, *more: np.ndarray) -> np.ndarray | None:
+        # compiled programs' call (KernelContext.fast): the kernel's own test above
+        if x.__class__ is np.ndarray and x.shape == shape and x.dtype is dtype \
+                and len(more) == n and _native.enabled():
+            return _run_kept(kept, x, filt, more)
+        return None
+
+    ctx.fast = fast
     return prep
 
 
-@kernel("_FusedConv2D", heavy=True, blas=True)
+@kernel("_FusedConv2D", heavy=True, blas=True, prepared=True)
 def fused_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray, *args: Any) -> np.ndarray:
     if (ctx.attrs.get("filter_format") or "HWIO") != "HWIO":
         raise UnimplementedError(
@@ -325,7 +347,7 @@ def fused_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray, *args: Any) -
     return _conv_call(nn.conv2d_of, ctx, x, f, args)
 
 
-@kernel("_FusedDepthwiseConv2dNative", heavy=True)
+@kernel("_FusedDepthwiseConv2dNative", heavy=True, prepared=True)
 def fused_depthwise_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray,
                            *args: Any) -> np.ndarray:
     return _conv_call(nn.depthwise_conv2d_of, ctx, x, f, args)

@@ -96,21 +96,23 @@ def planned_conv(ctx: KernelContext, x: np.ndarray, f: np.ndarray, plan: Any) ->
     return p
 
 
-@kernel("Conv2D", heavy=True, blas=True)
+@kernel("Conv2D", heavy=True, blas=True, prepared=True)
 def conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
     p = planned_conv(ctx, x, f, _conv.conv2d_plan)
     if p is None:
         return conv2d_of(ctx.attrs, x, f)
     if p.native and x.dtype is _F32 and f.dtype is _F32 and _native.dense_conv():
-        return _run_prepared(ctx, x, f, p.g, _native.prepare_conv, _native.conv2d_prepared)
+        return _run_prepared(ctx, x, f, p.g, _native.prepare_conv, _native.conv2d_prepared,
+                             _native.dense_conv)
     return _conv.conv2d_planned(x, f, p)
 
 
 def _run_prepared(ctx: KernelContext, x: np.ndarray, f: np.ndarray, g: Any,
-                  prepare: Any, run: Any) -> np.ndarray:
+                  prepare: Any, run: Any, gate: Any) -> np.ndarray:
     """``run(x, prepare(f, g))``: a compiled convolution, its preparation (the filter as the
     kernel reads it, the geometry) kept in the node's memo (planned_conv's last entry) while
-    the filter is the same frozen array (a Const's)."""
+    the filter is the same frozen array (a Const's), and offered to compiled programs as the
+    node's ``ctx.fast`` while ``gate()`` (the compiled kernel's switch) allows it."""
     m = ctx.memo
     kept = m[6]
     if kept is not None and kept[0] is f:
@@ -118,7 +120,19 @@ def _run_prepared(ctx: KernelContext, x: np.ndarray, f: np.ndarray, g: Any,
     prep = prepare(f, g)
     if frozen(f):
         ctx.memo = (*m[:6], (f, prep))
+        ctx.fast = _kept_call(x.shape, f, prep, run, gate)
     return run(x, prep)
+
+
+def _kept_call(shape: tuple, f: np.ndarray, prep: Any, run: Any, gate: Any) -> Any:
+    """A convolution node's ``ctx.fast``: ``run(x, prep)`` for a float32 ``x`` of ``shape``
+    and the filter ``f`` it was prepared for, while ``gate()``; else None (the kernel)."""
+    def fast(x: np.ndarray, filt: np.ndarray) -> np.ndarray | None:
+        if filt is f and x.__class__ is np.ndarray and x.dtype is _F32 and x.shape == shape \
+                and gate():
+            return run(x, prep)
+        return None
+    return fast
 
 
 def conv2d_of(a: dict, x: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -128,7 +142,7 @@ def conv2d_of(a: dict, x: np.ndarray, f: np.ndarray) -> np.ndarray:
                         a.get("data_format") or "NHWC", a.get("explicit_paddings"))
 
 
-@kernel("DepthwiseConv2dNative", heavy=True)
+@kernel("DepthwiseConv2dNative", heavy=True, prepared=True)
 def depthwise_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.ndarray:
     p = planned_conv(ctx, x, f, _conv.depthwise_plan)
     if p is None:
@@ -136,7 +150,7 @@ def depthwise_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray) -> np.nda
     if p.mode != "empty" and x.dtype is _F32 and f.dtype is _F32 and f.shape[3] == 1 \
             and _native.enabled():
         return _run_prepared(ctx, x, f, p.g, _native.prepare_depthwise,
-                             _native.depthwise_prepared)
+                             _native.depthwise_prepared, _native.enabled)
     return _conv.depthwise_planned(x, f, p)
 
 

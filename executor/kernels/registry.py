@@ -191,6 +191,9 @@ class OpSpec:
     start: Callable[..., Any] | None = None
     # runs even when its inputs are dead (Send/Recv: a dead value crosses as dead)
     runs_dead: bool = False
+    # the kernel may keep a prepared call in its node's context (KernelContext.fast) that
+    # compiled programs call instead of the kernel call while it accepts the inputs
+    prepared: bool = False
 
     def on_variant(self, ctx: Any, *inputs: Any) -> Any:
         """Run the handler the first input's variant family declared for this op."""
@@ -216,7 +219,8 @@ def kernel(*ops: str, device: str = CPU, cheap: bool | None = None,
            scalar: ScalarForm | None = None, array: ArrayForm | None = None,
            heavy: bool = False, blas: bool = False,
            transfer: int = 0, writes_ref: bool = False, files: str | None = None,
-           start: Callable[..., Any] | None = None, runs_dead: bool = False) -> Callable:
+           start: Callable[..., Any] | None = None, runs_dead: bool = False,
+           prepared: bool = False) -> Callable:
     """Register the decorated function as the kernel of each op in ``ops``, with the facts
     of its record (see OpSpec)."""
     if files not in (None, "read", "write", "read,write"):
@@ -229,7 +233,7 @@ def kernel(*ops: str, device: str = CPU, cheap: bool | None = None,
                 raise RuntimeError(f"two kernels registered for {op} on {device}")
             spec = OpSpec(op, fn, device, cheap, heavy, scalar, array, blas, transfer=transfer,
                           writes_ref=writes_ref, files=files, start=start,
-                          runs_dead=runs_dead)
+                          runs_dead=runs_dead, prepared=prepared)
             pending = _PENDING.get(op)
             _KERNELS[key] = replace(spec, **pending) if pending else spec
         return fn
@@ -315,7 +319,7 @@ class KernelContext:
     """What a kernel may know about its node and run. Built by the executor per node."""
 
     __slots__ = ("node", "op", "attrs", "output_dtypes", "input_dtypes", "resources", "step",
-                 "frame", "deadline", "max_bytes", "memo", "fits")
+                 "frame", "deadline", "max_bytes", "memo", "fits", "fast")
 
     def __init__(self, node: str, op: str, attrs: dict[str, Any],
                  output_dtypes: list[Any] | None = None, input_dtypes: list[Any] | None = None,
@@ -342,6 +346,13 @@ class KernelContext:
         # (input shapes, budget) the memory budget last admitted, for an estimator that reads
         # only shapes (kernel_call.call); replaced whole, as memo
         self.fits: Any = None
+        # a kernel registered ``prepared`` may leave here ``fast(*inputs)``: its kept work
+        # (a convolution's packed filter) run directly, giving the kernel's output, or None
+        # when the inputs are not those it was kept for (other shapes, another filter, the
+        # compiled kernels refused). Compiled programs call it first and the kernel call on
+        # None or on any error (which the call then raises, naming the node). Set only
+        # after the kernel ran on such inputs, within the budget; replaced whole, as memo.
+        self.fast: Any = None
 
 
 def invoke(op: str, *inputs: Any, attrs: dict[str, Any] | None = None,
