@@ -467,3 +467,20 @@ def test_compiled_programs_with_kept_calls_give_the_graphs_values(programs,
                 and it.shared_ctx.fast is not None]
         assert kept and all(op in ("Conv2D", "_FusedConv2D", "DepthwiseConv2dNative",
                                    "_FusedDepthwiseConv2dNative") for op in kept)
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AvgPool"])
+def test_a_pools_kept_call_gives_the_kernels_bits(op, monkeypatch) -> None:
+    """MaxPool and AvgPool keep their compiled preparation per input shape and leave their
+    context a kept call with the kernel's bits, declining another shape or dtype and the
+    compiled kernels refused."""
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((2, 7, 7, 5)).astype(np.float32)
+    node = _Node(op, {"ksize": [1, 3, 3, 1], "strides": [1, 2, 2, 1], "padding": "SAME"}, [x])
+    want = node(x)
+    fast = node.ctx.fast
+    assert fast is not None and fast(x).tobytes() == want.tobytes()
+    assert fast(x[:, :6]) is None and fast(x.astype(np.float64)) is None
+    monkeypatch.setenv("DFG_NATIVE", "0")
+    assert fast(x) is None
+    np.testing.assert_allclose(node(x), want, rtol=1e-6)

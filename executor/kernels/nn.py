@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from dfg.graphdef import dtypes as D
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 from dfg.graphdef.tensors import frozen
 
@@ -49,7 +50,7 @@ from ._conv import tap_range as _tap_range
 from ._conv import to_nhwc as _to_nhwc
 from ._conv import window as _window
 from ._select import where
-from .registry import KernelContext, kernel
+from .registry import ArrayForm, KernelContext, kernel
 
 # ----------------------------------------------------------------------------------------------
 # Shared helpers
@@ -366,14 +367,30 @@ def _max_pool(ctx: KernelContext, x: np.ndarray, ksize: Any, strides: Any) -> np
                           ctx.attrs.get("explicit_paddings"))
 
 
-@kernel("MaxPool", heavy=True)
+@kernel("MaxPool", heavy=True, prepared=True)
 def max_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     m = ctx.memo
     if m is None or m[0] != x.shape or m[1] is not x.dtype:
         m = ctx.memo = (x.shape, x.dtype, _pool_native(ctx, x, "max"))
+        ctx.fast = _kept_pool(x.shape, m[2], _native.maxpool_prepared)
     if m[2] is not None and _native.enabled():
         return _native.maxpool_prepared(x, m[2])      # one compiled pass, TF's fold
     return _max_pool(ctx, x, ctx.attrs.get("ksize"), ctx.attrs.get("strides"))
+
+
+def _kept_pool(shape: tuple, prep: Any, run: Any) -> Any:
+    """A pool node's ``ctx.fast`` (None without a compiled preparation): the kernel's
+    ``run(x, prep)`` for a float32 ``x`` of ``shape`` while the compiled kernels run; else
+    None (the kernel)."""
+    if prep is None:
+        return None
+
+    def fast(x: np.ndarray) -> np.ndarray | None:
+        if x.__class__ is np.ndarray and x.dtype is _F32 and x.shape == shape \
+                and _native.enabled():
+            return run(x, prep)
+        return None
+    return fast
 
 
 @kernel("MaxPoolV2")
@@ -382,20 +399,25 @@ def max_pool_v2(ctx: KernelContext, x: np.ndarray, ksize: np.ndarray,
     return _max_pool(ctx, x, _sizes_vector(ksize, "ksize"), _sizes_vector(strides, "strides"))
 
 
-@kernel("AvgPool", heavy=True)
+@kernel("AvgPool", heavy=True, prepared=True)
 def avg_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     m = ctx.memo
     if m is None or m[0] != x.shape or m[1] is not x.dtype:
         m = ctx.memo = (x.shape, x.dtype, _pool_native(ctx, x, "avg"))
+        ctx.fast = _kept_pool(x.shape, m[2], _avg_native)
     if m[2] is not None and _native.enabled():
-        # each window's sum by the compiled depthwise kernel with a filter of ones (the
-        # padding adds zeros), then the numpy path's division by its real elements
-        prep, count = m[2]
-        out = _native.depthwise_prepared(x, prep)
-        return np.divide(out, count, out=out)
+        return _avg_native(x, m[2])
     a = ctx.attrs
     return _conv.avg_pool(x, a.get("ksize"), a.get("strides"), a.get("padding"),
                           a.get("data_format") or "NHWC")
+
+
+def _avg_native(x: np.ndarray, prepared: tuple) -> np.ndarray:
+    """AvgPool compiled: each window's sum by the depthwise kernel with a filter of ones (the
+    padding adds zeros), then the numpy path's division by its real elements."""
+    prep, count = prepared
+    out = _native.depthwise_prepared(x, prep)
+    return np.divide(out, count, out=out)
 
 
 def _pool_native(ctx: KernelContext, x: np.ndarray, op: str) -> Any:
@@ -560,15 +582,28 @@ def _float_in(x: np.ndarray) -> np.ndarray:
     return x.astype(_compute_dtype(x.dtype), copy=False)
 
 
-@kernel("Relu")
-def relu(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+def _relu(x: np.ndarray) -> np.ndarray:
     # np.maximum keeps NaN, as TF's CPU Relu does.
     return np.maximum(x, x.dtype.type(0))
 
 
-@kernel("Relu6")
-def relu6(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+def _relu6(x: np.ndarray) -> np.ndarray:
     return np.minimum(np.maximum(x, x.dtype.type(0)), x.dtype.type(6))
+
+
+# the kernels' cores as array forms (compiled programs call them directly) for real dtypes
+_REAL = frozenset({D.DT_HALF, D.DT_FLOAT, D.DT_DOUBLE, D.DT_INT8, D.DT_INT16, D.DT_INT32,
+                   D.DT_INT64, D.DT_UINT8, D.DT_UINT16, D.DT_UINT32, D.DT_UINT64})
+
+
+@kernel("Relu", array=ArrayForm(lambda attrs: _relu, _REAL))
+def relu(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    return _relu(x)
+
+
+@kernel("Relu6", array=ArrayForm(lambda attrs: _relu6, _REAL))
+def relu6(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
+    return _relu6(x)
 
 
 @kernel("Elu")
