@@ -198,8 +198,8 @@ def _check_element_dtype(want: Any, tl: TensorList) -> None:
 def _shape_from_tensor(t: Any, what: str = "element_shape") -> PartialShape:
     """TensorFlow's TensorShapeFromTensor: -1 (scalar) is an unknown rank; a vector holds
     dims, -1 for an unknown one."""
-    a = np.asarray(t)
-    if a.dtype not in (np.int32, np.int64):
+    a = t if t.__class__ is np.ndarray else np.asarray(t)
+    if a.dtype.type not in _INT_SCALARS:
         raise InvalidArgumentError(
             f"Expected an int32 or int64 shape tensor for {what}; found {_dtname(a.dtype)}")
     if a.ndim == 0:
@@ -211,7 +211,7 @@ def _shape_from_tensor(t: Any, what: str = "element_shape") -> PartialShape:
     if a.ndim != 1:
         raise InvalidArgumentError(
             f"Shape tensor {what} must be a scalar or a vector, got shape {_fmt(a.shape)}")
-    dims = [int(d) for d in a]
+    dims = a.tolist()
     if any(d < -1 for d in dims):
         raise InvalidArgumentError(f"Dimension {min(dims)} must be >= -1")
     return tuple(None if d == -1 else d for d in dims)
@@ -429,7 +429,9 @@ def _fill_unknown_from_entries(shape: PartialShape, entries: Sequence[Entry]) ->
         return shape
     for v in entries:
         if v is not None:
-            shape = _merge_shapes(shape, _shape_of(v))
+            have = _shape_of(v)
+            if have != shape:       # once merged, equal entries have nothing to add
+                shape = _merge_shapes(shape, have)
     return shape
 
 
