@@ -135,16 +135,20 @@ class Emitter:
             if form is not None and args:
                 guard = " and ".join(f"{n}.__class__ in SC" for n, a in zip(names, args)
                                      if a not in self.scalar_consts)
+                # ``{kernel}``: the values the form leaves to the kernel call
+                text = form.format(*names, kernel=f"S({generic}[0])")
+                if "{kernel}" in form:
+                    self.line(depth, "if ctl.error is not None: raise ctl.error")
                 if not guard:
-                    self.line(depth, f"s{out} = {form.format(*names)}")
+                    self.line(depth, f"s{out} = {text}")
                     continue
                 if fn is None:
-                    self.line(depth, f"s{out} = ({form.format(*names)}) if {guard} else "
+                    self.line(depth, f"s{out} = ({text}) if {guard} else "
                                      f"{conv}({generic}[0])")
                     continue
                 # scalars take the form, arrays the array form (the kernel otherwise)
                 self.line(depth, f"if {guard}:")
-                self.line(depth + 1, f"s{out} = {form.format(*names)}")
+                self.line(depth + 1, f"s{out} = {text}")
                 self.line(depth, "else:")
                 self.array_step(depth + 1, i, item, args, out, fn, f"{conv}({generic}[0])")
                 continue

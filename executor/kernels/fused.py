@@ -893,7 +893,8 @@ def _compose_scalar(program: tuple[str, ...], n: int, input_types: Any, out_type
     for op, refs, _params in parsed:
         form = ss[op].scalar if op in ss else None
         types = tuple(input_types[:1]) * len(refs)
-        if form is None or form.compose is not None or not form.applies(types, out_types, {}):
+        if form is None or form.compose is not None or "{kernel}" in form.expr \
+                or not form.applies(types, out_types, {}):
             return None
         text = form.text(types, out_types)
         if any(text.count(f"{{{j}}}") > 1 for j in range(len(refs))):

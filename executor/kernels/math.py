@@ -288,10 +288,12 @@ def _compare_kernel(fn: Callable) -> Callable[..., Array]:
 # listed dtypes these operators compute what the kernels compute on 0-d arrays (same dtype,
 # same rounding, integer wrap-around), at a tenth of the cost. Not bfloat16 (held as float32,
 # rounded by the kernel call only), complex (numpy's scalar product is not TF's) nor strings;
-# division, modulo and powers are absent: their integer semantics differ from TensorFlow's.
+# division and powers are absent: their integer semantics differ from TensorFlow's (the
+# integer floor modulus is numpy's %).
 _REAL = frozenset({D.DT_HALF, D.DT_FLOAT, D.DT_DOUBLE, D.DT_INT8, D.DT_INT16, D.DT_INT32,
                    D.DT_INT64, D.DT_UINT8, D.DT_UINT16, D.DT_UINT32, D.DT_UINT64})
 _SIGNED = _REAL - {D.DT_UINT8, D.DT_UINT16, D.DT_UINT32, D.DT_UINT64}
+_FLOAT_TYPES = frozenset({D.DT_HALF, D.DT_FLOAT, D.DT_DOUBLE})
 _BOOLS = frozenset({D.DT_BOOL})
 
 
@@ -326,6 +328,9 @@ SCALAR_FORMS = {
     "NotEqual": ScalarForm("{0} != {1}", _REAL | _BOOLS),
     "LogicalAnd": ScalarForm("{0} & {1}", _BOOLS), "LogicalOr": ScalarForm("{0} | {1}", _BOOLS),
     "LogicalNot": ScalarForm("~{0}", _BOOLS),
+    # numpy's integer % is the kernel's np.remainder (the floor modulus); a zero divisor
+    # takes the kernel call, which raises the node's error
+    "FloorMod": ScalarForm("({0} % {1} if {1} else {kernel})", _REAL - _FLOAT_TYPES),
     "Neg": ScalarForm("-{0}", _SIGNED),
     "Cast": ScalarForm("{0}.astype({out})", _REAL | _BOOLS, _REAL | _BOOLS,
                        holds=lambda attrs: not attrs.get("Truncate") and not (

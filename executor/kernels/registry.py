@@ -61,6 +61,8 @@ class ScalarForm:
     bfloat16: it binds as float32, and only the kernel call rounds its results
     (``kernel_call.call``); tests/test_fast_paths.py checks every declared dtype.
 
+    ``{kernel}`` in the expression stands for the node's kernel call, for operand values the
+    expression leaves to it (FloorMod's zero divisor: the kernel raises the node's error).
     ``{out}`` in the expression names the NumPy scalar type of the node's output (Cast's
     ``{0}.astype({out})``), ``{nz_out}`` that type's -0.0 (the identity of addition);
     ``out_dtypes``, when given, are the output dtypes it holds for (else the inputs' rule
