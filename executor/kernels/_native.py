@@ -109,12 +109,7 @@ def extension() -> Any:
 
 def enabled() -> bool:
     """Whether the compiled kernels run: built, loadable, and not refused (``DFG_NATIVE=0``)."""
-    if _ENV_DATA is not None:
-        # _setting's memo read in place (a small model asks a few hundred times a step)
-        hit = _PARSED.get(_ENV_DATA.get(_ENV_KEY))
-        if hit is not None:
-            return hit != "off" and _ext is not None
-    return not _refused() and _ext is not None
+    return _ext is not None and _setting() != "off"
 
 
 def _cpu_features() -> set[str]:

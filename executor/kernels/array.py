@@ -305,22 +305,29 @@ def _concat(values: Sequence[np.ndarray], axis: int) -> np.ndarray:
 
 
 def _joined(values: Sequence[np.ndarray], a: int, lead: tuple, tail: tuple) -> np.ndarray:
-    """``values`` (checked: shapes equal beside axis ``a``) concatenated along ``a``: numeric
-    C-contiguous arrays of one dtype by the compiled row copy (numpy's concatenate copies
-    short rows through a strided loop: 5.5 against 2.8 us for a DenseNet block's (2,8,8,64)
-    and (2,8,8,32)), anything else by numpy."""
+    """``values`` (checked: shapes equal beside axis ``a``) concatenated along ``a``: by the
+    compiled row copy (numpy's concatenate copies short rows through a strided loop: 5.5
+    against 2.8 us for a DenseNet block's (2,8,8,64) and (2,8,8,32)), else by numpy."""
+    out = _rows_copied(values, (*lead, sum(v.shape[a] for v in values), *tail),
+                       math.prod(lead))
+    return np.concatenate(values, axis=a) if out is None else out
+
+
+def _rows_copied(values: Sequence[np.ndarray], shape: tuple, outer: int) -> np.ndarray | None:
+    """An array of ``shape`` whose row o of ``outer`` is each value's row o in turn, by the
+    compiled row copy, for numeric C-contiguous values of one dtype (ConcatV2 and Pack);
+    None where it does not apply (the caller's numpy path runs)."""
     ext = _native.extension()
-    first = values[0]
-    dt = first.dtype
-    outer = math.prod(lead)
-    if ext is not None and dt.kind in "biufc" and outer and len(values) <= 1024 and all(
+    dt = values[0].dtype
+    if ext is None or dt.kind not in "biufc" or not outer or len(values) > 1024 or not all(
             v.__class__ is np.ndarray and v.dtype == dt and v.flags.c_contiguous
             for v in values):
-        out = np.empty((*lead, sum(v.shape[a] for v in values), *tail), dt)
-        if out.size:
-            ext.concat_rows(tuple(values), out, outer)
-            return out
-    return np.concatenate(values, axis=a)
+        return None
+    out = np.empty(shape, dt)
+    if not out.size:
+        return None
+    ext.concat_rows(tuple(values), out, outer)
+    return out
 
 
 @kernel("ConcatV2")
@@ -353,17 +360,12 @@ def stacked(values: Sequence[np.ndarray], axis: int) -> np.ndarray:
     C-contiguous arrays of one dtype and shape by the compiled row copy (np.stack is a Python
     function of several numpy calls: a recurrent layer's five steps took 8 us), anything else
     by np.stack."""
-    first = values[0]
-    ext = _native.extension()
-    dt, shape = first.dtype, first.shape
-    if ext is not None and dt.kind in "biufc" and len(values) <= 1024 and all(
-            v.__class__ is np.ndarray and v.dtype == dt and v.shape == shape
-            and v.flags.c_contiguous for v in values):
-        out = np.empty((*shape[:axis], len(values), *shape[axis:]), dt)
-        if out.size:
-            ext.concat_rows(tuple(values), out, math.prod(shape[:axis]))
-            return out
-    return np.stack(values, axis=axis)
+    shape = np.shape(values[0])
+    out = None
+    if all(v.__class__ is np.ndarray and v.shape == shape for v in values):
+        out = _rows_copied(values, (*shape[:axis], len(values), *shape[axis:]),
+                           math.prod(shape[:axis]))
+    return np.stack(values, axis=axis) if out is None else out
 
 
 @kernel("Unpack")

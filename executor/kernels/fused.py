@@ -463,7 +463,6 @@ NATIVE_CHAIN_OPS = {"Add": 0, "AddV2": 0, "BiasAdd": 0, "AddN": 0, "Sub": 1, "Mu
 _F32 = np.dtype(np.float32)
 
 
-
 def sweep_ops() -> frozenset[str]:
     """The ops of a chain the compiled sweep runs whole, when it is built and enabled (the
     Session forms float32 chains of these outside loops: ``PassOptions.elementwise_sweep_ops``);

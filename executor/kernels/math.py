@@ -293,7 +293,6 @@ def _compare_kernel(fn: Callable) -> Callable[..., Array]:
 _REAL = frozenset({D.DT_HALF, D.DT_FLOAT, D.DT_DOUBLE, D.DT_INT8, D.DT_INT16, D.DT_INT32,
                    D.DT_INT64, D.DT_UINT8, D.DT_UINT16, D.DT_UINT32, D.DT_UINT64})
 _SIGNED = _REAL - {D.DT_UINT8, D.DT_UINT16, D.DT_UINT32, D.DT_UINT64}
-_FLOAT_TYPES = frozenset({D.DT_HALF, D.DT_FLOAT, D.DT_DOUBLE})
 _BOOLS = frozenset({D.DT_BOOL})
 
 
@@ -330,7 +329,7 @@ SCALAR_FORMS = {
     "LogicalNot": ScalarForm("~{0}", _BOOLS),
     # numpy's integer % is the kernel's np.remainder (the floor modulus); a zero divisor
     # takes the kernel call, which raises the node's error
-    "FloorMod": ScalarForm("({0} % {1} if {1} else {kernel})", _REAL - _FLOAT_TYPES),
+    "FloorMod": ScalarForm("({0} % {1} if {1} else {kernel})", D.INTEGER),
     "Neg": ScalarForm("-{0}", _SIGNED),
     "Cast": ScalarForm("{0}.astype({out})", _REAL | _BOOLS, _REAL | _BOOLS,
                        holds=lambda attrs: not attrs.get("Truncate") and not (

@@ -121,14 +121,19 @@ def _run_prepared(ctx: KernelContext, x: np.ndarray, f: np.ndarray, g: Any,
     prep = prepare(f, g)
     if frozen(f):
         ctx.memo = (*m[:6], (f, prep))
-        ctx.fast = _kept_call(x.shape, f, prep, run, gate)
+        ctx.fast = _kept_call(x.shape, prep, run, gate, f)
     return run(x, prep)
 
 
-def _kept_call(shape: tuple, f: np.ndarray, prep: Any, run: Any, gate: Any) -> Any:
-    """A convolution node's ``ctx.fast``: ``run(x, prep)`` for a float32 ``x`` of ``shape``
-    and the filter ``f`` it was prepared for, while ``gate()``; else None (the kernel)."""
-    def fast(x: np.ndarray, filt: np.ndarray) -> np.ndarray | None:
+def _kept_call(shape: tuple, prep: Any, run: Any, gate: Any,
+               f: np.ndarray | None = None) -> Any:
+    """A node's ``ctx.fast`` (None without a preparation): ``run(x, prep)`` for a float32
+    ``x`` of ``shape`` (and a convolution's filter ``f``, the array it was prepared for)
+    while ``gate()`` (the compiled kernels' switch); else None (the kernel)."""
+    if prep is None:
+        return None
+
+    def fast(x: np.ndarray, filt: np.ndarray | None = None) -> np.ndarray | None:
         if filt is f and x.__class__ is np.ndarray and x.dtype is _F32 and x.shape == shape \
                 and gate():
             return run(x, prep)
@@ -372,25 +377,10 @@ def max_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     m = ctx.memo
     if m is None or m[0] != x.shape or m[1] is not x.dtype:
         m = ctx.memo = (x.shape, x.dtype, _pool_native(ctx, x, "max"))
-        ctx.fast = _kept_pool(x.shape, m[2], _native.maxpool_prepared)
+        ctx.fast = _kept_call(x.shape, m[2], _native.maxpool_prepared, _native.enabled)
     if m[2] is not None and _native.enabled():
         return _native.maxpool_prepared(x, m[2])      # one compiled pass, TF's fold
     return _max_pool(ctx, x, ctx.attrs.get("ksize"), ctx.attrs.get("strides"))
-
-
-def _kept_pool(shape: tuple, prep: Any, run: Any) -> Any:
-    """A pool node's ``ctx.fast`` (None without a compiled preparation): the kernel's
-    ``run(x, prep)`` for a float32 ``x`` of ``shape`` while the compiled kernels run; else
-    None (the kernel)."""
-    if prep is None:
-        return None
-
-    def fast(x: np.ndarray) -> np.ndarray | None:
-        if x.__class__ is np.ndarray and x.dtype is _F32 and x.shape == shape \
-                and _native.enabled():
-            return run(x, prep)
-        return None
-    return fast
 
 
 @kernel("MaxPoolV2")
@@ -404,7 +394,7 @@ def avg_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     m = ctx.memo
     if m is None or m[0] != x.shape or m[1] is not x.dtype:
         m = ctx.memo = (x.shape, x.dtype, _pool_native(ctx, x, "avg"))
-        ctx.fast = _kept_pool(x.shape, m[2], _avg_native)
+        ctx.fast = _kept_call(x.shape, m[2], _avg_native, _native.enabled)
     if m[2] is not None and _native.enabled():
         return _avg_native(x, m[2])
     a = ctx.attrs
@@ -592,8 +582,7 @@ def _relu6(x: np.ndarray) -> np.ndarray:
 
 
 # the kernels' cores as array forms (compiled programs call them directly) for real dtypes
-_REAL = frozenset({D.DT_HALF, D.DT_FLOAT, D.DT_DOUBLE, D.DT_INT8, D.DT_INT16, D.DT_INT32,
-                   D.DT_INT64, D.DT_UINT8, D.DT_UINT16, D.DT_UINT32, D.DT_UINT64})
+_REAL = (D.FLOATING | D.INTEGER) - {D.DT_BFLOAT16}
 
 
 @kernel("Relu", array=ArrayForm(lambda attrs: _relu, _REAL))
