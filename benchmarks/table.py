@@ -89,37 +89,40 @@ def _init(sess: object, setup: list) -> None:
 
 
 def first_and_warm(d: Path, threads: int, iters: int, reps: int = 1
-                   ) -> tuple[float, float, float, float]:
+                   ) -> tuple[float, float, float, float, float]:
     """Seconds of the first step of a new Session (plan, compile, run), of its second step
     (which, without loops, optimizes the signature: Session's ``optimize="lazy"``), the
-    median warm step, and the first step with ``optimize="eager"`` (optimized before it runs,
-    as TensorFlow does); each the median over ``reps`` new Sessions (TensorFlow's first step
-    is the median over its rounds). The graph is loaded before the clock starts: reading a
-    file is not a step."""
+    median warm step, the first step with ``optimize="eager"`` (optimized before it runs,
+    as TensorFlow does), and the first step of a new Session of the graph loaded again once
+    the process's plan cache holds its optimized graph (executor/plan_cache.py); each the
+    median over ``reps`` new Sessions (TensorFlow's first step is the median over its
+    rounds). The graph is loaded before the clock starts: reading a file is not a step."""
     import dfg.graphdef.passes.pipeline  # noqa: F401
-    from dfg.executor import Session
+    from dfg.executor import Session, plan_cache
     from dfg.executor.kernels import registry
     from dfg.graphdef.io import load_graph
 
     # Imports are paid once per process (the cold run counts them), not by each Session.
     registry.load_all()
     fetch, feed, setup = timed_step(d)
-    firsts, seconds, warms, eager = [], [], [], []
+    firsts, seconds, warms, eager, cached = [], [], [], [], []
     for _ in range(reps):
-        for mode, out in ((None, firsts), ("eager", eager)):
-            # nothing carried over
+        for mode, out in ((None, firsts), ("eager", eager), (None, cached)):
+            # nothing carried over, but for the cached first step the plan cache's entry
+            if out is not cached:
+                plan_cache.clear()
             sess = Session(load_graph(_graph_file(d)), threads=threads, optimize=mode)
             _init(sess, setup)
             t0 = time.perf_counter()
             sess.run(fetch, feed)
             out.append(time.perf_counter() - t0)
-            if mode is None:
+            if out is firsts:
                 t0 = time.perf_counter()
                 sess.run(fetch, feed)
                 seconds.append(time.perf_counter() - t0)
                 warms.append(statistics.median(time_steps(sess, fetch, feed, 2, iters)))
             sess.close()
-    return tuple(statistics.median(x) for x in (firsts, seconds, warms, eager))
+    return tuple(statistics.median(x) for x in (firsts, seconds, warms, eager, cached))
 
 
 def cold_run(reps: int = 5) -> float:
@@ -220,12 +223,13 @@ def main() -> None:
         cold["first_vs_warm"] = {}
         tf_rows = {r["case"]: r for r in rows if "tf_first_ms" in r}
         for _group, d in cases({"bench"}):
-            first, second, warm, eager = first_and_warm(d, args.threads, args.iters,
-                                                         args.rounds)
+            first, second, warm, eager, cached = first_and_warm(d, args.threads, args.iters,
+                                                                 args.rounds)
             r = cold["first_vs_warm"][d.name] = {
                 "first_ms": first * 1e3, "second_ms": second * 1e3, "warm_ms": warm * 1e3,
                 "ratio": first / warm, "eager_first_ms": eager * 1e3,
-                "eager_ratio": eager / warm}
+                "eager_ratio": eager / warm, "cached_first_ms": cached * 1e3,
+                "cached_ratio": cached / warm}
             if d.name in tf_rows:   # TensorFlow's own first step against its warm step
                 t = tf_rows[d.name]
                 r["tf_first_ms"], r["tf_ratio"] = t["tf_first_ms"], t["tf_first_ms"] / t["tf_ms"]
@@ -237,15 +241,17 @@ def main() -> None:
         print(f"\ncold `dfg run examples/while_counter.pbtxt` (whole process): "
               f"{cold['dfg_run_s']:.3f} s")
         print("(first: the default, auto; second: the step that optimizes a graph without "
-              "loops; eager: optimized before the first step)")
+              "loops; eager: optimized before the first step; cached: a new Session of the "
+              "graph loaded again, its optimized graph in the plan cache)")
         print(f"{'first step of a new Session':32} {'first ms':>10} {'second ms':>10}"
               f" {'warm ms':>10} {'x':>7} {'eager ms':>10} {'eager x':>7}"
-              f" {'TF first':>10} {'TF x':>7}")
+              f" {'cached ms':>10} {'cached x':>8} {'TF first':>10} {'TF x':>7}")
         for name, r in cold["first_vs_warm"].items():
             tf = f" {r['tf_first_ms']:10.3f} {r['tf_ratio']:7.2f}" if "tf_ratio" in r else ""
             print(f"{name:32} {r['first_ms']:10.3f} {r['second_ms']:10.3f} "
                   f"{r['warm_ms']:10.3f} {r['ratio']:7.2f} {r['eager_first_ms']:10.3f} "
-                  f"{r['eager_ratio']:7.2f}{tf}")
+                  f"{r['eager_ratio']:7.2f} {r['cached_first_ms']:10.3f} "
+                  f"{r['cached_ratio']:8.2f}{tf}")
     print(f"\nthreads={args.threads} rounds={args.rounds} iters={args.iters} "
           f"tensorflow={tf_py or 'not found'} cpus={os.cpu_count()}")
 

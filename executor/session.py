@@ -147,7 +147,12 @@ class Session:
     (SaveV2, RestoreV2, MergeV2Checkpoints, table initializers from text files: the kernels
     registered with ``files=``) may read and write; they fail with PermissionDeniedError
     outside it. None (the default for library users) allows everything, as TensorFlow
-    does; give ``FilePolicy(read=[...])`` to run a graph you did not write."""
+    does; give ``FilePolicy(read=[...])`` to run a graph you did not write.
+
+    Optimized graphs are kept across Sessions (executor/plan_cache.py): a signature of a
+    graph with the same bytes optimized before, by any Session of this process, runs
+    optimized from its first step, in every mode but ``"off"``. ``plan_cache_dir`` (else
+    ``DFG_PLAN_CACHE``): a directory that also keeps them across processes (opt in)."""
 
     def __new__(cls, *args: Any, cluster: str | None = None, **kw: Any) -> Any:
         # ``cluster="ray"`` (and ``address``, ``default_task``): the graph partitioned by
@@ -161,7 +166,8 @@ class Session:
     def __init__(self, graph: Any, threads: int | None = None, device: str = "CPU",
                  validate: bool = True, programs: str = "auto",
                  max_bytes: int | None = None, optimize: bool | str | None = None,
-                 cluster: None = None, files: Any = None) -> None:
+                 cluster: None = None, files: Any = None,
+                 plan_cache_dir: str | os.PathLike[str] | None = None) -> None:
         from dfg.graphdef.io import load_graph
 
         self.graph: Graph = load_graph(graph)
@@ -199,6 +205,10 @@ class Session:
         self._active: set = set()            # StepControls of runs in flight
         self._closed = False
         self._plans: dict[tuple, Plan] = {}
+        self._digest: str | None = None     # SHA-256 of self.graph, for the plan cache
+        from . import plan_cache
+
+        self._disk_cache = plan_cache.disk_dir(plan_cache_dir)
         self._frames = None
         # only a graph validation accepted is rewritten: an unvalidated one runs as written
         mode = optimize_mode(optimize) if validate else "off"
@@ -242,9 +252,12 @@ class Session:
 
         graph, frames, report = self.graph, None, None
         optimize = self.optimize and bool(fetches or targets)  # an empty step: nothing to do
-        defer = optimize and deferred is None and self._lazy(fetches, feeds, targets)
+        # a signature optimized before (this graph's bytes, by any Session): nothing to defer
+        hit = self._cached(fetches, feeds, targets) if optimize else None
+        defer = optimize and hit is None and deferred is None \
+            and self._lazy(fetches, feeds, targets)
         if optimize and not defer:
-            graph, report = self._optimized(fetches, feeds, targets)
+            graph, report = hit if hit is not None else self._optimized(fetches, feeds, targets)
             if deferred is not None and _same_step(self.graph, graph, deferred):
                 deferred.stats.optimized, deferred.stats.deferred = report, False
                 return deferred
@@ -293,9 +306,54 @@ class Session:
         except Exception as e:  # noqa: BLE001 - an optimizer bug must not stop a run
             return self.graph, {"error": f"{type(e).__name__}: {e}"}
         if res.graph_def is self.graph.graph_def:
+            self._remember(fetches, feeds, targets, None, res)
             return self.graph, res
-        return (res.graph if res.graph is not None and res.graph.graph_def is res.graph_def
-                else Graph(res.graph_def)), res
+        graph = res.graph if res.graph is not None and res.graph.graph_def is res.graph_def \
+            else Graph(res.graph_def)
+        self._remember(fetches, feeds, targets, graph, res)
+        return graph, res
+
+    # --- optimized graphs across Sessions (executor/plan_cache.py) ------------------------
+    def _cache_key(self, fetches: list[str], feeds: list[str], targets: list[str]) -> tuple:
+        from . import plan_cache
+
+        if self._digest is None:   # once per Session: hashing the graph costs a serialization
+            self._digest = plan_cache.graph_digest(self.graph.graph_def)
+        # what shapes the optimizer's result besides the graph and the signature
+        options = (tuple(sorted(sweep_ops())), self.max_bytes)
+        return plan_cache.signature_key(self._digest, fetches, feeds, targets, options)
+
+    def _cached(self, fetches: list[str], feeds: list[str], targets: list[str]
+                ) -> tuple[Graph, Any] | None:
+        """The optimized graph and report of a signature from the plan cache, or None."""
+        from . import plan_cache
+
+        key = self._cache_key(fetches, feeds, targets)
+        entry = plan_cache.CACHE.get(key)
+        if entry is None and self._disk_cache is not None:
+            found = plan_cache.load(self._disk_cache, key)
+            if found is None:
+                return None
+            from dfg.graphdef.passes.pipeline import PipelineResult
+
+            report = PipelineResult(self.graph.graph_def if found == "same" else found, [])
+            report.notes.append(f"read from the plan cache in {self._disk_cache}")
+            entry = plan_cache.Entry(None if found == "same" else Graph(found), report,
+                                     0 if found == "same" else found.ByteSize())
+            plan_cache.CACHE.put(key, entry)
+        if entry is None:
+            return None
+        return (self.graph if entry.graph is None else entry.graph), entry.report
+
+    def _remember(self, fetches: list[str], feeds: list[str], targets: list[str],
+                  graph: Graph | None, report: Any) -> None:
+        from . import plan_cache
+
+        key = self._cache_key(fetches, feeds, targets)
+        plan_cache.CACHE.put(key, plan_cache.Entry(
+            graph, report, 0 if graph is None else graph.graph_def.ByteSize()))
+        if self._disk_cache is not None:
+            plan_cache.store(self._disk_cache, key, None if graph is None else graph.graph_def)
 
     def plan(self, fetches: list[str], feed_names: list[str] = (), targets: list[str] = ()
              ) -> Plan:

@@ -27,6 +27,17 @@ def ray_local():
     ray.shutdown()
 
 
+@pytest.fixture(autouse=True)
+def fresh_plan_cache(monkeypatch):
+    """Each test starts with no optimized graph kept by an earlier one
+    (executor/plan_cache.py): a test of a Session's first step sees a first step, whatever
+    ran before it; tests/test_plan_cache.py tests the cache itself. No disk cache either."""
+    from dfg.executor import plan_cache
+
+    plan_cache.clear()
+    monkeypatch.delenv("DFG_PLAN_CACHE", raising=False)
+
+
 # modules whose tests build graphs with dfg's builder: every GraphDef they emit must pass
 # `dfg validate` (no error diagnostics), checked after each test
 BUILDER_MODULES = ("test_builder", "test_while_gradients", "test_autograph")

@@ -1,0 +1,180 @@
+"""Optimized graphs kept across Sessions (executor/plan_cache.py): a new Session of a graph
+with the same bytes takes the optimized graph at its first step; its results are still
+TensorFlow's; anything that changes the optimizer's result (the graph, the signature, the
+budget) is another key; the disk cache is opt-in, checksummed and bounded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conformance import case_dirs, load_case, missing_kernels, run_case
+
+from dfg.executor import Session, plan_cache
+from dfg.graphdef.io import load_graph
+
+CHAIN = b"""
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "one" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }
+node { name: "a" op: "AddV2" input: "x" input: "one" attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "b" op: "AddV2" input: "a" input: "one" attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "c" op: "AddV2" input: "b" input: "one" attr { key: "T" value { type: DT_FLOAT } } }
+"""
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _chain(one: float = 1.0):
+    return load_graph(CHAIN.replace(b"float_val: 1 ", f"float_val: {one} ".encode()),
+                      fmt="pbtxt")
+
+
+def test_a_new_session_of_the_same_bytes_runs_optimized_from_its_first_step():
+    with Session(_chain(), threads=1, optimize="lazy") as s1:
+        assert s1.plan(["c"], ["x"]).deferred            # nothing cached yet
+        for v in (2.0, 3.0):                               # the second run optimizes
+            assert s1.run("c", {"x": np.float32(v)}) == np.float32(v + 3)
+        optimized = s1.plan(["c"], ["x"])
+        assert not optimized.deferred and len(optimized.items) < 4
+    with Session(_chain(), threads=1, optimize="lazy") as s2:   # loaded again: new objects
+        first = s2.plan(["c"], ["x"])
+        assert not first.deferred and first.optimized is not None
+        assert len(first.items) == len(optimized.items)
+        assert s2.run("c", {"x": np.float32(-1)}) == np.float32(2)
+    assert plan_cache.CACHE.hits >= 1
+
+
+def test_what_changes_the_result_is_another_key():
+    with Session(_chain(), threads=1, optimize="eager") as s:
+        assert s.run("c", {"x": np.float32(0)}) == np.float32(3)
+    hits = plan_cache.CACHE.hits
+    # another constant: other bytes; another signature (b instead of c; x not fed but a);
+    # another memory budget
+    with Session(_chain(2.0), threads=1, optimize="lazy") as s:
+        assert s.plan(["c"], ["x"]).deferred
+        assert s.run("c", {"x": np.float32(0)}) == np.float32(6)
+    with Session(_chain(), threads=1, optimize="lazy") as s:
+        assert s.plan(["b"], ["x"]).deferred
+        assert s.plan(["c"], ["a"]).deferred
+        assert s.run("c", {"a": np.float32(0)}) == np.float32(2)
+    with Session(_chain(), threads=1, optimize="lazy", max_bytes=1 << 20) as s:
+        assert s.plan(["c"], ["x"]).deferred
+    assert plan_cache.CACHE.hits == hits
+
+
+def test_optimize_off_never_takes_an_optimized_graph():
+    with Session(_chain(), threads=1, optimize="eager") as s:
+        s.run("c", {"x": np.float32(0)})
+    with Session(_chain(), threads=1, optimize="off") as s:
+        plan = s.plan(["c"], ["x"])
+        assert plan.optimized is None and len(plan.items) == 4
+        assert s.run("c", {"x": np.float32(1)}) == np.float32(4)
+
+
+def _runnable_cases() -> list[Path]:
+    return [d for d in case_dirs() if not missing_kernels(d)]
+
+
+@pytest.mark.parametrize("d", _runnable_cases(), ids=lambda d: d.name)
+def test_conformance_cases_from_the_cache_give_tensorflows_values(d, monkeypatch):
+    """Every conformance case run optimized before its first step, then by new Sessions of
+    the graph loaded again that take each signature's optimized graph from the cache (lazy:
+    without the cache they would run the graph as written): TensorFlow's values either way."""
+    monkeypatch.setenv("DFG_OPTIMIZE", "eager")
+    run_case(d, threads=2)
+    stored = len(plan_cache.CACHE)
+    assert stored >= 1 or all(not s["fetch"] and not s["target"]
+                              for s in load_case(d)["steps"])
+    monkeypatch.setenv("DFG_OPTIMIZE", "lazy")
+    hits = plan_cache.CACHE.hits
+    run_case(d, threads=2)
+    assert plan_cache.CACHE.hits > hits or stored == 0
+    run_case(d, threads=1, programs="never")
+
+
+def test_a_loop_graph_from_the_cache():
+    g = EXAMPLES / "while_counter.pbtxt"
+    with Session(load_graph(g), threads=2) as s:        # auto: a loop is optimized at once
+        assert s.run("counter/Exit", {"n": 5}) == 5   # examples/README.md: counts to n
+    with Session(load_graph(g), threads=2) as s:
+        assert s.plan(["counter/Exit"], ["n"]).optimized is not None
+        assert s.run("counter/Exit", {"n": 7}) == 7
+    assert plan_cache.CACHE.hits >= 1
+
+
+def test_the_memory_cache_is_bounded_least_recently_used_first():
+    c = plan_cache.PlanCache(max_entries=2, max_bytes=100)
+    for k in "abc":
+        c.put((k,), plan_cache.Entry(None, None, 10))
+    assert len(c) == 2 and c.get(("a",)) is None and c.get(("c",)) is not None
+    c.get(("b",))                                       # b is now the most recent
+    c.put(("d",), plan_cache.Entry(None, None, 10))
+    assert c.get(("c",)) is None and c.get(("b",)) is not None
+    c.put(("big",), plan_cache.Entry(None, None, 101))  # larger than the whole budget
+    assert c.get(("big",)) is None and len(c) == 2
+    c.put(("e",), plan_cache.Entry(None, None, 95))     # the bytes bound drops the rest
+    assert len(c) == 1 and c.get(("e",)) is not None
+
+
+def test_the_disk_cache_carries_an_optimized_graph_to_another_process(tmp_path):
+    cache = tmp_path / "plans"
+    with Session(_chain(), threads=1, optimize="eager", plan_cache_dir=cache) as s:
+        assert s.run("c", {"x": np.float32(0)}) == np.float32(3)
+    files = list(cache.iterdir())
+    assert len(files) == 1 and files[0].suffix == ".pb"
+    plan_cache.clear()                                  # as a new process would start
+    with Session(_chain(), threads=1, optimize="lazy", plan_cache_dir=cache) as s:
+        plan = s.plan(["c"], ["x"])
+        assert not plan.deferred and len(plan.items) < 4
+        assert any("plan cache" in n for n in plan.optimized.notes)
+        assert s.run("c", {"x": np.float32(5)}) == np.float32(8)
+    assert [p.name for p in cache.iterdir()] == [files[0].name]   # nothing else written
+
+
+def test_the_disk_cache_is_read_from_dfg_plan_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DFG_PLAN_CACHE", str(tmp_path))
+    with Session(_chain(), threads=1, optimize="eager") as s:
+        s.run("c", {"x": np.float32(0)})
+    assert len(list(tmp_path.iterdir())) == 1
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "garbage", "empty"])
+def test_a_damaged_cache_file_is_a_miss_and_is_rewritten(tmp_path, damage):
+    with Session(_chain(), threads=1, optimize="eager", plan_cache_dir=tmp_path) as s:
+        s.run("c", {"x": np.float32(0)})
+    (f,) = tmp_path.iterdir()
+    data = f.read_bytes()
+    f.write_bytes({"flip": data[:-1] + bytes([data[-1] ^ 0xFF]), "truncate": data[:-3],
+                   "garbage": b"\x0a\xff\xff\xff\xff\x0f" * 20, "empty": b""}[damage])
+    plan_cache.clear()
+    with Session(_chain(), threads=1, optimize="lazy", plan_cache_dir=tmp_path) as s:
+        assert s.plan(["c"], ["x"]).deferred               # the file was not believed
+        for v in (1.0, 2.0):
+            assert s.run("c", {"x": np.float32(v)}) == np.float32(v + 3)
+    assert f.read_bytes() == data                          # the second run stored it again
+
+
+def test_a_checksummed_file_that_does_not_parse_is_a_miss(tmp_path):
+    """A file with a right checksum but a payload that is no GraphDef (someone else wrote
+    it): the loader's error is a miss, not a failed run."""
+    import hashlib
+
+    with Session(_chain(), threads=1, optimize="eager", plan_cache_dir=tmp_path) as s:
+        s.run("c", {"x": np.float32(0)})
+    (f,) = tmp_path.iterdir()
+    payload = b"\x0a\x05\x0a\x03\xff\xff\xff"               # a node whose name is not UTF-8
+    f.write_bytes(plan_cache._MAGIC + hashlib.sha256(payload).digest() + payload)
+    plan_cache.clear()
+    with Session(_chain(), threads=1, optimize="lazy", plan_cache_dir=tmp_path) as s:
+        assert s.plan(["c"], ["x"]).deferred
+        assert s.run("c", {"x": np.float32(1)}) == np.float32(4)
+
+
+def test_an_unwritable_cache_directory_does_not_fail_a_run(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with Session(_chain(), threads=1, optimize="eager", plan_cache_dir=blocker / "x") as s:
+        assert s.run("c", {"x": np.float32(0)}) == np.float32(3)
+    assert blocker.read_text() == "not a directory"
+
