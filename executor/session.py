@@ -321,13 +321,17 @@ class Session:
             self._digest = plan_cache.graph_digest(self.graph.graph_def)
         # what shapes the optimizer's result besides the graph and the signature
         options = (tuple(sorted(sweep_ops())), self.max_bytes)
-        return plan_cache.signature_key(self._digest, fetches, feeds, targets, options)
+        return plan_cache.signature_key(plan_cache.cheap_key(self.graph.graph_def),
+                                        self._digest, fetches, feeds, targets, options)
 
     def _cached(self, fetches: list[str], feeds: list[str], targets: list[str]
                 ) -> tuple[Graph, Any] | None:
         """The optimized graph and report of a signature from the plan cache, or None."""
         from . import plan_cache
 
+        if self._disk_cache is None and \
+                not plan_cache.CACHE.may_hold(plan_cache.cheap_key(self.graph.graph_def)):
+            return None        # no entry of a graph with this outline: no need to hash
         key = self._cache_key(fetches, feeds, targets)
         entry = plan_cache.CACHE.get(key)
         if entry is None and self._disk_cache is not None:

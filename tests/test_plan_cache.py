@@ -108,6 +108,7 @@ def test_the_memory_cache_is_bounded_least_recently_used_first():
     for k in "abc":
         c.put((k,), plan_cache.Entry(None, None, 10))
     assert len(c) == 2 and c.get(("a",)) is None and c.get(("c",)) is not None
+    assert not c.may_hold("a") and c.may_hold("b") and c.may_hold("c")
     c.get(("b",))                                       # b is now the most recent
     c.put(("d",), plan_cache.Entry(None, None, 10))
     assert c.get(("c",)) is None and c.get(("b",)) is not None
@@ -115,6 +116,22 @@ def test_the_memory_cache_is_bounded_least_recently_used_first():
     assert c.get(("big",)) is None and len(c) == 2
     c.put(("e",), plan_cache.Entry(None, None, 95))     # the bytes bound drops the rest
     assert len(c) == 1 and c.get(("e",)) is not None
+    assert [k for k in "abcde" if c.may_hold(k)] == ["e"]
+
+
+def test_a_graph_no_entry_could_match_is_not_hashed(monkeypatch):
+    """The outline (node count, first and last names) rules a graph out before hashing."""
+    hashed = []
+    digest = plan_cache.graph_digest
+    monkeypatch.setattr(plan_cache, "graph_digest", lambda gd: hashed.append(1) or digest(gd))
+    with Session(_chain(), threads=1, optimize="lazy") as s:
+        s.run("c", {"x": np.float32(0)})
+        assert not hashed                       # an empty cache: nothing to look up
+        s.run("c", {"x": np.float32(0)})        # optimizes, stores: hashed once
+        assert len(hashed) == 1
+    with Session(_chain(2.0), threads=1, optimize="lazy") as s:
+        assert s.plan(["c"], ["x"]).deferred     # the same outline: hashed, then a miss
+        assert len(hashed) == 2
 
 
 def test_the_disk_cache_carries_an_optimized_graph_to_another_process(tmp_path):
