@@ -250,6 +250,27 @@ def test_while_loop_with_a_body_on_two_tasks(ray_local, threads):
             np.testing.assert_array_equal(got, one.run("out", feeds))
 
 
+def test_task_sessions_keep_their_optimized_partitions_in_a_granted_directory(ray_local,
+                                                                              tmp_path):
+    """plan_cache_dir reaches every task's Session (executor/plan_cache.py): with eager
+    optimization each task stores its partition's optimized graph there; a second cluster
+    Session over the same directory gives the same values and adds no file."""
+    path, d = data("loop")
+    feeds = {"x0": d["x0"], "n": 5}
+    with Session(path, cluster="ray", threads=1, optimize="eager",
+                 plan_cache_dir=tmp_path) as s:
+        s.run([], targets=["init"])
+        first = s.run("out", feeds)
+    np.testing.assert_allclose(first, d["out_5"], rtol=1e-6)
+    stored = sorted(p.name for p in tmp_path.iterdir())
+    assert stored and all(name.endswith(".pb") for name in stored)
+    with Session(path, cluster="ray", threads=1, optimize="lazy",
+                 plan_cache_dir=tmp_path) as s:
+        s.run([], targets=["init"])
+        np.testing.assert_array_equal(s.run("out", feeds), first)
+    assert sorted(p.name for p in tmp_path.iterdir()) == stored
+
+
 def test_parameter_server_mlp_trains_over_steps(ray_local, threads):
     path, d = data("ps_mlp")
     feeds = {"x": d["x"], "y": d["y"]}

@@ -248,7 +248,8 @@ class ClusterSession:
                  validate: bool = True, programs: str = "auto",
                  max_bytes: int | None = None, optimize: bool | str | None = None,
                  cluster: str = "ray", address: str | None = None,
-                 default_task: str | None = None, files: Any = None) -> None:
+                 default_task: str | None = None, files: Any = None,
+                 plan_cache_dir: str | None = None) -> None:
         from dfg.graphdef.io import load_graph
 
         if cluster not in CLUSTERS:
@@ -262,7 +263,11 @@ class ClusterSession:
         self._parts = {t: Graph(gd) for t, gd in self.partitioning.graphs.items()}
         self._recv_of = {(tr.recv_task, tr.recv): tr for tr in self.partitioning.transfers}
         self._options = dict(device=device, validate=validate, programs=programs,
-                             max_bytes=max_bytes, optimize=optimize, files=files)
+                             max_bytes=max_bytes, optimize=optimize, files=files,
+                             # each task's Session keeps its optimized partition there too
+                             # (a directory every worker can reach: this machine's, by default)
+                             plan_cache_dir=None if plan_cache_dir is None
+                             else str(plan_cache_dir))
         self.threads = threads
         self._lock = threading.Lock()      # one step at a time; guards the fields below
         self._signatures: dict[tuple, dict[Task, tuple]] = {}
