@@ -18,7 +18,8 @@ used dropped first; a result larger than the whole budget is not kept). On disk,
 ``DFG_PLAN_CACHE=/some/dir`` (or ``Session(plan_cache=dir)``): one file per key, written
 atomically, read back only when its checksum matches and it parses within the loader's
 bounds; anything else is a miss (and is overwritten). The directory is the user's grant:
-dfg writes nothing else and reads nothing outside it.
+dfg writes nothing else and reads nothing outside it. Nothing on disk is ever evicted (a
+file per graph and signature: delete the directory to start over).
 """
 
 from __future__ import annotations
