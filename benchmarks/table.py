@@ -9,12 +9,14 @@ model of the zoo (tests/data/models), the TF2 loop cases (tests/data/tf2) and th
 models (``rnn``: Keras LSTM/GRU/Bidirectional/SimpleRNN functional and lowered, an LSTM
 classifier, a TF1 ``dynamic_rnn`` LSTM, a scalar while with a Cast). For each, ``--rounds``
 alternating rounds (dfg, then TensorFlow in a subprocess of its own environment), each the
-median of ``--iters`` warm steps; the table shows the median over rounds and the ratio
-dfg/TF (below 1: dfg is faster). Then the cold timings: ``dfg run`` of the README's example as
-a whole process, and per bench case the first step of a new Session (plan, compile, run)
-and its second step (where a graph without loops gets optimized) against its warm steps,
-and the first step optimized eagerly, beside TensorFlow's own first step against its warm
-steps (when the bench group ran with TensorFlow in the same invocation).
+median of ``--iters`` warm steps after ``WARMUP`` untimed ones on both sides; the table
+shows the median over rounds and the ratio dfg/TF (below 1: dfg is faster). Then the cold
+timings: ``dfg run`` of the README's example as a whole process, and per bench case the
+first step of a new Session (plan, compile, run) and its second step (where a graph without
+loops gets optimized) against its warm steps, the first step optimized eagerly, and the
+first step of a new Session when the plan cache holds its optimized graph, beside
+TensorFlow's own first step against its warm steps (when the bench group ran with TensorFlow
+in the same invocation).
 
 TensorFlow is never a dependency of dfg: without it the TF columns are empty. Timings are
 medians; run on an idle machine (other processes only add noise). An ``OPENBLAS_CORETYPE``
@@ -45,6 +47,12 @@ TF2_LOOPS = ("tf2_stateless_while", "tf2_nested_while", "tf2_while_stateful", "t
 RNN_TF2 = tuple(f"tf2_keras_{k}{lo}" for k in ("lstm", "gru", "bidirectional_lstm", "simple_rnn")
                 for lo in ("", "_lowered"))
 RNN_BENCH = ("bench_lstm_classifier", "bench_dynamic_rnn_lstm", "bench_while_cast_10k")
+
+# untimed steps before each round's timed ones, the same for both: a round starts right
+# after the other side's (TensorFlow's process loading a gigabyte of libraries leaves the
+# caches cold: mobilenet_v3_small's first dfg steps after it took 6.2, 1.6, 1.5, 5.4 ms,
+# then 1.0-1.1), and TensorFlow's steps in its new process start just as cold
+WARMUP = 3
 
 # dfg/TF ratios the issue measured before the work on it (issue #12's text), for the cases
 # that are the same graphs here
@@ -194,10 +202,10 @@ def main() -> None:
         sess.run(fetch, feed)
         dfg_r, tf_r, tf_first = [], [], []
         for _ in range(args.rounds):
-            dfg_r.append(statistics.median(time_steps(sess, fetch, feed, 1, args.iters)))
+            dfg_r.append(statistics.median(time_steps(sess, fetch, feed, WARMUP, args.iters)))
             if tf_py:
                 try:
-                    tf_t = time_tf(tf_py, d, 2, args.iters, args.threads)
+                    tf_t = time_tf(tf_py, d, WARMUP, args.iters, args.threads)
                     tf_r.append(tf_t["median_s"])
                     tf_first.append(tf_t["first_s"])
                 except RuntimeError as e:
