@@ -95,9 +95,10 @@ def test_conformance_cases_from_the_cache_give_tensorflows_values(d, monkeypatch
 
 def test_a_loop_graph_from_the_cache():
     g = EXAMPLES / "while_counter.pbtxt"
-    with Session(load_graph(g), threads=2) as s:        # auto: a loop is optimized at once
+    # auto: a loop is optimized at once
+    with Session(load_graph(g), threads=2, optimize="auto") as s:
         assert s.run("counter/Exit", {"n": 5}) == 5   # examples/README.md: counts to n
-    with Session(load_graph(g), threads=2) as s:
+    with Session(load_graph(g), threads=2, optimize="auto") as s:
         assert s.plan(["counter/Exit"], ["n"]).optimized is not None
         assert s.run("counter/Exit", {"n": 7}) == 7
     assert plan_cache.CACHE.hits >= 1
