@@ -10,23 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conformance import case_dirs, load_case, missing_kernels, run_case
+from test_session_optimize import CHAIN  # x + 1 + 1 + 1, three AddV2s
 
 from dfg.executor import Session, plan_cache
 from dfg.graphdef.io import load_graph
 
-CHAIN = b"""
-node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
-node { name: "one" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
-  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }
-node { name: "a" op: "AddV2" input: "x" input: "one" attr { key: "T" value { type: DT_FLOAT } } }
-node { name: "b" op: "AddV2" input: "a" input: "one" attr { key: "T" value { type: DT_FLOAT } } }
-node { name: "c" op: "AddV2" input: "b" input: "one" attr { key: "T" value { type: DT_FLOAT } } }
-"""
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def _chain(one: float = 1.0):
-    return load_graph(CHAIN.replace(b"float_val: 1 ", f"float_val: {one} ".encode()),
+    return load_graph(CHAIN.replace("float_val: 1 ", f"float_val: {one} ").encode(),
                       fmt="pbtxt")
 
 
