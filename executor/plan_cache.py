@@ -15,7 +15,7 @@ made is not seen (a Session never sees that anyway: its plans are built from its
 
 In memory: at most :data:`MAX_ENTRIES` graphs and :data:`MAX_BYTES` of them (least recently
 used dropped first; a result larger than the whole budget is not kept). On disk, opt in:
-``DFG_PLAN_CACHE=/some/dir`` (or ``Session(plan_cache=dir)``): one file per key, written
+``DFG_PLAN_CACHE=/some/dir`` (or ``Session(plan_cache_dir=dir)``): one file per key, written
 atomically, read back only when its checksum matches and it parses within the loader's
 bounds; anything else is a miss (and is overwritten). The directory is the user's grant:
 dfg writes nothing else and reads nothing outside it. Nothing on disk is ever evicted (a
@@ -35,6 +35,7 @@ from typing import Any
 MAX_ENTRIES = 32
 MAX_BYTES = 256 << 20
 _MAGIC = b"dfg-plan-cache 1\n"
+UNCHANGED = "unchanged"    # load's answer for a file saying the optimizer changed nothing
 
 
 @dataclass
@@ -45,10 +46,14 @@ class Entry:
     report: Any
     nbytes: int
 
+    @classmethod
+    def of(cls, graph: Any, report: Any) -> Entry:
+        return cls(graph, report, 0 if graph is None else graph.graph_def.ByteSize())
+
 
 class PlanCache:
     """An LRU map key -> :class:`Entry`, bounded by entries and bytes. Thread-safe: ``_lock``
-    guards ``_entries`` and ``_bytes``."""
+    guards ``_entries``, ``_bytes`` and ``_outlines`` (``may_hold`` only reads one key)."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
         self.max_entries, self.max_bytes = max_entries, max_bytes
@@ -169,7 +174,7 @@ def _file(directory: Path, key: tuple) -> Path:
 
 
 def load(directory: Path, key: tuple) -> Any | None:
-    """The GraphDef stored for ``key``, ``"same"`` when the optimizer left the Session's
+    """The GraphDef stored for ``key``, :data:`UNCHANGED` when the optimizer left the Session's
     graph as it was (an empty payload), or None on a miss, a bad checksum or a file that
     does not parse within the loader's bounds."""
     from dfg.graphdef.errors import DfgError
@@ -186,7 +191,7 @@ def load(directory: Path, key: tuple) -> Any | None:
         return None
     payload = data[head:]
     if not payload:
-        return "same"
+        return UNCHANGED
     try:
         return parse_graphdef(payload, "pb", source=str(path))
     except (DfgError, ValueError):

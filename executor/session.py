@@ -26,7 +26,7 @@ from dfg.graphdef.graph import Graph, parse_tensor_name
 from dfg.graphdef.op_sets import ENTER_OPS, NEXT_ITERATION_OPS
 from dfg.graphdef.tensors import format_shape
 
-from . import blas, malloc
+from . import blas, malloc, plan_cache
 from .executor import Step, WorkerPool
 from .kernels.fused import sweep_ops
 from .plan import Plan, build_plan
@@ -205,9 +205,9 @@ class Session:
         self._active: set = set()            # StepControls of runs in flight
         self._closed = False
         self._plans: dict[tuple, Plan] = {}
-        self._digest: str | None = None     # SHA-256 of self.graph, for the plan cache
-        from . import plan_cache
-
+        # the plan cache's view of self.graph: its outline now, its SHA-256 when first needed
+        self._outline = plan_cache.cheap_key(self.graph.graph_def)
+        self._digest: str | None = None
         self._disk_cache = plan_cache.disk_dir(plan_cache_dir)
         self._frames = None
         # only a graph validation accepted is rewritten: an unvalidated one runs as written
@@ -315,22 +315,17 @@ class Session:
 
     # --- optimized graphs across Sessions (executor/plan_cache.py) ------------------------
     def _cache_key(self, fetches: list[str], feeds: list[str], targets: list[str]) -> tuple:
-        from . import plan_cache
-
         if self._digest is None:   # once per Session: hashing the graph costs a serialization
             self._digest = plan_cache.graph_digest(self.graph.graph_def)
         # what shapes the optimizer's result besides the graph and the signature
         options = (tuple(sorted(sweep_ops())), self.max_bytes)
-        return plan_cache.signature_key(plan_cache.cheap_key(self.graph.graph_def),
-                                        self._digest, fetches, feeds, targets, options)
+        return plan_cache.signature_key(self._outline, self._digest, fetches, feeds, targets,
+                                        options)
 
     def _cached(self, fetches: list[str], feeds: list[str], targets: list[str]
                 ) -> tuple[Graph, Any] | None:
         """The optimized graph and report of a signature from the plan cache, or None."""
-        from . import plan_cache
-
-        if self._disk_cache is None and \
-                not plan_cache.CACHE.may_hold(plan_cache.cheap_key(self.graph.graph_def)):
+        if self._disk_cache is None and not plan_cache.CACHE.may_hold(self._outline):
             return None        # no entry of a graph with this outline: no need to hash
         key = self._cache_key(fetches, feeds, targets)
         entry = plan_cache.CACHE.get(key)
@@ -340,10 +335,10 @@ class Session:
                 return None
             from dfg.graphdef.passes.pipeline import PipelineResult
 
-            report = PipelineResult(self.graph.graph_def if found == "same" else found, [])
+            same = found is plan_cache.UNCHANGED
+            report = PipelineResult(self.graph.graph_def if same else found, [])
             report.notes.append(f"read from the plan cache in {self._disk_cache}")
-            entry = plan_cache.Entry(None if found == "same" else Graph(found), report,
-                                     0 if found == "same" else found.ByteSize())
+            entry = plan_cache.Entry.of(None if same else Graph(found), report)
             plan_cache.CACHE.put(key, entry)
         if entry is None:
             return None
@@ -351,11 +346,8 @@ class Session:
 
     def _remember(self, fetches: list[str], feeds: list[str], targets: list[str],
                   graph: Graph | None, report: Any) -> None:
-        from . import plan_cache
-
         key = self._cache_key(fetches, feeds, targets)
-        plan_cache.CACHE.put(key, plan_cache.Entry(
-            graph, report, 0 if graph is None else graph.graph_def.ByteSize()))
+        plan_cache.CACHE.put(key, plan_cache.Entry.of(graph, report))
         if self._disk_cache is not None:
             plan_cache.store(self._disk_cache, key, None if graph is None else graph.graph_def)
 
