@@ -484,3 +484,133 @@ def test_a_pools_kept_call_gives_the_kernels_bits(op, monkeypatch) -> None:
     monkeypatch.setenv("DFG_NATIVE", "0")
     assert fast(x) is None
     np.testing.assert_allclose(node(x), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8,
+                                   np.complex64, np.bool_])
+def test_a_joins_kept_call_copies_the_values_and_declines_what_it_was_not_kept_for(
+        dtype, monkeypatch) -> None:
+    """ConcatV2 and Pack leave their context a kept call (the compiled row copy for the
+    values' shapes, dtype and axis): it gives numpy's concatenation and stack; other shapes,
+    another dtype, another axis value or dtype, a value that is not C-contiguous, or the
+    compiled kernels refused make it decline (None) and the kernel runs (keeping a call for
+    the new inputs), which still raises what is wrong."""
+    rng = np.random.default_rng(24)
+
+    def vals(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * 5).astype(dtype)
+
+    for axis in (0, 1, -1):
+        a, b = vals(2, 3, 4), vals(2, 3, 4)
+        if axis == 0:
+            b = vals(5, 3, 4)
+        elif axis == 1:
+            b = vals(2, 1, 4)
+        else:
+            b = vals(2, 3, 7)
+        ax = np.array(axis, np.int32)
+        node = _Node("ConcatV2", {"N": 2}, [a, b, ax])
+        want = np.concatenate([a, b], axis)
+        assert node(a, b, ax).tobytes() == want.tobytes()
+        fast = node.ctx.fast
+        assert fast is not None
+        got = fast(a, b, np.array(axis, np.int32))          # the axis by its value
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+        assert fast(a, b, np.array(axis, np.int64)) is None
+        assert fast(a, b, np.array(axis + 3 if axis < 0 else axis - 3, np.int32)) is None
+        assert fast(a[:1], b, ax) is None
+        assert fast(np.zeros(a.shape, np.int16), b, ax) is None      # another dtype
+        assert fast(a, b, np.array([axis], np.int32)) is None
+        with pytest.raises(ValueError):   # what the kernel catches: it runs numpy's copy
+            fast(np.asfortranarray(a), b, ax)
+        f_a = np.asfortranarray(a)
+        assert node(f_a, b, ax).tobytes() == want.tobytes()
+        monkeypatch.setenv("DFG_NATIVE", "0")
+        assert fast(a, b, ax) is None
+        assert node(a, b, ax).tobytes() == want.tobytes()
+        monkeypatch.delenv("DFG_NATIVE")
+        c = vals(2, 3, 4)           # new shapes: the kernel runs and keeps them
+        want = np.concatenate([a, c], axis)
+        assert node(a, c, ax).tobytes() == want.tobytes()
+        assert node.ctx.fast(a, c, ax).tobytes() == want.tobytes()
+        with pytest.raises(Exception, match="Dimension|shape"):
+            node(a, vals(3, 5, 2), ax)
+    for axis in (0, 1, -1):
+        xs = [vals(3, 2) for _ in range(3)]
+        node = _Node("Pack", {"N": 3, "axis": axis}, xs)
+        want = np.stack(xs, axis)
+        assert node(*xs).tobytes() == want.tobytes()
+        fast = node.ctx.fast
+        assert fast is not None and fast(*xs).tobytes() == want.tobytes()
+        assert fast(*xs[:2]) is None and fast(*xs, xs[0]) is None
+        assert fast(xs[0], xs[1], xs[2][:1]) is None
+        with pytest.raises(Exception, match="Shapes of all inputs must match"):
+            node(xs[0], xs[1], xs[2][:1])
+    scalars = [np.array(v, dtype) for v in (1, 2, 3)]        # a shape built from scalars
+    node = _Node("Pack", {"N": 3}, scalars)
+    assert node(*scalars).tolist() == np.array([1, 2, 3], dtype).tolist()
+    assert node.ctx.fast(*scalars).tolist() == np.array([1, 2, 3], dtype).tolist()
+
+
+@pytest.mark.parametrize("programs", ["always", "never"])
+def test_joins_in_a_session_give_numpys_values_whatever_the_fed_shapes(programs) -> None:
+    """A DenseNet-like chain of concatenations and a stack in a Session, compiled programs
+    or node by node, fed batches of changing size: each run has numpy's values."""
+    rng = np.random.default_rng(25)
+    with B.Graph().as_default() as g:
+        x = B.placeholder("float32", [None, 2, 3], name="x")
+        y = x
+        for i in range(4):
+            y = B.concat([y, x], -1, name=f"cat{i}")
+        B.apply_op("Pack", [[y, y]], {"axis": 1}, name="out")
+    gd = g.as_graph_def()
+    with Session(gd, threads=1, programs=programs) as s:
+        for n in (2, 2, 3, 2, 1, 3, 3):
+            xv = rng.standard_normal((n, 2, 3)).astype(np.float32)
+            want = np.concatenate([xv] * 5, -1)
+            want = np.stack([want, want], 1)
+            assert s.run(["out:0"], {"x:0": xv})[0].tobytes() == want.tobytes()
+
+
+def test_a_gathers_kept_call_takes_the_same_indices_and_declines_anything_else() -> None:
+    """GatherV2 with indices that cannot change (a Const's frozen array, or a 0-d index)
+    keeps a call: np.take's values for params of the same shape and dtype, the same indices
+    and axis; another params shape or dtype, another indices array (even of equal values:
+    it could change), another axis or batch_dims make it decline and the kernel runs, which
+    still checks the indices against the new params."""
+    rng = np.random.default_rng(26)
+    params = rng.standard_normal((4, 5, 3)).astype(np.float32)
+    shape_vec = np.array([2, 16, 16, 8], np.int32)
+    for p, idx, axis in ((params, _const(np.array([3, 0, 3], np.int32)), 0),
+                         (params, _const(np.array([[1, 4], [0, 2]], np.int64)), 1),
+                         (params, np.array(2, np.int32), -1),
+                         (shape_vec, _const(np.array([1, 2, 3], np.int32)), 0)):
+        ax = np.array(axis, np.int32)
+        node = _Node("GatherV2", {}, [p, idx, ax])
+        want = np.take(p, idx, axis=axis)
+        got = node(p, idx, ax)
+        assert got.dtype == p.dtype and got.tobytes() == want.tobytes()
+        fast = node.ctx.fast
+        assert fast is not None
+        assert fast(p, idx, np.array(axis, np.int32)).tobytes() == want.tobytes()
+        assert fast(p.copy(), idx, ax).tobytes() == want.tobytes()     # new params values
+        assert fast(np.concatenate([p, p]), idx, ax) is None             # another shape
+        assert fast(p.astype(np.float64), idx, ax) is None
+        assert fast(p, idx, np.array(axis, np.int64)) is None
+        if idx.ndim:
+            assert fast(p, np.array(idx), ax) is None       # equal values, another array
+        else:
+            assert fast(p, np.array(int(idx), np.int32), ax).tobytes() == want.tobytes()
+            assert fast(p, np.array(0, np.int32), ax) is None
+    node = _Node("GatherV2", {}, [params, _const(np.array([3], np.int32)), np.array(0, np.int32)])
+    node(params, _const(np.array([3], np.int32)), np.array(0, np.int32))
+    with pytest.raises(Exception, match=r"indices\[0\] = 3 is not in \[0, 2\)"):
+        node(params[:2], _const(np.array([3], np.int32)), np.array(0, np.int32))
+    fed = np.array([1, 0], np.int32)                     # fed indices: nothing kept
+    node = _Node("GatherV2", {}, [params, fed, np.array(0, np.int32)])
+    node(params, fed, np.array(0, np.int32))
+    assert node.ctx.fast is None
+    batched = _const(np.array([[1], [0], [2], [1]], np.int32))
+    node = _Node("GatherV2", {"batch_dims": 1}, [params, batched, np.array(1, np.int32)])
+    node(params, batched, np.array(1, np.int32))
+    assert node.ctx.fast is None
