@@ -328,6 +328,48 @@ def test_compiled_elementwise_chains_give_the_bits_of_the_ops_kernels(native, mo
             (trial, program)
 
 
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_a_chains_gate_broadcast_over_each_images_pixels_gives_the_ops_bits(native,
+                                                                              monkeypatch):
+    """A chain reading a squeeze-excite gate, (N, 1, 1, C) against (N, H, W, C), and the like
+    ((N, 1, C) against (N, T, C); (2, 3, 1, C) against (2, 3, 4, C)), beside full, row and
+    scalar inputs: the compiled sweep reads the gate's row once per group of rows (narrow
+    and wide rows: blocks of several rows, and a row per block) and equals the ops' own
+    kernels one by one, bit for bit; with DFG_NATIVE=0 the numpy chain."""
+    if native == "0":
+        monkeypatch.setenv("DFG_NATIVE", "0")
+    else:
+        monkeypatch.delenv("DFG_NATIVE", raising=False)
+    rng = np.random.default_rng(8)
+    for out_shape, gate_shape in (((2, 3, 3, 24), (2, 1, 1, 24)), ((2, 2, 2, 300), (2, 1, 1, 300)),
+                                  ((3, 5, 16), (3, 1, 16)), ((2, 3, 4, 8), (2, 3, 1, 8)),
+                                  ((1, 7, 7, 130), (1, 1, 1, 130))):
+        gate = (rng.standard_normal(gate_shape) * 3).astype(np.float32)
+        gate.flat[rng.integers(0, gate.size, 3)] = _SPECIAL[:3]
+        x = (rng.standard_normal(out_shape) * 3).astype(np.float32)
+        x.flat[rng.integers(0, x.size, 8)] = _SPECIAL[:8]
+        row = rng.standard_normal(out_shape[-1]).astype(np.float32)
+        for program, inputs in (
+                (["Mul i0 i1", "Mul i2 r0"], [gate, np.float32(1 / 6), x]),
+                (["AddV2 i0 i1", "Relu6 r0", "Mul i2 r1", "Sigmoid r2", "Mul r3 i3"],
+                 [gate, row, x, x]),
+                (["Sub i1 i0", "Tanh r0", "Div r1 i2"], [gate, x, np.float32(0.5)])):
+            values = list(inputs)
+            for entry in program:
+                op, *refs = entry.split()
+                values.append(invoke(op, *(values[int(r[1:]) + (0 if r[0] == "i" else
+                                                               len(inputs))] for r in refs)))
+            got = invoke("_DfgElementwiseChain", *inputs,
+                         attrs={"program": program, "N": len(inputs), "T": np.float32})
+            want = np.asarray(values[-1])
+            assert got.shape == want.shape == out_shape and got.dtype == np.float32
+            nan = np.isnan(want)
+            assert np.array_equal(np.isnan(got), nan), (out_shape, program)
+            assert np.array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32)), \
+                (out_shape, program)
+
+
 # --- small graphs ---------------------------------------------------------------------------
 
 def _conv_graph(act: str | None, bn: bool = True, swish: bool = False):

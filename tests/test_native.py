@@ -517,6 +517,16 @@ def test_the_native_interface_refuses_what_its_kernels_cannot_take() -> None:
     with pytest.raises(ValueError, match="bad geometry"):
         ext.chain_f32((wide,), bytes([0]), neg, out, 16, 3,
                       np.array([0, 1 << 62], np.int64).tobytes())
+    # a row per group of 4 rows: 4 rows of 3 read, the last ending the buffer
+    gate = np.arange(12, dtype=np.float32)
+    ext.chain_f32((gate,), bytes([4]), neg, out, 16, 3, np.array([0, 4], np.int64).tobytes())
+    np.testing.assert_array_equal(out.reshape(16, 3), -np.repeat(gate.reshape(4, 3), 4, 0))
+    with pytest.raises(ValueError, match="has 12 floats, the geometry needs 13"):
+        ext.chain_f32((gate,), bytes([4]), neg, out, 16, 3, np.array([1, 4], np.int64).tobytes())
+    with pytest.raises(ValueError, match="has 12 floats, the geometry needs 18"):
+        ext.chain_f32((gate,), bytes([4]), neg, out, 16, 3, np.array([0, 3], np.int64).tobytes())
+    with pytest.raises(ValueError, match="or >= 1 for a group"):
+        ext.chain_f32((gate,), bytes([4]), neg, out, 16, 3, np.array([0, 0], np.int64).tobytes())
     with pytest.raises(TypeError):
         ext.conv2d_nhwc_f32(x, wb, out, geom[:14], None, None, None, 0, 1, 1)
 

@@ -509,16 +509,22 @@ def _layout(shapes: tuple) -> tuple | None:
     if shape and 0 not in shape:
         cols, size = shape[-1], math.prod(shape)
         # 0 full, 1 a row, 2 a scalar, 3 a column (a (..., 1) of the leading axes: a layer
-        # norm's mean), 9 none of them
+        # norm's mean), 4 a row per group of rows (a squeeze-excite gate), 9 none of them
         column = shape[:-1] + (1,)
+        groups = [_group_rows((1,) * (len(shape) - len(s)) + s, shape) for s in shapes]
         kinds = bytes(0 if s == shape else 2 if math.prod(s) == 1
                       else 1 if s[-1] == cols and math.prod(s) == cols
-                      else 3 if (1,) * (len(shape) - len(s)) + s == column else 9
-                      for s in shapes)
+                      else 3 if (1,) * (len(shape) - len(s)) + s == column
+                      else 4 if g is not None else 9
+                      for s, g in zip(shapes, groups))
         if 9 not in kinds:
-            if 1 not in kinds and 3 not in kinds:
+            layout = None
+            if 4 in kinds:      # (offset, rows per group) for a group, (0, cols) elsewhere
+                layout = np.array([(0, g if k == 4 else cols) for k, g in zip(kinds, groups)],
+                                  np.int64).tobytes()
+            elif 1 not in kinds and 3 not in kinds:
                 cols = size         # nothing broadcast along rows: one long row
-            res = (shape, kinds, size // cols, cols)
+            res = (shape, kinds, size // cols, cols, layout)
     if len(_LAYOUTS) >= _LAYOUT_MAX:
         _LAYOUTS.clear()
     _LAYOUTS[shapes] = res
@@ -527,8 +533,8 @@ def _layout(shapes: tuple) -> tuple | None:
 
 def _native_chain(code: bytes, inputs: tuple) -> np.ndarray | None:
     """The chain run compiled on float32 ``inputs``, each of the broadcast shape, a row of
-    its last axis, one element, or a column (one element per row) (None for anything else:
-    the numpy function runs)."""
+    its last axis, one element, a column (one element per row) or a row per group of rows
+    (``_group_rows``) (None for anything else: the numpy function runs)."""
     ext = _native.extension()
     if ext is None:
         return None
@@ -538,18 +544,18 @@ def _native_chain(code: bytes, inputs: tuple) -> np.ndarray | None:
         return None
     if lay is None:
         return None
-    shape, kinds, rows, cols = lay
+    shape, kinds, rows, cols, layout = lay
     out = np.empty(shape, _F32)
     try:
         # the interface checks each buffer: float32 and C-contiguous (an RNN step's inputs
         # are; asking numpy first costs more than the sweep on a small gate)
-        ext.chain_f32(inputs, kinds, code, out, rows, cols)
+        ext.chain_f32(inputs, kinds, code, out, rows, cols, layout)
     except (TypeError, ValueError):
         if not all(x.__class__ is np.ndarray and x.dtype == _F32 for x in inputs):
             return None
         # a strided view: copied
         ext.chain_f32(tuple(np.ascontiguousarray(x) for x in inputs), kinds, code, out, rows,
-                      cols)
+                      cols, layout)
     return out
 
 
@@ -710,6 +716,22 @@ def _shape_plan(parsed: list, shapes: tuple) -> tuple:
     return plan, results[-1]
 
 
+def _group_rows(shape: tuple, out_shape: tuple) -> int | None:
+    """The rows of ``out_shape`` (its last axis a row) that share each row of an operand of
+    ``shape``: the operand's leading dims are the output's, then ones, then the output's
+    last dim (a squeeze-excite gate (N, 1, 1, C) against (N, H, W, C): H * W), so row r
+    reads the operand's row r // that. None for any other shape."""
+    if len(shape) != len(out_shape) or not shape or shape[-1] != out_shape[-1]:
+        return None
+    k = len(shape) - 1
+    while k and shape[k - 1] == 1:
+        k -= 1
+    if shape[:k] != out_shape[:k]:
+        return None
+    group = math.prod(out_shape[k:-1])
+    return group if group > 1 else None
+
+
 def _sweep_layout(parsed: list, used: list[int], slices: list[int], shapes: tuple,
                   plan: list, out_shape: tuple) -> tuple | None:
     """How the compiled sweep reads the chain's operands (the inputs it uses, then the
@@ -728,10 +750,13 @@ def _sweep_layout(parsed: list, used: list[int], slices: list[int], shapes: tupl
         kind = 0 if shape == out_shape else 2 if n == 1 else \
             1 if shape and shape[-1] == cols and n == cols else -1
         if kind < 0:
-            return False
+            group = _group_rows(shape, out_shape)
+            if group is None:
+                return False
+            kind, stride = 4, group
         srcs.append(src)
         kinds.append(kind)
-        layout.extend((offset, stride if kind == 0 else cols))
+        layout.extend((offset, stride if kind in (0, 4) else cols))
         return True
 
     for j in used:

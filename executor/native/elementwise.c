@@ -332,7 +332,8 @@ void dfg_activation_f32(const float *x, float *out, long n, int kind, long chunk
  * into an FMA). Operand codes: 0..n_in-1 the inputs, n_in + k the k-th op's result.
  * Inputs are full (rows x cols, row r at offset + r * stride: a column block of a wider
  * array is read where it lies), a row (cols at offset, broadcast down the rows), one
- * scalar (at offset) or a column (row r's value at offset + r, broadcast along the row). */
+ * scalar (at offset), a column (row r's value at offset + r, broadcast along the row) or a
+ * row per group (row r reads the row at offset + (r / stride) * cols). */
 #define CHAIN_BLOCK 256
 
 /* inlined into each clone of dfg_chain_f32 (a call would run the baseline build) */
@@ -406,6 +407,10 @@ void dfg_chain_f32(const float *const *in, const int *kind, const long *offset,
             long m = rows - row < per ? rows - row : per, n = m * cols;
             for (int j = 0; j < n_in; j++) {
                 src[j] = kind[j] == DFG_CH_IN_FULL ? in[j] + offset[j] + row * cols : sc[j];
+                if (kind[j] == DFG_CH_IN_GROUP)
+                    for (long r = 0; r < m; r++)
+                        memcpy(sc[j] + r * cols, in[j] + offset[j] + (row + r) / stride[j] * cols,
+                               (size_t)cols * sizeof(float));
                 if (kind[j] == DFG_CH_IN_COL)
                     for (long r = 0; r < m; r++)
                         for (long i = 0; i < cols; i++)
@@ -425,7 +430,9 @@ void dfg_chain_f32(const float *const *in, const int *kind, const long *offset,
             long n = cols - c0 < CHAIN_BLOCK ? cols - c0 : CHAIN_BLOCK;
             for (int j = 0; j < n_in; j++) {
                 src[j] = kind[j] == DFG_CH_IN_FULL ? in[j] + offset[j] + row * stride[j] + c0
-                         : kind[j] == DFG_CH_IN_ROW ? in[j] + offset[j] + c0 : sc[j];
+                         : kind[j] == DFG_CH_IN_ROW ? in[j] + offset[j] + c0
+                         : kind[j] == DFG_CH_IN_GROUP ? in[j] + offset[j] + row / stride[j] * cols + c0
+                         : sc[j];
                 if (kind[j] == DFG_CH_IN_COL && c0 == 0)
                     for (int i = 0; i < CHAIN_BLOCK; i++)
                         sc[j][i] = in[j][offset[j] + row];

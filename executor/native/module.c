@@ -201,9 +201,10 @@ PyDoc_STRVAR(chain_doc,
 "chain_f32(inputs, kinds, code, out, rows, cols, layout=None)\n--\n\n"
 "out (rows x cols float32) = a chain of elementwise ops on `inputs` (a tuple of float32\n"
 "buffers); kinds: bytes, one per input (0 full rows x cols, 1 a row of cols, 2 a scalar,\n"
-"3 a column of rows);\n"
+"3 a column of rows, 4 a row per group of `stride` rows);\n"
 "code: int32 triples (op, operand, operand or -1), operands 0..n-1 the inputs and n + k the\n"
-"k-th op's result (native.h lists the ops); layout: int64 (offset, row stride) per input,\n"
+"k-th op's result (native.h lists the ops); layout: int64 (offset, row stride, or rows per\n"
+"group) per input,\n"
 "in floats (default: 0 and cols), so a full input may be a column block of a wider array.");
 
 static PyObject *chain_f32(PyObject *self, PyObject *args) {
@@ -254,13 +255,16 @@ static PyObject *chain_f32(PyObject *self, PyObject *args) {
                 memcpy(pair, (const char *)lay.buf + 16 * j, 16);
                 offset[j] = (long)pair[0];
                 stride[j] = (long)pair[1];
-                ok &= pair[0] >= 0 && pair[1] >= dims[1];
+                /* a group's stride is its rows per group (>= 1), a full input's its row
+                 * stride (>= cols); the others read none */
+                ok &= pair[0] >= 0 && pair[1] >= (kinds[j] == DFG_CH_IN_GROUP ? 1 : dims[1]);
             }
         }
         PyBuffer_Release(&lay);
         if (!ok)
             return PyErr_Format(PyExc_ValueError, "%s: layout must be one (offset >= 0, "
-                                "stride >= cols) int64 pair per input", fn);
+                                "stride >= cols, or >= 1 for a group) int64 pair per input",
+                                fn);
     }
     Py_buffer bufs[DFG_CHAIN_MAX_IN], out;
     const float *ptrs[DFG_CHAIN_MAX_IN];
@@ -268,7 +272,7 @@ static PyObject *chain_f32(PyObject *self, PyObject *args) {
     PyObject *ret = NULL;
     for (; got < n_in; got++) {
         kind[got] = (unsigned char)kinds[got];
-        if (kind[got] > DFG_CH_IN_COL) {
+        if (kind[got] > DFG_CH_IN_GROUP) {
             PyErr_Format(PyExc_ValueError, "%s: unknown input kind %d", fn, kind[got]);
             goto done;
         }
@@ -277,6 +281,13 @@ static PyObject *chain_f32(PyObject *self, PyObject *args) {
          * bad geometry) */
         Py_ssize_t need = kind[got] == DFG_CH_IN_SCALAR ? 1
                           : kind[got] == DFG_CH_IN_COL ? dims[0] : dims[1];
+        if (kind[got] == DFG_CH_IN_GROUP && dims[0] > 1) {
+            /* one row per group of `stride` rows: the last group's row ends the input */
+            long span[2] = {(dims[0] - 1) / stride[got], dims[1]};
+            Py_ssize_t before = product(fn, 2, span);
+            if (before < 0 || __builtin_add_overflow(need, before, &need))
+                goto done;
+        }
         if (kind[got] == DFG_CH_IN_FULL && dims[0] > 1) {
             long span[2] = {dims[0] - 1, stride[got]};
             Py_ssize_t before = product(fn, 2, span);

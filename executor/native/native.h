@@ -56,9 +56,12 @@ void dfg_act_span_f32(float *o, long n, int act);
 enum { DFG_CH_ADD = 0, DFG_CH_SUB, DFG_CH_MUL, DFG_CH_DIV, DFG_CH_SQDIFF, DFG_CH_NEG,
        DFG_CH_ABS, DFG_CH_SQUARE, DFG_CH_RECIP, DFG_CH_SQRT, DFG_CH_RSQRT, DFG_CH_SIGMOID,
        DFG_CH_TANH, DFG_CH_RELU, DFG_CH_RELU6, DFG_CH_N_OPS };
-/* an input of the chain: full (rows x cols), a row broadcast down the rows, one scalar, or
- * a column (one value per row, broadcast along it: a layer norm's mean) */
-enum { DFG_CH_IN_FULL = 0, DFG_CH_IN_ROW = 1, DFG_CH_IN_SCALAR = 2, DFG_CH_IN_COL = 3 };
+/* an input of the chain: full (rows x cols), a row broadcast down the rows, one scalar, a
+ * column (one value per row, broadcast along it: a layer norm's mean), or a row per group of
+ * `stride` consecutive rows (an image's channels broadcast over its pixels: a squeeze-excite
+ * gate of shape (N, 1, 1, C) against (N, H, W, C)) */
+enum { DFG_CH_IN_FULL = 0, DFG_CH_IN_ROW = 1, DFG_CH_IN_SCALAR = 2, DFG_CH_IN_COL = 3,
+       DFG_CH_IN_GROUP = 4 };
 #define DFG_CHAIN_MAX_OPS 32
 #define DFG_CHAIN_MAX_IN 32
 /* out (rows x cols) = the program `code` (n_ops triples: op, operand, operand or -1) of the
