@@ -647,3 +647,42 @@ def test_pack_stacks_as_the_definition_says(dtype, monkeypatch) -> None:
         assert np.array_equal(invoke("Pack", *values, attrs={"axis": axis,
                                                              "N": len(values)}), got)
         monkeypatch.delenv("DFG_NATIVE")
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_sums_and_means_over_the_last_axis_add_in_numpys_order(native, monkeypatch) -> None:
+    """Sum and Mean of float32 over the last axis alone (a layer norm's moments) run the
+    compiled row sum, which adds as numpy's add.reduce does: the same bits as numpy's own
+    reduction then division (its pairwise sum on rows of every length class: under 8, up to
+    128, split above), with NaN, infinities and signed zeros, dims kept or not; other axes,
+    dtypes and strided inputs take numpy's path, with the same values."""
+    if native == "0":
+        monkeypatch.setenv("DFG_NATIVE", "0")
+    else:
+        monkeypatch.delenv("DFG_NATIVE", raising=False)
+        assert _native.row_sum_f32(np.ones((2, 3), np.float32)) is not None
+    rng = np.random.default_rng(41)
+    f32 = np.float32
+    for shape in ((5,), (3, 1), (4, 7), (2, 3, 8), (6, 64), (8, 64, 64), (3, 128), (2, 129),
+                  (2, 300), (1, 4099)):
+        x = (rng.standard_normal(shape) * 1000).astype(f32)
+        x.flat[rng.integers(0, x.size, 3)] = [-0.0, 1e-40, 3e38]
+        if x.shape[-1] > 3:
+            x[..., 1] = -0.0 if x.ndim == 1 else x[..., 1]
+        specials = x.copy()
+        specials.flat[rng.integers(0, x.size, 2)] = [np.inf, np.nan]
+        for v in (x, specials, -np.abs(x) * 0.0):
+            for keep in (False, True):
+                ax = np.array([-1], np.int32)
+                s = invoke("Sum", v, ax, attrs={"keep_dims": keep, "T": f32})
+                m = invoke("Mean", v, ax, attrs={"keep_dims": keep, "T": f32})
+                want_s = np.add.reduce(v, axis=-1, dtype=f32, keepdims=keep)
+                want_m = np.true_divide(want_s, f32(v.shape[-1]))
+                for got, want in ((s, want_s), (m, want_m)):
+                    got, want = np.asarray(got), np.asarray(want)
+                    assert got.dtype == f32 and got.shape == want.shape
+                    assert got.tobytes() == want.tobytes(), (shape, keep)
+    x = (rng.standard_normal((4, 6, 5)) * 10).astype(f32)
+    for v, axes in ((x, [1]), (x, [0, 2]), (x[:, ::2], [2]), (x.astype(np.float64), [2])):
+        got = invoke("Sum", v, np.array(axes, np.int32), attrs={"T": v.dtype})
+        np.testing.assert_array_equal(got, np.add.reduce(v, axis=tuple(axes), dtype=v.dtype))

@@ -21,9 +21,11 @@ import numpy as np
 from dfg.graphdef.errors import InvalidArgumentError
 from dfg.graphdef.tensors import frozen
 
+from . import _native
 from .registry import KernelContext, kernel
 
 _HALF = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
 
 
 def reduction_axes(x: np.ndarray, indices: np.ndarray) -> tuple[int, ...]:
@@ -81,8 +83,25 @@ def _count(x: np.ndarray, axes: tuple[int, ...]) -> int:
     return n
 
 
+def _last_axis_sum(ctx: KernelContext, x: np.ndarray, axes: tuple[int, ...]
+                   ) -> np.ndarray | None:
+    """The float32 sums over ``x``'s last axis alone (a layer norm's mean and variance), by
+    the compiled row sum that adds in numpy's order (kept dims restored); None elsewhere."""
+    if x.dtype is not _F32 or len(axes) != 1 or axes[0] != x.ndim - 1:
+        return None
+    s = _native.row_sum_f32(x)
+    if s is not None and ctx.attrs.get("keep_dims", False):
+        s = s.reshape(*x.shape[:-1], 1)
+    return s
+
+
 @kernel("Sum")
 def sum_(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    if x.__class__ is np.ndarray and x.dtype is _F32:
+        s = _last_axis_sum(ctx, x, _axes(ctx, x, indices))
+        if s is not None:
+            return s
+
     def fn(v: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         # float16 accumulates in float32: closer to the exact sum than TF's half-precision
         # accumulation, whose order numpy cannot reproduce anyway. Every other dtype
@@ -102,8 +121,10 @@ def mean(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
         axes = _axes(ctx, x, indices)
         n = _count(x, axes)
         if axes and n:
-            s = np.add.reduce(x, axis=axes, dtype=x.dtype,
-                              keepdims=bool(ctx.attrs.get("keep_dims", False)))
+            s = _last_axis_sum(ctx, x, axes)
+            if s is None:
+                s = np.add.reduce(x, axis=axes, dtype=x.dtype,
+                                  keepdims=bool(ctx.attrs.get("keep_dims", False)))
             if s.__class__ is np.ndarray:
                 return np.true_divide(s, x.dtype.type(n), out=s)
             return np.asarray(s / x.dtype.type(n))

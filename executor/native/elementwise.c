@@ -468,3 +468,42 @@ void dfg_softmax_f32_mt(const float *x, float *out, long rows, long cols, int as
                         long chunks, int threads) {
     run_spans(softmax_span, x, out, rows * cols, cols, as_log, chunks, threads);
 }
+
+/* The sum of each row of a (rows, cols) float32 array, as numpy's add.reduce over the last
+ * axis computes it: 0 + its pairwise sum in float32 (numpy's FLOAT_pairwise_sum: below 8
+ * values one after the other; up to 128, eight running sums over every eighth value, joined
+ * as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest one after the other;
+ * above, the halves, split at a multiple of 8). The same additions in the same order give
+ * the same bits; _native.py checks that against numpy once before using it. A layer norm's
+ * mean over 64 channels was numpy's reduction loop set up per row (18 us for 512 rows).
+ * No expression multiplies, so nothing contracts into an FMA. */
+static float pairwise_f32(const float *a, long n) {
+    if (n < 8) {
+        float res = 0.0f;
+        for (long i = 0; i < n; i++)
+            res += a[i];
+        return res;
+    }
+    if (n <= 128) {
+        float r[8];
+        long i;
+        for (int j = 0; j < 8; j++)
+            r[j] = a[j];
+        for (i = 8; i < n - (n % 8); i += 8)
+            for (int j = 0; j < 8; j++)
+                r[j] += a[i + j];
+        float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++)
+            res += a[i];
+        return res;
+    }
+    long n2 = n / 2;
+    n2 -= n2 % 8;
+    return pairwise_f32(a, n2) + pairwise_f32(a + n2, n - n2);
+}
+
+CLONES
+void dfg_row_sum_f32(const float *x, float *out, long rows, long cols) {
+    for (long r = 0; r < rows; r++)
+        out[r] = 0.0f + pairwise_f32(x + r * cols, cols);
+}

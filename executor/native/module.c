@@ -162,6 +162,35 @@ static PyObject *softmax_f32(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(row_sum_doc,
+"row_sum_f32(x, out, rows, cols)\n--\n\n"
+"out (rows float32) = the sum of each row of x (rows x cols float32), added in the order\n"
+"numpy's add.reduce adds a contiguous last axis (its pairwise sum).");
+
+static PyObject *row_sum_f32(PyObject *self, PyObject *args) {
+    PyObject *xo, *oo;
+    long dims[2];
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOll:row_sum_f32", &xo, &oo, &dims[0], &dims[1]))
+        return NULL;
+    Py_ssize_t n = product("row_sum_f32", 2, dims);
+    if (n < 0)
+        return NULL;
+    Py_buffer x, out;
+    if (f32_buffer(xo, &x, 0, n, "row_sum_f32", "x") < 0)
+        return NULL;
+    if (f32_buffer(oo, &out, 1, dims[0], "row_sum_f32", "out") < 0) {
+        PyBuffer_Release(&x);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    dfg_row_sum_f32(x.buf, out.buf, dims[0], dims[1]);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(activation_doc,
 "activation_f32(x, out, kind, chunks, threads)\n--\n\n"
 "out = sigmoid(x) (kind 0) or tanh(x) (kind 1); x and out float32 buffers of one size (the\n"
@@ -552,6 +581,7 @@ done:
 static PyMethodDef methods[] = {
     {"erf_f32", erf_f32, METH_VARARGS, erf_doc},
     {"softmax_f32", softmax_f32, METH_VARARGS, softmax_doc},
+    {"row_sum_f32", row_sum_f32, METH_VARARGS, row_sum_doc},
     {"activation_f32", activation_f32, METH_VARARGS, activation_doc},
     {"chain_f32", chain_f32, METH_VARARGS, chain_doc},
     {"concat_rows", concat_rows, METH_VARARGS, concat_doc},

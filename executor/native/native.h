@@ -56,6 +56,8 @@ void dfg_act_span_f32(float *o, long n, int act);
 enum { DFG_CH_ADD = 0, DFG_CH_SUB, DFG_CH_MUL, DFG_CH_DIV, DFG_CH_SQDIFF, DFG_CH_NEG,
        DFG_CH_ABS, DFG_CH_SQUARE, DFG_CH_RECIP, DFG_CH_SQRT, DFG_CH_RSQRT, DFG_CH_SIGMOID,
        DFG_CH_TANH, DFG_CH_RELU, DFG_CH_RELU6, DFG_CH_N_OPS };
+/* out[r] = the sum of row r of x (rows x cols), in numpy's order (elementwise.c) */
+void dfg_row_sum_f32(const float *x, float *out, long rows, long cols);
 /* an input of the chain: full (rows x cols), a row broadcast down the rows, one scalar, a
  * column (one value per row, broadcast along it: a layer norm's mean), or a row per group of
  * `stride` consecutive rows (an image's channels broadcast over its pixels: a squeeze-excite
