@@ -42,17 +42,22 @@ from .tensor_array import PartialShape, _compatible, _fmt, _fully_defined, _merg
 Entry = Any  # np.ndarray, a nested TensorList (variant elements), or None (uninitialized)
 
 
+# Guards appends to every store's ``items`` (one lock for all: an append is a few
+# instructions, and a recurrent loop makes a store per step, where a lock of its own cost
+# 0.4 us to make)
+_APPEND = threading.Lock()
+
+
 class _Store:
     """Append-only entries shared by the lists that are prefixes of it.
 
-    Invariant: ``lock`` guards appends to ``items``; an entry, once stored, never changes.
+    Invariant: ``_APPEND`` guards appends to ``items``; an entry, once stored, never changes.
     """
 
-    __slots__ = ("items", "lock")
+    __slots__ = ("items",)
 
     def __init__(self, items: list[Entry]) -> None:
         self.items = items
-        self.lock = threading.Lock()
 
 
 class TensorList:
@@ -97,7 +102,7 @@ class TensorList:
 
     def pushed(self, value: Entry) -> TensorList:
         st = self.store
-        with st.lock:
+        with _APPEND:
             if len(st.items) == self.length:   # this list is the tip of its store: share it
                 st.items.append(value)
                 return TensorList(self.element_dtype, self.element_shape,
