@@ -107,37 +107,3 @@ def test_float32_attention_matches_float64_definition_closely():
     expect = np.einsum("btnh,bsnh->bnts", q.astype(np.float64), k.astype(np.float64))
     assert got.flags.c_contiguous
     np.testing.assert_allclose(got, expect, rtol=1e-5, atol=1e-5)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.complex64])
-def test_a_stack_of_matrices_times_one_matrix_is_the_sum_of_products(dtype) -> None:
-    """BatchMatMulV2 of a stack (..., M, K) by one (K, N) matrix, run as one product of the
-    stacked rows, equals the definition (float64 sums of products), with the adjoint flags,
-    a stack that is a strided view, an empty stack, and a broadcast (1, K, N) right side."""
-    rng = np.random.default_rng(31)
-
-    def rand(*shape: int) -> np.ndarray:
-        a = rng.integers(-4, 5, shape) if dtype is np.int32 else rng.standard_normal(shape)
-        if dtype is np.complex64:
-            a = a + 1j * rng.standard_normal(shape)
-        return a.astype(dtype)
-
-    for xs, ys, attrs in (((2, 3, 4, 5), (5, 6), {}), ((8, 4, 3), (3, 2), {}),
-                          ((2, 5, 4), (6, 4), {"adj_y": True}),
-                          ((2, 5, 4), (5, 6), {"adj_x": True}),
-                          ((0, 3, 4), (4, 2), {}), ((3, 4, 5), (1, 5, 2), {})):
-        x, y = rand(*xs), rand(*ys)
-        xm = np.swapaxes(x, -1, -2) if attrs.get("adj_x") else x
-        ym = np.swapaxes(y, -1, -2) if attrs.get("adj_y") else y
-        if attrs.get("adj_y") and dtype is np.complex64:
-            ym = ym.conj()
-        if attrs.get("adj_x") and dtype is np.complex64:
-            xm = xm.conj()
-        want = np.einsum("...mk,...kn->...mn", xm.astype(np.complex128 if dtype is np.complex64
-                                                          else np.float64), ym)
-        got = invoke("BatchMatMulV2", x, y, attrs={"T": dtype, **attrs})
-        assert got.dtype == dtype and got.shape == want.shape
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
-    x = rand(3, 8, 5)[:, ::2]          # a strided view: not reshaped in place
-    got = invoke("BatchMatMulV2", x, rand(5, 2), attrs={"T": dtype})
-    assert got.shape == (3, 4, 2)
