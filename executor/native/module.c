@@ -183,9 +183,12 @@ static PyObject *row_sum_f32(PyObject *self, PyObject *args) {
         PyBuffer_Release(&x);
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
+    /* a small sum keeps the GIL: handing it over (and waiting to get it back from a thread
+     * of the executor) costs more than a layer norm's mean */
+    PyThreadState *ts = n >= (1 << 18) ? PyEval_SaveThread() : NULL;
     dfg_row_sum_f32(x.buf, out.buf, dims[0], dims[1]);
-    Py_END_ALLOW_THREADS
+    if (ts)
+        PyEval_RestoreThread(ts);
     PyBuffer_Release(&x);
     PyBuffer_Release(&out);
     Py_RETURN_NONE;
