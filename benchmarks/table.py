@@ -10,7 +10,12 @@ models (``rnn``: Keras LSTM/GRU/Bidirectional/SimpleRNN functional and lowered, 
 classifier, a TF1 ``dynamic_rnn`` LSTM, a scalar while with a Cast). For each, ``--rounds``
 alternating rounds (dfg, then TensorFlow in a subprocess of its own environment), each the
 median of ``--iters`` warm steps after ``WARMUP`` untimed ones on both sides; the table
-shows the median over rounds and the ratio dfg/TF (below 1: dfg is faster). Then the cold
+shows each side's median over rounds and the ratio dfg/TF (below 1: dfg is faster): the
+median of each round's own ratio, its dfg time over the TensorFlow time measured right after
+it (a shared machine runs in speed phases of seconds that slow both sides alike: DenseNet's
+dfg rounds took 3.2, 2.9, 1.6, 2.7 ms while TensorFlow's beside them took 4.1, 3.9, 1.8,
+3.1, so the ratio of the two medians mixed phases), and beside it that ratio of medians
+("of medians"). Then the cold
 timings: ``dfg run`` of the README's example as a whole process, and per bench case the
 first step of a new Session (plan, compile, run) and its second step (where a graph without
 loops gets optimized) against its warm steps, the first step optimized eagerly, and the
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -194,7 +200,8 @@ def main() -> None:
 
     rows = []
     if not args.json:
-        print(f"{'group':6} {'case':32} {'dfg ms':>10} {'TF ms':>10} {'ratio':>7} {'before':>7}")
+        print(f"{'group':6} {'case':32} {'dfg ms':>10} {'TF ms':>10} {'ratio':>7} {'before':>7}"
+              f" {'of medians':>10}")
     for group, d in cases(groups):
         fetch, feed, setup = timed_step(d)
         sess = Session(load_graph(_graph_file(d)), threads=args.threads)
@@ -217,14 +224,19 @@ def main() -> None:
         if tf_r:
             row["tf_ms"] = statistics.median(tf_r) * 1e3
             row["tf_first_ms"] = statistics.median(tf_first) * 1e3
-            row["ratio"] = row["dfg_ms"] / row["tf_ms"]
+            # each round's dfg time over the TensorFlow time right after it (a failed
+            # TensorFlow round leaves its dfg round unpaired)
+            pairs = [d / t for d, t in zip(dfg_r, tf_r)] if len(tf_r) == len(dfg_r) else []
+            row["ratio_of_medians"] = row["dfg_ms"] / row["tf_ms"]
+            row["ratio"] = statistics.median(pairs) if pairs else row["ratio_of_medians"]
         rows.append(row)
         if not args.json:
             tf_ms = f"{row['tf_ms']:10.3f}" if "tf_ms" in row else f"{'-':>10}"
             ratio = f"{row['ratio']:7.2f}" if "ratio" in row else f"{'-':>7}"
             before = f"{row['ratio_before']:7.2f}" if "ratio_before" in row else f"{'':>7}"
-            print(f"{group:6} {d.name:32} {row['dfg_ms']:10.3f} {tf_ms} {ratio} {before}",
-                  flush=True)
+            of_medians = f"{row['ratio_of_medians']:10.2f}" if "ratio" in row else ""
+            print(f"{group:6} {d.name:32} {row['dfg_ms']:10.3f} {tf_ms} {ratio} {before}"
+                  f" {of_medians}", flush=True)
     cold: dict = {}
     if "cold" in groups:
         cold["dfg_run_s"] = cold_run()
@@ -260,6 +272,13 @@ def main() -> None:
                   f"{r['warm_ms']:10.3f} {r['ratio']:7.2f} {r['eager_first_ms']:10.3f} "
                   f"{r['eager_ratio']:7.2f} {r['cached_first_ms']:10.3f} "
                   f"{r['cached_ratio']:8.2f}{tf}")
+    paired = [r for r in rows if "ratio" in r]
+    if paired:
+        def gmean(xs: list[float]) -> float:
+            return math.exp(sum(math.log(x) for x in xs) / len(xs))
+        print(f"\ngeometric mean over {len(paired)} cases: "
+              f"{gmean([r['ratio'] for r in paired]):.3f} "
+              f"(of medians: {gmean([r['ratio_of_medians'] for r in paired]):.3f})")
     print(f"\nthreads={args.threads} rounds={args.rounds} iters={args.iters} "
           f"tensorflow={tf_py or 'not found'} cpus={os.cpu_count()}")
 
