@@ -419,6 +419,10 @@ def test_a_kept_call_gives_the_kernels_bits_and_declines_what_it_was_not_kept_fo
         other = _const(np.array(args[1]))                  # the same values, another array
         assert fast(x, other, *args[2:]) is None
         assert fast(x[:, :5], *args[1:]) is None
+        # an input of the shape kept for but not C-contiguous: declined, not misread
+        wide = np.repeat(x, 2, axis=3)[..., ::2]
+        assert wide.shape == x.shape and not wide.flags.c_contiguous
+        assert fast(wide, *args[1:]) is None
         if len(args) == 4:
             assert fast(*args[:3], res[:, :5]) is None
             assert fast(*args[:3], rng.standard_normal(res.shape).astype(np.float32)) \

@@ -240,15 +240,28 @@ def chain_f32(inputs: tuple, kinds: bytes, code: bytes, out: np.ndarray, rows: i
     _ext.chain_f32(inputs, kinds, code, out, rows, cols, layout)
 
 
+# DFG_BLAS_THREADS's raw value -> the thread count (read as DFG_NATIVE is): the usable cores
+# are read once, os.sched_getaffinity being a system call (2 us, with the environment's
+# lookup) that every split kernel's call made (a process that changes its affinity later
+# keeps its count).
+_BLAS_KEY = os.environ.encodekey("DFG_BLAS_THREADS") if _ENV_DATA is not None else None
+_THREADS: dict[Any, int] = {}
+
+
 def _threads() -> int:
     """As many threads as BLAS would use: DFG_BLAS_THREADS when set, else the usable cores."""
-    n = blas.wanted_threads(0)
-    if n is not None:
-        return n
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:     # not Linux
-        return max(1, os.cpu_count() or 1)
+    raw = _ENV_DATA.get(_BLAS_KEY) if _ENV_DATA is not None else \
+        os.environ.get("DFG_BLAS_THREADS")
+    hit = _THREADS.get(raw)
+    if hit is None:
+        n = blas.wanted_threads(0)
+        if n is None:
+            try:
+                n = max(1, len(os.sched_getaffinity(0)))
+            except AttributeError:     # not Linux
+                n = max(1, os.cpu_count() or 1)
+        hit = _THREADS[raw] = n
+    return hit
 
 
 def _split(rows: int, flops: float) -> tuple[int, int]:
@@ -440,6 +453,36 @@ def conv2d_prepared(x: np.ndarray, prep: Prepared, residual: np.ndarray | None =
     except MemoryError:
         raise ResourceExhaustedError("native Conv2D: out of memory for its row buffer") from None
     return out
+
+
+def runner(prep: Prepared, depthwise: bool = False) -> Any:
+    """``prep``'s compiled convolution (``depthwise``: the depthwise one) as one lean call
+    ``go(x, residual=None)`` for a compiled program's kept call (``KernelContext.fast``): ``x``
+    must already be a C-contiguous float32 array of the prepared shape and ``residual`` None
+    or float32 of the output's shape (the caller checks; module.c checks again and raises
+    TypeError or ValueError, and MemoryError when a row buffer cannot be had, where the
+    caller's kernel then runs and words the error). The same kernel with the same arguments
+    as ``conv2d_prepared`` and ``depthwise_prepared``, so the same bits; without their
+    conversions and lookups, which cost a small layer as much as its convolution (NASNet's
+    216 convolutions a step: 1.9 us each around 1.6 us of kernel)."""
+    w, scale, shift, act, geometry, out_shape, flops, split = prep
+    rows = out_shape[0] * out_shape[1]
+    empty, f32 = np.empty, _F32
+    if depthwise:
+        dw = _ext.depthwise_nhwc_f32
+
+        def go(x: np.ndarray, residual: None = None) -> np.ndarray:
+            out = empty(out_shape, f32)
+            dw(x, w, out, geometry, scale, shift, act, *(split or _split(rows, flops)))
+            return out
+        return go
+    conv = _ext.conv2d_nhwc_f32
+
+    def go_conv(x: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:
+        out = empty(out_shape, f32)
+        conv(x, w, out, geometry, scale, shift, residual, act, *(split or _split(rows, flops)))
+        return out
+    return go_conv
 
 
 def _conv_blocks(f: np.ndarray) -> np.ndarray:

@@ -322,16 +322,35 @@ def _keep_native(ctx: KernelContext, m: tuple, f: np.ndarray, args: tuple,
     if p is None or not frozen(f) or not all(frozen(a) for a in statics):
         return None
     prep = prepare(f, p.g, ep)
-    kept = (f, statics, _FIRST.get(first, 0) if add else None, prep, run)
+    rslot = _FIRST.get(first, 0) if add else None
+    kept = (f, statics, rslot, prep, run)
     ctx.memo = (*m[:10], kept)
     shape, dtype, n = m[0], m[2], m[4]
+    go = _native.runner(prep, depthwise=run is _native.depthwise_prepared)
+    out_shape, enabled, nd = prep.out_shape, _native.enabled, np.ndarray
+    s0 = statics[0] if statics else None
+    more_statics = tuple(zip(range(1, len(statics)), statics[1:]))
 
     def fast(x: np.ndarray, filt: np.ndarray, *more: np.ndarray) -> np.ndarray | None:
-        # compiled programs' call (KernelContext.fast): the kernel's own test above
-        if x.__class__ is np.ndarray and x.shape == shape and x.dtype is dtype \
-                and len(more) == n and _native.enabled():
-            return _run_kept(kept, x, filt, more)
-        return None
+        # compiled programs' call (KernelContext.fast): the kernel's own test (_run_kept),
+        # written out, then the compiled kernel at once (_native.runner; module.c refuses a
+        # buffer that is not C-contiguous)
+        if x.__class__ is not nd or x.shape != shape or x.dtype is not dtype \
+                or filt is not f or len(more) != n \
+                or (s0 is not None and more[0] is not s0) or not enabled():
+            return None
+        for i, a in more_statics:
+            if more[i] is not a:
+                return None
+        r = None
+        if rslot is not None:
+            r = more[rslot]
+            if r.__class__ is not nd or r.dtype is not _F32 or r.shape != out_shape:
+                return None
+        try:
+            return go(x, r)
+        except (TypeError, ValueError, MemoryError):
+            return None      # not C-contiguous, or no row buffer: the kernel says
 
     ctx.fast = fast
     return prep

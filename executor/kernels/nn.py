@@ -132,6 +132,27 @@ def _kept_call(shape: tuple, prep: Any, run: Any, gate: Any,
     while ``gate()`` (the compiled kernels' switch); else None (the kernel)."""
     if prep is None:
         return None
+    if run is _native.conv2d_prepared or run is _native.depthwise_prepared \
+            or run is _avg_native:
+        # the compiled kernel at once (_native.runner: the same call without the
+        # conversions, which the test here makes needless; module.c refuses a buffer that
+        # is not C-contiguous); an AvgPool's sums then divided as _avg_native divides them
+        avg = run is _avg_native
+        go = _native.runner(prep[0] if avg else prep,
+                            depthwise=avg or run is _native.depthwise_prepared)
+        count = prep[1] if avg else None
+        nd, divide = np.ndarray, np.divide
+
+        def fast_conv(x: np.ndarray, filt: np.ndarray | None = None) -> np.ndarray | None:
+            if filt is f and x.__class__ is nd and x.dtype is _F32 and x.shape == shape \
+                    and gate():
+                try:
+                    out = go(x)
+                except (TypeError, ValueError, MemoryError):
+                    return None      # not C-contiguous, or no row buffer: the kernel says
+                return out if count is None else divide(out, count, out=out)
+            return None
+        return fast_conv
 
     def fast(x: np.ndarray, filt: np.ndarray | None = None) -> np.ndarray | None:
         if filt is f and x.__class__ is np.ndarray and x.dtype is _F32 and x.shape == shape \
