@@ -141,7 +141,7 @@ def to_numpy(t: Any) -> np.ndarray:
     else:
         flat = np.asarray(vals).astype(np_dtype) if len(vals) else np.zeros(0, np_dtype)
     if flat.size == n:
-        return flat.reshape(shape)
+        return _frozen_small(flat).reshape(shape)
     if flat.size > n:
         raise InvalidArgumentError(
             f"{_VAL_FIELD[base]} holds {flat.size} values, more than shape "
@@ -156,7 +156,19 @@ def to_numpy(t: Any) -> np.ndarray:
             f"memory allocating {n * np_dtype.itemsize:,} bytes") from None
     out[: flat.size] = flat
     out[flat.size:] = fill
-    return out.reshape(shape)
+    return _frozen_small(out).reshape(shape)
+
+
+# Values decoded from a TensorProto's value fields (a shape's constants, a slice spec, an
+# axis) up to this many bytes end as read-only views of bytes, as tensor_content's do: their
+# values can never change (``frozen``), so a kept call may know them by identity
+_FROZEN_MAX = 1 << 16
+
+
+def _frozen_small(a: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "biufc" and a.nbytes <= _FROZEN_MAX:
+        return np.frombuffer(a.tobytes(), dtype=a.dtype)
+    return a
 
 
 def frozen(a: Any) -> bool:

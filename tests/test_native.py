@@ -430,7 +430,8 @@ def test_every_target_clone_computes_what_the_loaded_one_does(arch, tmp_path,
         return [_native.conv2d_nhwc_f32(x, f, g, ep), _native.depthwise_nhwc_f32(x, dw, gd),
                 _native.erf_f32(xs, False), _native.erf_f32(xs, True),
                 _native.softmax_f32(z, False), _native.activation_f32(xs, _native.SIGMOID),
-                _native.activation_f32(xs, _native.TANH), chain()]
+                _native.activation_f32(xs, _native.TANH), chain(),
+                _native.mid_sum_f32(x.reshape(2, 13 * 11, 5).repeat(4, axis=2), 2, 143, 20, 143)]
 
     def chain() -> np.ndarray:
         # every op of the compiled chain: (((z * z - z) / 3 + ...) ...), z's row broadcast
@@ -445,7 +446,8 @@ def test_every_target_clone_computes_what_the_loaded_one_does(arch, tmp_path,
     want = run()
     monkeypatch.setattr(_native, "_ext", clone)
     got = run()
-    for a, b, tol in zip(got, want, [1e-5, 1e-5, 2e-7, 2e-7, 1e-6, 5e-7, 5e-7, 1e-6]):
+    for a, b, tol in zip(got, want, [1e-5, 1e-5, 2e-7, 2e-7, 1e-6, 5e-7, 5e-7, 1e-6, 0.0],
+                         strict=True):
         # FMA or not: rounding only (sigmoid and tanh: each within 2 ulps of the exact)
         np.testing.assert_allclose(a, b, rtol=tol, atol=1e-5 if tol == 1e-5 else 1e-9)
 
@@ -647,6 +649,75 @@ def test_pack_stacks_as_the_definition_says(dtype, monkeypatch) -> None:
         assert np.array_equal(invoke("Pack", *values, attrs={"axis": axis,
                                                              "N": len(values)}), got)
         monkeypatch.delenv("DFG_NATIVE")
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_sums_and_means_over_middle_axes_add_in_numpys_order(native, monkeypatch) -> None:
+    """Sum and Mean of float32 over a run of axes before the last (a global average pool's
+    (1, 2) of NHWC, a mean over the batch) run the compiled sum down the middle axis, which
+    adds as numpy's add.reduce does there: from 0, one value after the other. The same bits
+    as numpy's reduction then division, with NaN, infinities and signed zeros, dims kept or
+    not, rows of 8 and more and their remainders; short rows (numpy may sum those pairwise),
+    runs that are not contiguous and strided inputs take numpy's path."""
+    if native == "0":
+        monkeypatch.setenv("DFG_NATIVE", "0")
+    else:
+        monkeypatch.delenv("DFG_NATIVE", raising=False)
+        assert _native.mid_sum_f32(np.ones((2, 3, 8), np.float32), 2, 3, 8) is not None
+    rng = np.random.default_rng(42)
+    f32 = np.float32
+    for shape, axes in (((2, 8, 8, 96), (1, 2)), ((2, 16, 16, 8), (1, 2)), ((1, 7, 7, 13), (1, 2)),
+                        ((3, 5, 24), (0,)), ((2, 3, 4, 9), (0, 1, 2)), ((4, 2, 2, 1280), (1, 2)),
+                        ((2, 1, 1, 16), (1, 2)), ((2, 9, 3, 8), (1,)), ((2, 4, 4, 1), (1, 2)),
+                        ((2, 4, 4, 5), (1, 2)), ((3, 4, 2, 8), (0, 2))):
+        x = (rng.standard_normal(shape) * 1000).astype(f32)
+        x.flat[rng.integers(0, x.size, 3)] = [-0.0, 1e-40, 3e38]
+        specials = x.copy()
+        specials.flat[rng.integers(0, x.size, 2)] = [np.inf, np.nan]
+        n = int(np.prod([shape[a] for a in axes]))
+        for v in (x, specials, -np.abs(x) * 0.0):
+            for keep in (False, True):
+                ax = np.array(axes, np.int32)
+                s = invoke("Sum", v, ax, attrs={"keep_dims": keep, "T": f32})
+                m = invoke("Mean", v, ax, attrs={"keep_dims": keep, "T": f32})
+                want_s = np.add.reduce(v, axis=axes, dtype=f32, keepdims=keep)
+                want_m = np.true_divide(want_s, f32(n))
+                for got, want in ((s, want_s), (m, want_m)):
+                    got, want = np.asarray(got), np.asarray(want)
+                    assert got.dtype == f32 and got.shape == want.shape
+                    assert got.tobytes() == want.tobytes(), (shape, axes, keep)
+    x = (rng.standard_normal((2, 6, 6, 16)) * 10).astype(f32)
+    got = invoke("Mean", x[:, ::2], np.array([1, 2], np.int32), attrs={"T": f32})
+    assert got.tobytes() == np.true_divide(np.add.reduce(x[:, ::2], axis=(1, 2), dtype=f32),
+                                           f32(18)).tobytes()
+
+
+def test_a_means_kept_call_takes_the_same_axes_and_shape_only() -> None:
+    """A Mean over middle axes by a Const's axes keeps a call: numpy's bits for float32
+    inputs of the same shape and the same axes array; another shape, dtype or axes array
+    declines (None) and the kernel runs."""
+    from dfg.executor.kernel_call import bind_op, call, context
+    from dfg.executor.kernels.registry import complete_attrs
+    from dfg.graphdef.tensors import from_numpy, to_numpy
+
+    rng = np.random.default_rng(43)
+    x = rng.standard_normal((2, 4, 4, 16)).astype(np.float32)
+    axes = to_numpy(from_numpy(np.array([1, 2], np.int32)))      # a Const's frozen array
+    k = bind_op("Mean", complete_attrs("Mean", {"keep_dims": True}, [x, axes]))
+    ctx = context(k)
+    want = np.true_divide(np.add.reduce(x, axis=(1, 2), dtype=np.float32, keepdims=True),
+                          np.float32(16))
+    got = call(k, [x, axes], ctx)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    assert got.tobytes() == want.tobytes()
+    fast = ctx.fast
+    assert fast is not None and fast(x, axes).tobytes() == want.tobytes()
+    y = rng.standard_normal((2, 4, 4, 16)).astype(np.float32)
+    assert fast(y, axes).tobytes() == np.true_divide(
+        np.add.reduce(y, axis=(1, 2), dtype=np.float32, keepdims=True), np.float32(16)).tobytes()
+    assert fast(x[:1], axes) is None
+    assert fast(x.astype(np.float64), axes) is None
+    assert fast(x, np.array([1, 2], np.int32)) is None       # equal values, another array
 
 
 @pytest.mark.parametrize("native", ["1", "0"])

@@ -618,3 +618,126 @@ def test_a_gathers_kept_call_takes_the_same_indices_and_declines_anything_else()
     node = _Node("GatherV2", {"batch_dims": 1}, [params, batched, np.array(1, np.int32)])
     node(params, batched, np.array(1, np.int32))
     assert node.ctx.fast is None
+
+
+def _val_field_const(a: np.ndarray) -> np.ndarray:
+    """``a`` as a Const written with a value field (int_val, float_val) decodes."""
+    from dfg.schemas import tensor_pb2
+
+    t = tensor_pb2.TensorProto()
+    from_numpy(a, proto=t)
+    t.ClearField("tensor_content")
+    field = {"i": "int_val", "f": "float_val"}[a.dtype.kind]
+    t.ClearField(field)
+    getattr(t, field).extend(a.reshape(-1).tolist())
+    return to_numpy(t)
+
+
+def test_small_value_field_consts_decode_frozen_and_large_ones_as_arrays() -> None:
+    """A Const written with a value field (small shape constants usually are) decodes to a
+    read-only view of bytes, as tensor_content does, up to 64 KB: its values cannot change,
+    so kept calls may know it by identity. TensorFlow's fill rule still holds."""
+    from dfg.schemas import tensor_pb2
+
+    small = _val_field_const(np.array([2, -1, 1, 1], np.int32))
+    assert frozen(small) and small.dtype is np.dtype(np.int32)
+    assert small.tolist() == [2, -1, 1, 1]
+    t = tensor_pb2.TensorProto(dtype=1)
+    t.tensor_shape.dim.add(size=5)
+    t.float_val.extend([1.5, 2.5])                       # the last value fills the rest
+    filled = to_numpy(t)
+    assert frozen(filled) and filled.tolist() == [1.5, 2.5, 2.5, 2.5, 2.5]
+    t = tensor_pb2.TensorProto(dtype=1)
+    t.tensor_shape.dim.add(size=1 << 15)
+    t.float_val.append(0.0)                              # 128 KB: an array of its own
+    big = to_numpy(t)
+    assert not frozen(big) and big.shape == (1 << 15,) and not big.any()
+
+
+def test_shape_and_reshape_keep_calls_that_decline_what_they_were_not_kept_for() -> None:
+    """Shape keeps its vector (read-only) for inputs of the same shape; Reshape keeps the
+    view it makes for inputs of the same shape and a sizes vector of the same dtype and
+    values. Anything else declines (None) and the kernel runs and words the error."""
+    rng = np.random.default_rng(27)
+    x = rng.standard_normal((2, 1, 1, 6)).astype(np.float32)
+    node = _Node("Shape", {"out_type": np.dtype(np.int32)}, [x])
+    vec = node(x)
+    assert vec.tolist() == [2, 1, 1, 6] and vec.dtype == np.int32
+    fast = node.ctx.fast
+    assert fast(x.copy()) is vec and not vec.flags.writeable
+    with pytest.raises(ValueError):
+        vec[0] = 3                                       # nobody can change what is kept
+    assert fast(x[:1]) is None and node(x[:1]).tolist() == [1, 1, 1, 6]
+    sizes = np.array([2, -1], np.int32)
+    r = _Node("Reshape", {}, [x, sizes])
+    want = x.reshape(2, 6)
+    assert r(x, sizes).tobytes() == want.tobytes()
+    fast = r.ctx.fast
+    assert fast(x, sizes).tobytes() == want.tobytes()
+    assert fast(x, np.array([2, 6], np.int32)) is None   # other values
+    assert fast(x, np.array([2, -1], np.int64)) is None  # another dtype
+    assert fast(x[:1], sizes) is None                    # another input shape
+    sizes[1] = 3                                         # a fed vector changed in place
+    assert fast(x, sizes) is None
+    with pytest.raises(Exception, match="12 values, but the requested shape has 6"):
+        r(x, sizes)
+
+
+def test_shape_arithmetic_on_kept_values_is_kept_and_on_fed_values_is_not() -> None:
+    """A batch size sliced out of a kept Shape vector by a Const spec, and a target shape
+    packed from it and Consts, are the same arrays every step (their inputs cannot change);
+    the same ops on a fed vector compute again, so a vector changed in place between steps
+    gives its new values."""
+    from dfg.executor.kernels import array as A
+
+    rng = np.random.default_rng(28)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    vec = _Node("Shape", {"out_type": np.dtype(np.int32)}, [x])(x)
+    spec = [_val_field_const(np.array([v], np.int32)) for v in (0, 1, 1)]
+    form = A._strided_slice_form({"shrink_axis_mask": 1})
+    n = form(vec, *spec)
+    assert int(n) == 3 and form(vec, *spec) is n and not n.flags.writeable
+    fed = np.array([5, 4], np.int32)
+    m = form(fed, *spec)
+    fed[0] = 7
+    assert int(form(fed, *spec)) == 7 and int(m) == 7    # a view of the fed vector
+    ones = _val_field_const(np.array(1, np.int32))
+    pack = _Node("Pack", {"axis": 0}, [n, ones, ones])
+    target = pack(n, ones, ones)
+    assert target.tolist() == [3, 1, 1]
+    kept = pack.ctx.fast(n, ones, ones)
+    assert kept.tolist() == [3, 1, 1] and pack.ctx.fast(n, ones, ones) is kept
+    mine = np.array(2, np.int32)
+    got = pack.ctx.fast(mine, ones, ones)
+    mine[()] = 6
+    assert got.tolist() == [2, 1, 1] and pack.ctx.fast(mine, ones, ones).tolist() == [6, 1, 1]
+
+
+@pytest.mark.parametrize("programs", ["always", "never"])
+def test_a_keras_reshape_by_batch_size_gives_numpys_values_whatever_the_batch(programs
+                                                                             ) -> None:
+    """Keras reshapes a squeeze-excite gate with its batch size: Shape, StridedSlice, Pack
+    and Reshape. Fed batches of changing size in a Session, each run has numpy's values."""
+    with B.Graph().as_default() as g:
+        x = B.placeholder("float32", [None, 3, 3, 4], name="x")
+        m = B.apply_op("Mean", [x, B.constant(np.array([1, 2], np.int32))],
+                       name="gap").outputs[0]
+        shp = B.apply_op("Shape", [m], {"out_type": "int32"}, name="shape").outputs[0]
+        n = B.apply_op("StridedSlice", [shp, B.constant(np.array([0], np.int32)),
+                                        B.constant(np.array([1], np.int32)),
+                                        B.constant(np.array([1], np.int32))],
+                       {"shrink_axis_mask": 1}, name="n").outputs[0]
+        one, four = B.constant(np.int32(1)), B.constant(np.int32(4))
+        target = B.apply_op("Pack", [[n, one, one, four]], {"axis": 0}, name="target").outputs[0]
+        r = B.apply_op("Reshape", [m, target], name="gate").outputs[0]
+        B.apply_op("Mul", [x, r], name="out")
+    gd = g.as_graph_def()
+    rng = np.random.default_rng(29)
+    with Session(gd, threads=1, programs=programs) as s:
+        for b in (2, 2, 3, 2, 1, 3, 3, 2):
+            xv = rng.standard_normal((b, 3, 3, 4)).astype(np.float32)
+            gate = (np.add.reduce(xv, axis=(1, 2), dtype=np.float32) / np.float32(9))
+            want = xv * gate.reshape(b, 1, 1, 4)
+            got, tgt = s.run(["out:0", "target:0"], {"x:0": xv})
+            assert got.tobytes() == want.tobytes()
+            assert tgt.tolist() == [b, 1, 1, 4] and tgt.flags.writeable   # a fetch is a copy

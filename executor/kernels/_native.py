@@ -203,6 +203,49 @@ def row_sum_f32(x: np.ndarray) -> np.ndarray | None:
     return out
 
 
+_MID_SUM_OK: list[bool | None] = [None]
+# Below this many floats to an output row numpy's iterator may loop over the reduced axis
+# (a (N,H,W,1) pool sums pairwise): those stay numpy's
+MID_SUM_MIN_INNER = 8
+
+
+def _mid_sum_agrees() -> bool:
+    """Whether the compiled sum over a middle axis gives numpy's bits here (checked once)."""
+    ok = _MID_SUM_OK[0]
+    if ok is None:
+        rng = np.random.default_rng(0)
+        ok = True
+        for outer, mid, inner in ((1, 1, 8), (2, 64, 96), (3, 9, 8), (1, 200, 16),
+                                  (2, 49, 1280), (4, 3, 13)):
+            x = (rng.standard_normal((outer, mid, inner)) * 1000).astype(_F32)
+            x[0, :, 0] = -0.0
+            for count in (0, mid):
+                out = np.empty((outer, inner), _F32)
+                _ext.mid_sum_f32(x, out, outer, mid, inner, count)
+                want = np.add.reduce(x, axis=1, dtype=_F32)
+                if count:
+                    want = np.true_divide(want, _F32.type(count), out=want)
+                ok = ok and out.tobytes() == want.tobytes()
+        _MID_SUM_OK[0] = ok
+    return ok
+
+
+def mid_sum_f32(x: np.ndarray, outer: int, mid: int, inner: int, count: int = 0
+                ) -> np.ndarray | None:
+    """The sums of C-contiguous float32 ``x`` seen as (outer, mid, inner) over its middle
+    axis, (outer, inner), in numpy's add.reduce order, each divided by ``count`` when it is
+    above 0 (numpy's true_divide by float32(count)): a global average pool, a squeeze-excite
+    gate's mean. None where it does not apply (not C-contiguous float32, an empty or short
+    output row, the compiled module off or disagreeing with numpy)."""
+    if _ext is None or _refused() or x.__class__ is not np.ndarray or x.dtype is not _F32 \
+            or not x.flags.c_contiguous or mid < 1 or inner < MID_SUM_MIN_INNER \
+            or not _mid_sum_agrees():
+        return None
+    out = np.empty((outer, inner), _F32)
+    _ext.mid_sum_f32(x, out, outer, mid, inner, count)
+    return out
+
+
 def _element_split(n: int) -> tuple[int, int]:
     """(chunks, threads) for an elementwise kernel over ``n`` elements in blocks of 4096:
     one thread below 8 blocks (a thread's share below about 4 blocks costs more to hand

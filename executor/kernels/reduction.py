@@ -95,10 +95,44 @@ def _last_axis_sum(ctx: KernelContext, x: np.ndarray, axes: tuple[int, ...]
     return s
 
 
+def _mid_dims(shape: tuple, axes: tuple[int, ...]) -> tuple[int, int, int]:
+    """(outer, mid, inner): the sizes before, in and after the run of ``axes``."""
+    outer = mid = inner = 1
+    for i, d in enumerate(shape):
+        if i < axes[0]:
+            outer *= d
+        elif i <= axes[-1]:
+            mid *= d
+        else:
+            inner *= d
+    return outer, mid, inner
+
+
+def _middle_axes_sum(ctx: KernelContext, x: np.ndarray, axes: tuple[int, ...],
+                     count: int) -> np.ndarray | None:
+    """The float32 sums over a run of axes before the last (a global average pool's (1, 2)
+    of NHWC), divided by ``count`` when it is above 0 (a mean), by the compiled sum that
+    adds in numpy's order (kept dims as asked); None elsewhere."""
+    if x.dtype is not _F32 or not axes or axes[-1] >= x.ndim - 1 \
+            or axes != tuple(range(axes[0], axes[-1] + 1)):
+        return None
+    shape = x.shape
+    outer, mid, inner = _mid_dims(shape, axes)
+    s = _native.mid_sum_f32(x, outer, mid, inner, count)
+    if s is None:
+        return None
+    if ctx.attrs.get("keep_dims", False):
+        return s.reshape(tuple(1 if i in axes else d for i, d in enumerate(shape)))
+    return s.reshape(shape[:axes[0]] + shape[axes[-1] + 1:])
+
+
 @kernel("Sum")
 def sum_(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
     if x.__class__ is np.ndarray and x.dtype is _F32:
-        s = _last_axis_sum(ctx, x, _axes(ctx, x, indices))
+        axes = _axes(ctx, x, indices)
+        s = _last_axis_sum(ctx, x, axes)
+        if s is None:
+            s = _middle_axes_sum(ctx, x, axes, 0)
         if s is not None:
             return s
 
@@ -112,7 +146,23 @@ def sum_(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
     return _reduce(ctx, x, indices, fn)
 
 
-@kernel("Mean")
+def _kept_mean(shape: tuple, indices: np.ndarray, dims: tuple, out_shape: tuple) -> Any:
+    """A Mean node's ``ctx.fast`` after the compiled sum over middle axes ran: the same for
+    a float32 array of ``shape`` and the same frozen ``indices`` (a Const's); None for
+    anything else (the kernel runs)."""
+    outer, mid, inner = dims
+    count = mid
+
+    def fast(x: Any, ind: Any) -> np.ndarray | None:
+        if ind is not indices or x.__class__ is not np.ndarray or x.dtype is not _F32 \
+                or x.shape != shape:
+            return None
+        s = _native.mid_sum_f32(x, outer, mid, inner, count)
+        return None if s is None else s.reshape(out_shape)
+    return fast
+
+
+@kernel("Mean", prepared=True)
 def mean(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
     if x.dtype.kind == "f" and x.dtype != _HALF and x.__class__ is np.ndarray:
         # float32/float64, what fn below computes without its wrappers (a global average
@@ -121,6 +171,12 @@ def mean(ctx: KernelContext, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
         axes = _axes(ctx, x, indices)
         n = _count(x, axes)
         if axes and n:
+            s = _middle_axes_sum(ctx, x, axes, n) if x.dtype is _F32 else None
+            if s is not None:
+                if frozen(indices):     # the pool of a squeeze-excite gate, every step
+                    ctx.fast = _kept_mean(x.shape, indices, _mid_dims(x.shape, axes),
+                                          s.shape)
+                return s        # divided by n already, as below
             s = _last_axis_sum(ctx, x, axes)
             if s is None:
                 s = np.add.reduce(x, axis=axes, dtype=x.dtype,

@@ -194,6 +194,42 @@ static PyObject *row_sum_f32(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(mid_sum_doc,
+"mid_sum_f32(x, out, outer, mid, inner, count)\n--\n\n"
+"out (outer x inner) = the sums of float32 x (outer x mid x inner, mid >= 1) over its middle\n"
+"axis in numpy's add.reduce order, each divided by count when count > 0 (a mean).");
+
+static PyObject *mid_sum_f32(PyObject *self, PyObject *args) {
+    PyObject *xo, *oo;
+    long dims[3], count;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOllll:mid_sum_f32", &xo, &oo, &dims[0], &dims[1], &dims[2],
+                          &count))
+        return NULL;
+    if (dims[1] < 1 || count < 0)
+        return PyErr_Format(PyExc_ValueError, "mid_sum_f32: mid must be >= 1 and count >= 0");
+    Py_ssize_t n = product("mid_sum_f32", 3, dims);
+    long od[2] = {dims[0], dims[2]};
+    Py_ssize_t no = product("mid_sum_f32", 2, od);
+    if (n < 0 || no < 0)
+        return NULL;
+    Py_buffer x, out;
+    if (f32_buffer(xo, &x, 0, n, "mid_sum_f32", "x") < 0)
+        return NULL;
+    if (f32_buffer(oo, &out, 1, no, "mid_sum_f32", "out") < 0) {
+        PyBuffer_Release(&x);
+        return NULL;
+    }
+    /* as the row sum: a small one keeps the GIL */
+    PyThreadState *ts = n >= (1 << 18) ? PyEval_SaveThread() : NULL;
+    dfg_mid_sum_f32(x.buf, out.buf, dims[0], dims[1], dims[2], count);
+    if (ts)
+        PyEval_RestoreThread(ts);
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(activation_doc,
 "activation_f32(x, out, kind, chunks, threads)\n--\n\n"
 "out = sigmoid(x) (kind 0) or tanh(x) (kind 1); x and out float32 buffers of one size (the\n"
@@ -585,6 +621,7 @@ static PyMethodDef methods[] = {
     {"erf_f32", erf_f32, METH_VARARGS, erf_doc},
     {"softmax_f32", softmax_f32, METH_VARARGS, softmax_doc},
     {"row_sum_f32", row_sum_f32, METH_VARARGS, row_sum_doc},
+    {"mid_sum_f32", mid_sum_f32, METH_VARARGS, mid_sum_doc},
     {"activation_f32", activation_f32, METH_VARARGS, activation_doc},
     {"chain_f32", chain_f32, METH_VARARGS, chain_doc},
     {"concat_rows", concat_rows, METH_VARARGS, concat_doc},

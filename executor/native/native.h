@@ -58,6 +58,10 @@ enum { DFG_CH_ADD = 0, DFG_CH_SUB, DFG_CH_MUL, DFG_CH_DIV, DFG_CH_SQDIFF, DFG_CH
        DFG_CH_TANH, DFG_CH_RELU, DFG_CH_RELU6, DFG_CH_N_OPS };
 /* out[r] = the sum of row r of x (rows x cols), in numpy's order (elementwise.c) */
 void dfg_row_sum_f32(const float *x, float *out, long rows, long cols);
+/* out (outer x inner) = the sums of x (outer x mid x inner) over its middle axis in numpy's
+ * order, each divided by `count` when it is above 0 (elementwise.c) */
+void dfg_mid_sum_f32(const float *x, float *out, long outer, long mid, long inner,
+                     long count);
 /* an input of the chain: full (rows x cols), a row broadcast down the rows, one scalar, a
  * column (one value per row, broadcast along it: a layer norm's mean), or a row per group of
  * `stride` consecutive rows (an image's channels broadcast over its pixels: a squeeze-excite
