@@ -741,3 +741,40 @@ def test_a_keras_reshape_by_batch_size_gives_numpys_values_whatever_the_batch(pr
             got, tgt = s.run(["out:0", "target:0"], {"x:0": xv})
             assert got.tobytes() == want.tobytes()
             assert tgt.tolist() == [b, 1, 1, 4] and tgt.flags.writeable   # a fetch is a copy
+
+
+def test_a_list_stores_kept_call_stores_like_the_kernel_and_declines_the_rest() -> None:
+    """TensorListSetItem keeps a call after it stored an array: for a list of the same
+    element dtype and shape, an item of the same dtype and shape and an index in range it
+    makes the kernel's new list (the old one unchanged); anything else declines (None) and
+    the kernel runs, which grows a resizable list or words the error."""
+    from dfg.executor.kernels.tensor_list import TensorList
+
+    f32 = np.dtype(np.float32)
+    items = [np.full((2, 3), k, np.float32) for k in range(4)]
+    tl = TensorList.make(f32, (None, 3), [None] * 4)
+    node = _Node("TensorListSetItem", {"element_dtype": f32}, [tl, np.int32(0), items[0]])
+
+    def run(*args: object) -> TensorList:
+        out = call(node.k, list(args), node.ctx)
+        return out if isinstance(out, TensorList) else out[0]
+
+    first = run(tl, np.array(0, np.int32), items[0])
+    fast = node.ctx.fast
+    assert fast is not None
+    second = fast(first, np.array(2, np.int32), items[2])
+    assert second.entries()[0] is items[0] and second.entries()[2] is items[2]
+    assert first.entries()[2] is None and tl.entries() == [None] * 4   # values, not changed
+    third = fast(second, np.int64(3), items[3])                        # a scalar index
+    assert third.length == 4 and third.entries()[3] is items[3]
+    assert fast(second, np.array(4, np.int32), items[1]) is None        # out of range
+    assert fast(second, np.array(-1, np.int32), items[1]) is None
+    assert fast(second, np.array([1], np.int32), items[1]) is None      # not a scalar
+    assert fast(second, np.array(1, np.int32), items[1].astype(np.float64)) is None
+    assert fast(second, np.array(1, np.int32), np.zeros((2, 4), np.float32)) is None
+    other = TensorList.make(f32, tuple([None, 3]), [None] * 4)          # another shape object
+    assert fast(other, np.array(1, np.int32), items[1]) is None
+    with pytest.raises(Exception, match="Trying to modify element 4 in a list with 4"):
+        run(second, np.array(4, np.int32), items[1])
+    with pytest.raises(Exception, match="incompatible shape"):
+        run(second, np.array(1, np.int32), np.zeros((2, 4), np.float32))

@@ -1135,10 +1135,22 @@ def _gather(params: np.ndarray, indices: np.ndarray, axis: int, batch_dims: int)
                     f"params.shape[{i}]: {params.shape[i]} should be equal to "
                     f"indices.shape[{i}]: {indices.shape[i]}")
     limit = params.shape[axis]
-    _check_indices(indices, limit)
     if batch_dims == 0:
-        out = np.take(params, indices.astype(np.intp, copy=False), axis=axis)
+        # np.take checks the bounds itself (mode "raise"); a negative int32 index, seen as
+        # unsigned, is out of them too. Only then are the indices looked at for TF's error:
+        # checking first cost as much as the gather (an embedding's (16, 40) ids: 14.7 ->
+        # 6 us)
+        ix = indices.view(np.uint32) if indices.dtype == np.int32 else None
+        if ix is None:
+            _check_indices(indices, limit)
+            ix = indices.astype(np.intp, copy=False)
+        try:
+            out = np.take(params, ix, axis=axis)
+        except IndexError:
+            _check_indices(indices, limit)
+            raise
         return _as_array(out, params.dtype)
+    _check_indices(indices, limit)
     # Fold into [batch, outer, gathered, inner] so one fancy-index does every batch.
     bshape = params.shape[:batch_dims]
     oshape = params.shape[batch_dims:axis]

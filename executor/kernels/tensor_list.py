@@ -695,9 +695,43 @@ def tensor_list_pop_back(ctx: KernelContext, input_handle: Any,
     return tl.popped(), v
 
 
-@kernel("TensorListSetItem", cheap=True)
+def _kept_set_item(dtype: Any, element_shape: Any, item_dtype: Any, item_shape: tuple
+                   ) -> Any:
+    """A TensorListSetItem node's ``ctx.fast`` after it set an ndarray of ``item_dtype`` and
+    ``item_shape`` into a list of ``dtype`` and ``element_shape``: the same store for a list
+    of the same element dtype and shape objects, an ndarray item of the same dtype and shape
+    and an index in range (the checks the kernel made, answered by identity); None for
+    anything else (the kernel runs and words what is wrong). A recurrent loop stores its
+    output every step: 5 us through the kernel call."""
+    def fast(handle: Any, index: Any, item: Any) -> TensorList | None:
+        tl = handle if handle.__class__ is TensorList else None
+        if tl is None or tl.element_dtype is not dtype or tl.element_shape is not element_shape \
+                or item.__class__ is not np.ndarray or item.dtype is not item_dtype \
+                or item.shape != item_shape:
+            return None
+        if index.__class__ is np.ndarray:
+            if index.ndim:
+                return None
+        elif index.__class__ not in _INT_SCALARS:
+            return None
+        i = int(index)
+        n = tl.length
+        if i < 0 or i >= n:
+            return None         # the kernel grows the list (resize) or says what is wrong
+        entries = tl.store.items[:n]
+        entries[i] = item
+        return TensorList(dtype, element_shape, tl.max_num_elements, _Store(entries), n)
+    return fast
+
+
+@kernel("TensorListSetItem", cheap=True, prepared=True)
 def tensor_list_set_item(ctx: KernelContext, input_handle: Any, index: np.ndarray,
                          item: Any) -> TensorList:
+    fast = ctx.fast
+    if fast is not None:
+        out = fast(input_handle, index, item)
+        if out is not None:
+            return out
     tl = _list(input_handle)
     _check_op_dtype(ctx, tl)
     i = _scalar_int(index, "index")
@@ -718,6 +752,8 @@ def tensor_list_set_item(ctx: KernelContext, input_handle: Any, index: np.ndarra
     if i >= len(entries):
         entries.extend([None] * (i + 1 - len(entries)))
     entries[i] = item
+    if item.__class__ is np.ndarray:
+        ctx.fast = _kept_set_item(tl.element_dtype, tl.element_shape, item.dtype, item.shape)
     return tl.derive(entries)
 
 

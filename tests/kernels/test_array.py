@@ -539,6 +539,15 @@ def test_gather_out_of_range_is_an_error():
         invoke("GatherV2", p, a([[0, -1]]), a(0))
     with pytest.raises(InvalidArgumentError, match="is not in"):
         invoke("Gather", p, a([7], i64))
+    with pytest.raises(InvalidArgumentError, match=r"indices\[1,0\] = -3 is not in \[0, 5\)"):
+        invoke("GatherV2", p, a([[0], [-3]], i64), a(0))
+    # int32 indices seen as unsigned by the gather's own bounds check: -1 is out of range
+    idx = np.array([[4, -1, 0]], np.int32)[:, ::2]          # strided, [4, 0]: in range
+    same(invoke("GatherV2", p, idx, a(0)), np.array([[4, 0]], f32))
+    with pytest.raises(InvalidArgumentError, match=r"indices\[0,0\] = -1"):
+        invoke("GatherV2", p, np.array([[4, -1, 0]], np.int32)[:, 1:], a(0))
+    with pytest.raises(InvalidArgumentError, match=r"indices\[0\] = 0 is not in \[0, 0\)"):
+        invoke("GatherV2", np.zeros((0, 2), f32), a([0]), a(0))
 
 
 def test_gather_nd():
