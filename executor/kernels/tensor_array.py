@@ -473,7 +473,17 @@ def _held(ctx: KernelContext, handle: Any, cls: type, table: str, what: str,
 
 
 def _array(ctx: KernelContext, handle: Any) -> TensorArray:
-    return _held(ctx, handle, TensorArrayHandle, "arrays", "TensorArray", "_tensor_arrays")
+    # the array a V3 handle names, kept in the node's memo for the same handle object: a
+    # loop reads or writes through one handle every iteration (a V3 kernel's context is the
+    # run's, so nothing outlives the run; an array stays in its run's table once made:
+    # closing it only marks it). Legacy handles' kernels share one context across runs.
+    m = ctx.memo
+    if m is not None and m[0] is handle:
+        return m[1]
+    ta = _held(ctx, handle, TensorArrayHandle, "arrays", "TensorArray", "_tensor_arrays")
+    if handle.__class__ is TensorArrayHandle:
+        ctx.memo = (handle, ta)
+    return ta
 
 
 def _stack(ctx: KernelContext, handle: Any) -> Stack:

@@ -575,3 +575,28 @@ def test_map_fn_conformance_case():
     ref = want["argmax_rows/TensorArrayStack/TensorArrayGatherV3:0"]
     assert results["argmax_rows"].dtype == ref.dtype
     np.testing.assert_array_equal(results["argmax_rows"], ref)
+
+
+def test_a_nodes_context_keeps_the_array_its_handle_names_within_the_run():
+    """A loop's read and write nodes use one context per run: the array their handle names
+    is kept for that handle (another handle is looked up again), and closing the array still
+    stops them (it stays in the run's table, marked closed)."""
+    from dfg.executor.kernel_call import bind_op, call, context
+    from dfg.executor.kernels.registry import complete_attrs
+
+    step = {}
+    h1, _ = new_ta(step, 3)
+    h2, _ = new_ta(step, 3)
+    args = [h1, np.int32(0), np.ones(2, F), np.float32(0)]
+    k = bind_op("TensorArrayWriteV3", complete_attrs("TensorArrayWriteV3", {}, args))
+    ctx = context(k, resources=object(), step=step)
+    for i, h in ((0, h1), (1, h1), (0, h2), (2, h1)):
+        call(k, [h, np.int32(i), np.full(2, i + 10 * (h is h2), F), np.float32(0)], ctx)
+    assert [read(step, h1, i).tolist() for i in range(3)] == [[0, 0], [1, 1], [2, 2]]
+    assert read(step, h2, 0).tolist() == [10, 10]
+    invoke("TensorArrayCloseV3", h1, step=step)
+    with pytest.raises(Exception, match="closed"):
+        call(k, [h1, np.int32(1), np.ones(2, F), np.float32(0)], ctx)
+    with pytest.raises(NotFoundError):                 # a handle of another run
+        call(k, [h2, np.int32(1), np.ones(2, F), np.float32(0)],
+             context(k, resources=object(), step={}))
