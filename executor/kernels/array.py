@@ -131,8 +131,10 @@ _SMALL_VECTOR = 64      # shape arithmetic: vectors up to this long are remember
 
 
 def _immutable(a: Any) -> bool:
-    """Whether ``a``'s values can never change: a Const's frozen array, or a kept one."""
-    return a.__class__ is np.ndarray and (_KEPT_SHAPES.get(id(a)) is a or frozen(a))
+    """Whether ``a``'s values can never change: a Const's frozen array, or a kept one (both
+    read-only: a writable array, the common case, is answered at once)."""
+    return a.__class__ is np.ndarray and not a.flags.writeable \
+        and (_KEPT_SHAPES.get(id(a)) is a or frozen(a))
 
 
 def _kept_value(a: np.ndarray) -> np.ndarray:
