@@ -93,8 +93,11 @@ def bind(node: Any, device: str = kernels.CPU, into: BoundKernel | None = None
                                  op=proto.op)
     plain, tensors = _key_attrs(opdef)
     attr = proto.attr
-    key = (device, proto.op, *(attr[n].SerializeToString(deterministic=True)
-                               if n in attr else None for n in plain))
+    # a key's bytes need not be canonical (no deterministic=, a third of the key's cost):
+    # the same attrs written in another order only miss the cache; equal bytes are always
+    # equal attrs
+    key = (device, proto.op, *[attr[n].SerializeToString() if n in attr else None
+                               for n in plain])
     bound = _BOUND.get(key)
     if bound is None:
         bound = _bind_signature(proto, opdef, device)
@@ -158,29 +161,45 @@ def bind_op(op: str, attrs: dict[str, Any], device: str = kernels.CPU) -> BoundK
     return k
 
 
+# (op, names) -> (its OpDef, ((attr name, attr type, AttrDef), ...) of those names): the
+# OpDef's fields read once (each upb field access costs a call), checked by the OpDef's
+# identity so a registry that replaced it is read again
+_ATTR_DEFS: dict[tuple[str, Any], tuple[Any, tuple]] = {}
+
+
+def _attr_defs(opdef: Any, names: Any) -> tuple:
+    key = (opdef.name, names if names is None else tuple(names))
+    hit = _ATTR_DEFS.get(key)
+    if hit is None or hit[0] is not opdef:
+        if len(_ATTR_DEFS) >= _BOUND_MAX:
+            _ATTR_DEFS.clear()
+        hit = _ATTR_DEFS[key] = (opdef, tuple(
+            (ad.name, ad.type, ad) for ad in opdef.attr if names is None or ad.name in names))
+    return hit[1]
+
+
 def bind_attrs(opdef: Any, node: Any, names: Any = None) -> dict[str, Any]:
     """A node's attrs as its kernel sees them: plain Python values, OpDef defaults filled
     (``names``: only these)."""
     attrs: dict[str, Any] = {}
     bf16: list[str] = []
-    for ad in opdef.attr:
-        if names is not None and ad.name not in names:
-            continue
-        if ad.name in node.attr:
-            av = node.attr[ad.name]
-            if ad.type == "type" and D.base(av.type) == D.DT_BFLOAT16:
-                bf16.append(ad.name)
+    given = node.attr
+    for name, kind, ad in _attr_defs(opdef, names):
+        if name in given:
+            av = given[name]
+            if kind == "type" and D.base(av.type) == D.DT_BFLOAT16:
+                bf16.append(name)
             try:
-                attrs[ad.name] = to_python(av, numpy_types=True)
+                attrs[name] = to_python(av, numpy_types=True)
             except DfgError as e:   # a Const too large to decode, say: name the node
                 if e.node is None:
                     e.node, e.op = node.name, node.op
                     e.args = (e._render(),)
                 raise
         elif ad.HasField("default_value"):
-            attrs[ad.name] = to_python(ad.default_value, numpy_types=True)
+            attrs[name] = to_python(ad.default_value, numpy_types=True)
         else:
-            raise InvalidArgumentError(f"missing required attr '{ad.name}'", node=node.name,
+            raise InvalidArgumentError(f"missing required attr '{name}'", node=node.name,
                                        op=node.op)
     if bf16:
         attrs[BF16_ATTRS] = tuple(bf16)

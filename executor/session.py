@@ -240,10 +240,14 @@ class Session:
         """The plan of a signature; ``deferred``: its unoptimized plan, whose optimization
         is due now (kept, with its measured costs and compiled programs, when optimizing
         leaves the graph as it is)."""
+        from dfg.graphdef.graph import gc_paused
         from dfg.graphdef.tensors import materialize_limit
 
-        # Consts decoded while optimizing and binding obey the step's memory budget
-        with materialize_limit(self.max_bytes):
+        # Consts decoded while optimizing and binding obey the step's memory budget. The
+        # cycle collector waits until the plan is built: its objects all stay alive, and
+        # each collection on the way scanned them again (NASNetMobile's plan: a quarter of
+        # its build; the passes pause it too, and resumed it after each one)
+        with materialize_limit(self.max_bytes), gc_paused():
             return self._build_plan_within_budget(fetches, feeds, targets, deferred)
 
     def _build_plan_within_budget(self, fetches: list[str], feeds: list[str],

@@ -217,3 +217,53 @@ def test_reads_ready_beside_an_update_run_first() -> None:
                                      [("y", "Mul", ["read", "c"])], threads=threads)
         np.testing.assert_array_equal(sess.run("y", targets=["add"]), [1, 4])
         np.testing.assert_array_equal(sess.run("y"), [2, 8])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_tensor_content_decodes_as_a_read_only_view_of_its_dtype(dtype) -> None:
+    """tensor_content is decoded straight from the bytes (little-endian, the format's order):
+    the array has numpy's own dtype instance (fast paths compare output dtypes by identity),
+    the proto's shape, and cannot be written (a Const's value is shared by every run)."""
+    arr = (np.arange(6) * 3 - 7).astype(dtype).reshape(2, 3)
+    t = tensor_pb2.TensorProto(dtype=D.from_numpy(arr.dtype),
+                               tensor_content=arr.astype(arr.dtype.newbyteorder("<")).tobytes())
+    for size in arr.shape:
+        t.tensor_shape.dim.add().size = size
+    back = to_numpy(t)
+    assert back.dtype is np.dtype(dtype) and back.shape == (2, 3)
+    assert not back.flags.writeable
+    np.testing.assert_array_equal(back, arr)
+
+
+def test_tensor_content_that_does_not_fit_its_shape_is_refused() -> None:
+    from dfg.graphdef.errors import InvalidArgumentError
+
+    content = np.arange(6, dtype="<f4").tobytes()
+    # one byte short, one value too many, an unknown dim: each named, none decoded
+    for dims, data, match in (([2, 3], content[:-1], "holds 23 bytes"),
+                              ([5], content, "holds 24 bytes"),
+                              ([2, -1], content, "partially unknown shape")):
+        t = tensor_pb2.TensorProto(dtype=D.DT_FLOAT, tensor_content=data)
+        for size in dims:
+            t.tensor_shape.dim.add().size = size
+        with pytest.raises(InvalidArgumentError, match=match):
+            to_numpy(t)
+    # no dims at all: a scalar, so one float's bytes and not six
+    t = tensor_pb2.TensorProto(dtype=D.DT_FLOAT, tensor_content=content[:4])
+    assert to_numpy(t).shape == () and to_numpy(t) == 0.0
+    t.tensor_content = content
+    with pytest.raises(InvalidArgumentError, match="holds 24 bytes"):
+        to_numpy(t)
+
+
+def test_tensor_content_over_the_limit_is_refused() -> None:
+    from dfg.graphdef import tensors
+
+    t = tensor_pb2.TensorProto(dtype=D.DT_INT32,
+                               tensor_content=np.arange(256, dtype="<i4").tobytes())
+    t.tensor_shape.dim.add().size = 256
+    with tensors.materialize_limit(1023):
+        with pytest.raises(ResourceExhaustedError, match="1,024 bytes"):
+            to_numpy(t)
+    with tensors.materialize_limit(1024):
+        assert to_numpy(t)[-1] == 255
