@@ -16,13 +16,12 @@ median of each round's own ratio, its dfg time over the TensorFlow time measured
 it (a shared machine runs in speed phases of seconds that slow both sides alike: DenseNet's
 dfg rounds took 3.2, 2.9, 1.6, 2.7 ms while TensorFlow's beside them took 4.1, 3.9, 1.8,
 3.1, so the ratio of the two medians mixed phases), and beside it that ratio of medians
-("of medians"). Then the cold
-timings: ``dfg run`` of the README's example as a whole process, and per bench case the
-first step of a new Session (plan, compile, run) and its second step (where a graph without
-loops gets optimized) against its warm steps, the first step optimized eagerly, and the
-first step of a new Session when the plan cache holds its optimized graph, beside
-TensorFlow's own first step against its warm steps (when the bench group ran with TensorFlow
-in the same invocation).
+("of medians"). Then the cold timings: ``dfg run`` of the README's example as a whole
+process, and for each bench case and every case whose warm step is over 1 ms the first step
+of a new Session (plan, compile, run) and its second step (where a graph without loops gets
+optimized) against its warm steps, the first step optimized eagerly, and the first step of a
+new Session when the plan cache holds its optimized graph, beside TensorFlow's own first
+step against its warm steps (when the case ran with TensorFlow in the same invocation).
 
 TensorFlow is never a dependency of dfg: without it the TF columns are empty. Timings are
 medians; run on an idle machine (other processes only add noise). An ``OPENBLAS_CORETYPE``
@@ -248,7 +247,12 @@ def main() -> None:
         cold["dfg_run_s"] = cold_run()
         cold["first_vs_warm"] = {}
         tf_rows = {r["case"]: r for r in rows if "tf_first_ms" in r}
-        for _group, d in cases({"bench"}):
+        # the bench cases, and every case of the groups that ran whose warm step is over
+        # 1 ms (the first-step target covers those)
+        slow = {r["case"] for r in rows if r["dfg_ms"] > 1.0}
+        cold_cases = {d.name: d for _g, d in cases({"bench"})}
+        cold_cases.update({d.name: d for _g, d in cases(groups) if d.name in slow})
+        for d in cold_cases.values():
             first, second, warm, eager, cached = first_and_warm(d, args.threads, args.iters,
                                                                  args.rounds)
             r = cold["first_vs_warm"][d.name] = {
