@@ -490,3 +490,19 @@ node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_FLOAT_REF } }
     diags = [d for d in validate(Graph(gd)) if d.is_error]
     assert [(d.code, d.node) for d in diags] == [("attr-type", "c")]
     assert "float32_ref" in diags[0].message
+
+
+def test_facts_shared_across_validations_keep_each_graphs_own_findings():
+    """Validations share what they found per (op, attrs) (an AddV2 of float32 is fine and
+    takes two float32s): a second graph with the same node still gets its own input checks,
+    and a node whose attrs are wrong is reported every time, wherever it is."""
+    good = make(ph("a") + ph("b") + binop("s", "AddV2", "a", "b"))
+    assert validate(good) == [] and validate(good) == []
+    # the same AddV2, fed an int32: the shared facts say float32 is wanted
+    mixed = make(ph("a", "DT_INT32") + ph("b") + binop("s", "AddV2", "a", "b"))
+    (d,) = validate(mixed)
+    assert d.code == "dtype-mismatch" and d.node == "s"
+    bad = make(ph("a") + ph("b") + binop("s", "AddV2", "a", "b", t="DT_STRING"))
+    first = [(d.code, d.node) for d in validate(bad)]
+    assert first and first == [(d.code, d.node) for d in validate(bad)]
+    assert validate(good) == []
