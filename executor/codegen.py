@@ -33,6 +33,7 @@ the kernel call's bookkeeping around each (about a microsecond apiece).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -254,10 +255,40 @@ class Emitter:
         env = {"call": call, "A": to_array, "S": to_scalar, "SC": SCALAR_TYPES,
                "ND": np.ndarray, "FITS": fits, "FM": [None] * len(self.fit_memos),
                **FORM_ENV, **self.env}
-        exec(compile(src, f"<dfg {name}>", "exec"), env)  # noqa: S102 - our own source
+        exec(_compiled(name, src), env)  # noqa: S102 - our own source
         fn = env[name]
         fn.source = src
         return fn
+
+
+# source -> its code object, across plans and Sessions: a program's source names its
+# kernels, contexts and constants only by index (its values are the env's), so a plan of
+# the same graph in a new Session (the plan cache's hit, a worker's next Session) compiles
+# it again to the same code; Python's compile() is most of compiling a program (an LSTM
+# classifier's loop: 2 of 3 ms). Code objects are immutable; each compile still makes its
+# own function in its own env. Bounded by total source size: the oldest go first.
+_CODE: dict[tuple[str, str], Any] = {}
+_CODE_MAX_CHARS = 8 << 20
+_code_chars = 0                      # the sources' total length; with _CODE, under _CODE_LOCK
+_CODE_LOCK = threading.Lock()
+
+
+def _compiled(name: str, src: str) -> Any:
+    global _code_chars
+    key = (name, src)
+    code = _CODE.get(key)
+    if code is None:
+        code = compile(src, f"<dfg {name}>", "exec")
+        if len(src) <= _CODE_MAX_CHARS:
+            with _CODE_LOCK:
+                while _CODE and _code_chars + len(src) > _CODE_MAX_CHARS:
+                    old = next(iter(_CODE))
+                    _code_chars -= len(old[1])
+                    del _CODE[old]
+                if key not in _CODE:
+                    _CODE[key] = code
+                    _code_chars += len(src)
+    return code
 
 
 def scalar_reads(steps: list[KernelStep]) -> set[int]:

@@ -189,3 +189,25 @@ def test_an_unwritable_cache_directory_does_not_fail_a_run(tmp_path):
         assert s.run("c", {"x": np.float32(0)}) == np.float32(3)
     assert blocker.read_text() == "not a directory"
 
+
+
+def test_a_new_sessions_programs_reuse_compiled_code():
+    """A program's source names its kernels and constants by index, so a new Session of the
+    same graph compiles the same source: Python's compile() runs once (executor/codegen.py),
+    each Session still gets its own function over its own kernels, with its own values."""
+    g = EXAMPLES / "while_counter.pbtxt"
+
+    def loop_code(s: Session, n: int):
+        assert s.run("counter/Exit", {"n": n}) == n     # examples/README.md: counts to n
+        assert s.run("counter/Exit", {"n": n + 1}) == n + 1
+        stats = s.plan(["counter/Exit"], ["n"]).stats
+        fns = [c[0] for c in stats.compiled.values() if c]
+        assert fns, "the loop ran as a compiled program"
+        return fns
+
+    with Session(load_graph(g), threads=1) as s1, Session(load_graph(g), threads=1) as s2:
+        first, second = loop_code(s1, 5), loop_code(s2, 9)
+        assert len(first) == len(second)
+        assert all(a.__code__ is b.__code__ and a is not b
+                   and a.__globals__ is not b.__globals__ for a, b in zip(first, second))
+        assert s1.run("counter/Exit", {"n": 3}) == 3 and s2.run("counter/Exit", {"n": 4}) == 4
