@@ -74,9 +74,10 @@ def _key_attrs(opdef: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
     names = _KEY_ATTRS.get(opdef.name)
     if names is None:
         tensor = ("tensor", "list(tensor)")
+        defs = _attr_defs(opdef, None)
         names = _KEY_ATTRS[opdef.name] = (
-            tuple(ad.name for ad in opdef.attr if ad.type not in tensor),
-            tuple(ad.name for ad in opdef.attr if ad.type in tensor))
+            tuple(name for name, kind, _ad in defs if kind not in tensor),
+            tuple(name for name, kind, _ad in defs if kind in tensor))
     return names
 
 
