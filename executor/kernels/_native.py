@@ -528,6 +528,86 @@ def runner(prep: Prepared, depthwise: bool = False) -> Any:
     return go_conv
 
 
+# A product of a few rows by a constant matrix (a recurrent cell's state times its
+# recurrent kernel, every iteration) as the direct convolution's 1x1 case: BLAS packs the
+# matrix on every call and, under a few rows, takes a slow path, where here it is packed once
+# (a Const's: ``packed``) and the rows are one block of pixels. Kernel alone, hot, on a
+# 2-core AVX2 EPYC (numpy's OpenBLAS against this; M rows, K inner, N columns):
+# (16,64)x(64,256) 9.6 -> 7.8 us, (8,128,256) 13.0 -> 9.6, (4,128,256) 10.1 -> 5.2,
+# (2,128,512) 22.1 -> 9.4. One row is a GEMV, which BLAS does well ((1,256,256) 5.1 -> 9.2);
+# from about a million FLOPs at 16 rows BLAS wins ((16,128,512) 21.7 -> 26.8), as it does at
+# 32 rows and more at any size; under 1e5 FLOPs the Python around the call costs more than
+# the product saves. Split in two halves on the native pool it was faster still when the
+# other core was idle, and 15% slower on a whole step when that core was busy: one thread.
+# In a whole step (the LSTM classifier of tests/data/bench, interleaved processes, 8 rounds
+# each): median 1913 -> 1817 us.
+SMALL_MATMUL_ROWS = (2, 16)
+SMALL_MATMUL_MIN_FLOPS = 1e5
+SMALL_MATMUL_MAX_FLOPS = 1.1e6
+
+
+# (id of b, a's shape, transpose_b) -> (weak reference to b, its packed blocks, geometry,
+# output shape), or (weak reference, None) where BLAS computes the product: an RNN
+# step asks for the same product every iteration, and the tests it would repeat (frozen,
+# packed, the rule) cost as much as a small cell's product. The weak reference tells a live b
+# from a new array at a dead one's address, and its callback drops the entry (and the packed
+# copy it holds) when b goes. Entries are set and dropped under the GIL (dict operations are
+# atomic); past _SMALL_MAX entries it starts again empty.
+_SMALL: dict[tuple, tuple] = {}
+_SMALL_MAX = 4096
+
+
+def small_matmul_f32(a: np.ndarray, b: np.ndarray, transpose_b: bool) -> np.ndarray | None:
+    """``a @ b`` (``b.T`` when ``transpose_b``) of float32 matrices, computed by the direct
+    kernel when that is faster (the rule above): ``a`` a C-contiguous float32 (M, K) of 2 to
+    16 rows, ``b`` frozen (``tensors.frozen``, so packed once) and the product between
+    SMALL_MATMUL_MIN_FLOPS and SMALL_MATMUL_MAX_FLOPS; else None (the caller's BLAS product).
+    The decision reads the shapes and whether ``b`` is frozen, never timing, so the kernel
+    and its array form give the same bits."""
+    shape = a.shape
+    if not SMALL_MATMUL_ROWS[0] <= shape[0] <= SMALL_MATMUL_ROWS[1] or _ext is None:
+        return None
+    key = (id(b), shape, transpose_b)
+    hit = _SMALL.get(key)
+    if hit is None or hit[0]() is not b:
+        hit = _small_plan(a, b, transpose_b, key)
+        if len(_SMALL) >= _SMALL_MAX:
+            _SMALL.clear()
+        _SMALL[key] = hit
+    if hit[1] is None or not a.flags.c_contiguous or a.dtype is not _F32 or not dense_conv():
+        return None
+    _ref, wb, geometry, out_shape = hit
+    out = np.empty(out_shape, _F32)
+    _ext.conv2d_nhwc_f32(a, wb, out, geometry, None, None, None, ACT_NONE, 1, 1)
+    return out
+
+
+def _small_plan(a: np.ndarray, b: np.ndarray, transpose_b: bool, key: tuple) -> tuple:
+    """``small_matmul_f32``'s memo entry for these operands, kept under ``key``."""
+    def drop(r: Any) -> None:
+        entry = _SMALL.get(key)
+        if entry is not None and entry[0] is r:
+            _SMALL.pop(key, None)
+
+    ref = weakref.ref(b, drop)
+    (m, k), (kb, n) = a.shape, (b.shape[::-1] if transpose_b else b.shape)
+    if k != kb or not SMALL_MATMUL_MIN_FLOPS <= 2.0 * m * k * n <= SMALL_MATMUL_MAX_FLOPS \
+            or b.dtype is not _F32 or not frozen(b):
+        return ref, None
+    wb = packed(b, _matrix_blocks_t if transpose_b else _matrix_blocks)
+    return ref, wb, (1, 1, m, k, 1, 1, n, 1, m, 1, 1, 1, 1, 0, 0), (m, n)
+
+
+def _matrix_blocks(b: np.ndarray) -> np.ndarray:
+    """A (K, N) matrix as a 1x1 filter's blocks (``_conv_blocks``)."""
+    return _conv_blocks(b.reshape(1, 1, *b.shape))
+
+
+def _matrix_blocks_t(b: np.ndarray) -> np.ndarray:
+    """An (N, K) matrix, transposed, as a 1x1 filter's blocks."""
+    return _conv_blocks(b.T.reshape(1, 1, b.shape[1], b.shape[0]))
+
+
 def _conv_blocks(f: np.ndarray) -> np.ndarray:
     """A (KH, KW, C, OC) filter as (blocks, KH, KW, C, 16) float32, zero past OC."""
     kh, kw, c, oc = f.shape
