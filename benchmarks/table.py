@@ -2,7 +2,7 @@
 
     python benchmarks/table.py [--tf-python /tmp/tfvenv/bin/python] [--threads 2]
                                [--rounds 3] [--iters 10] [--warmup 3]
-                               [--only bench,zoo,tf2,rnn,cold] [--json]
+                               [--only bench,zoo,tf2,rnn,cold] [--case NAME ...] [--json]
 
 Cases: every ``bench`` case of tests/data/conformance and tests/data/bench (the issue's
 nested loops, MLP, ResNet-style, Transformer encoder and U-Net), every keras.applications
@@ -186,6 +186,8 @@ def main() -> None:
     # after 3 flatters dfg there (its Session is warm from the rounds before)
     ap.add_argument("--warmup", type=int, default=WARMUP)
     ap.add_argument("--only", default="bench,zoo,tf2,rnn,cold")
+    ap.add_argument("--case", action="append", default=[],
+                    help="only this case (by directory name; may be repeated)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     held = None if args.keep_blas_env else _blas_kernels_held_back()
@@ -207,6 +209,8 @@ def main() -> None:
         print(f"{'group':6} {'case':32} {'dfg ms':>10} {'TF ms':>10} {'ratio':>7} {'before':>7}"
               f" {'of medians':>10}")
     for group, d in cases(groups):
+        if args.case and d.name not in args.case:
+            continue
         fetch, feed, setup = timed_step(d)
         sess = Session(load_graph(_graph_file(d)), threads=args.threads)
         _init(sess, setup)
@@ -253,6 +257,8 @@ def main() -> None:
         cold_cases = {d.name: d for _g, d in cases({"bench"})}
         cold_cases.update({d.name: d for _g, d in cases(groups) if d.name in slow})
         for d in cold_cases.values():
+            if args.case and d.name not in args.case:
+                continue
             first, second, warm, eager, cached = first_and_warm(d, args.threads, args.iters,
                                                                  args.rounds)
             r = cold["first_vs_warm"][d.name] = {
