@@ -170,3 +170,23 @@ def test_a_recurrent_product_in_every_mode_has_the_definitions_values() -> None:
     # the products went through the direct kernel (a memo entry with packed blocks)
     assert any(key[1] == (16, 64) and entry[1] is not None
                for key, entry in list(_native._SMALL.items()))
+
+
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_a_fused_product_with_bias_and_relu_takes_it_too(transpose_b: bool) -> None:
+    """_FusedMatMul (a recurrent product with its bias, as the fusion pass writes it)."""
+    a = _rand((16, 64), 15)
+    b = _rand((64, 192), 16)
+    bias = _const(_rand((192,), 17))
+    frozen_b = _const(np.ascontiguousarray(b.T) if transpose_b else b)
+    attrs = {"fused_ops": ["BiasAdd", "Relu"], "num_args": 1, "transpose_b": transpose_b}
+    k = bind_op("_FusedMatMul", complete_attrs("_FusedMatMul", attrs, [a, frozen_b, bias]))
+    _native._SMALL.clear()
+    got = call(k, [a, frozen_b, bias], context(k))
+    got = got if isinstance(got, np.ndarray) else got[0]
+    assert any(key[1] == (16, 64) and entry[1] is not None
+               for key, entry in list(_native._SMALL.items()))
+    want = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias, 0)
+    scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64) + np.abs(bias)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    assert (np.abs(got - want) <= 65 * np.finfo(np.float32).eps * scale + 1e-30).all()

@@ -389,14 +389,18 @@ def fused_matmul(ctx: KernelContext, a: np.ndarray, b: np.ndarray, *args: Any) -
     dt = a.dtype
     if dt == _HALF:
         a, b = a.astype(np.float32), b.astype(np.float32)
-    if ctx.attrs.get("transpose_a"):
-        a = a.T
-    if ctx.attrs.get("transpose_b"):
-        b = b.T
-    if a.shape[1] != b.shape[0]:
-        raise InvalidArgumentError(
-            f"matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: {list(b.shape)}")
-    y = np.matmul(a, b)
+    ta, tb = ctx.attrs.get("transpose_a"), ctx.attrs.get("transpose_b")
+    # a recurrent cell's product with its bias: the MatMul kernel's small-product path
+    y = None if ta or dt is not _F32 else _native.small_matmul_f32(a, b, bool(tb))
+    if y is None:
+        if ta:
+            a = a.T
+        if tb:
+            b = b.T
+        if a.shape[1] != b.shape[0]:
+            raise InvalidArgumentError(
+                f"matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: {list(b.shape)}")
+        y = np.matmul(a, b)
     return _epilogue(ctx, y, args, first, add, act).astype(dt, copy=False)
 
 
