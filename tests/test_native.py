@@ -757,3 +757,20 @@ def test_sums_and_means_over_the_last_axis_add_in_numpys_order(native, monkeypat
     for v, axes in ((x, [1]), (x, [0, 2]), (x[:, ::2], [2]), (x.astype(np.float64), [2])):
         got = invoke("Sum", v, np.array(axes, np.int32), attrs={"T": v.dtype})
         np.testing.assert_array_equal(got, np.add.reduce(v, axis=tuple(axes), dtype=v.dtype))
+
+
+@pytest.mark.parametrize("value,on", [(None, True), ("0", False), ("off", False),
+                                      ("1", True), ("", True), ("other", True)])
+def test_the_switch_is_read_on_every_call(value, on, monkeypatch) -> None:
+    """DFG_NATIVE as set at the moment of the call (extension() and dense_conv() read it in
+    one lookup when it is unset, the usual case)."""
+    for _ in range(2):
+        if value is None:
+            monkeypatch.delenv("DFG_NATIVE", raising=False)
+        else:
+            monkeypatch.setenv("DFG_NATIVE", value)
+        assert _native.enabled() == on
+        assert (_native.extension() is not None) == on
+        assert _native.dense_conv() == (on and (value == "1" or _native._VECTOR))
+        monkeypatch.setenv("DFG_NATIVE", "0")
+        assert _native.extension() is None and not _native.dense_conv()

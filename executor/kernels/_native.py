@@ -83,6 +83,8 @@ _PARSED: dict[Any, str] = {}       # raw value -> "off", "on" or "" (the default
 def _setting() -> str:
     """DFG_NATIVE as "off" (0/off/no/false), "on" (1/on/yes/true) or "" (unset, other)."""
     raw = _ENV_DATA.get(_ENV_KEY) if _ENV_DATA is not None else os.environ.get("DFG_NATIVE")
+    if raw is None:
+        return ""
     hit = _PARSED.get(raw)
     if hit is None:
         text = raw.decode(errors="replace") if isinstance(raw, bytes) else (raw or "")
@@ -104,7 +106,13 @@ def built() -> bool:
 def extension() -> Any:
     """The compiled module when its kernels run (``enabled``), else None: for a hot caller
     that calls it directly (module.c checks every argument)."""
-    return None if _ext is None or _refused() else _ext
+    if _ext is None:
+        return None
+    # DFG_NATIVE unset (the usual case) in one lookup: an RNN cell asks several times an
+    # iteration
+    if _ENV_DATA is not None and _ENV_KEY not in _ENV_DATA:
+        return _ext
+    return None if _refused() else _ext
 
 
 def enabled() -> bool:
@@ -141,9 +149,10 @@ def dense_conv() -> bool:
     AVX-512 or AVX2+FMA unless ``DFG_NATIVE=1`` asks for it anywhere. Which convolutions it
     takes is :func:`~dfg.executor.kernels._conv._native_pays`'s rule for the CPU.
     The depthwise kernel keeps one vector per channel block and is on wherever enabled."""
-    if not enabled():
+    if _ext is None:
         return False
-    return _setting() == "on" or _VECTOR
+    setting = _setting()      # read once (a recurrent cell's product asks every iteration)
+    return setting == "on" or (_VECTOR and setting != "off")
 
 
 def wide_vectors() -> bool:
