@@ -2,7 +2,8 @@
 
     python benchmarks/table.py [--tf-python /tmp/tfvenv/bin/python] [--threads 2]
                                [--rounds 3] [--iters 10] [--warmup 3]
-                               [--only bench,zoo,tf2,rnn,cold] [--case NAME ...] [--json]
+                               [--only bench,zoo,tf2,rnn,cold] [--case NAME ...]
+                               [--dir DIR ...] [--json]
 
 Cases: every ``bench`` case of tests/data/conformance and tests/data/bench (the issue's
 nested loops, MLP, ResNet-style, Transformer encoder and U-Net), every keras.applications
@@ -188,6 +189,9 @@ def main() -> None:
     ap.add_argument("--only", default="bench,zoo,tf2,rnn,cold")
     ap.add_argument("--case", action="append", default=[],
                     help="only this case (by directory name; may be repeated)")
+    ap.add_argument("--dir", action="append", default=[], type=Path,
+                    help="also every case under this directory (a case.json and its graph, "
+                         "as tests/data writes them: your own models; may be repeated)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     held = None if args.keep_blas_env else _blas_kernels_held_back()
@@ -208,7 +212,8 @@ def main() -> None:
     if not args.json:
         print(f"{'group':6} {'case':32} {'dfg ms':>10} {'TF ms':>10} {'ratio':>7} {'before':>7}"
               f" {'of medians':>10}")
-    for group, d in cases(groups):
+    extra = [("dir", c.parent) for root in args.dir for c in sorted(root.glob("*/case.json"))]
+    for group, d in [*cases(groups), *extra]:
         if args.case and d.name not in args.case:
             continue
         fetch, feed, setup = timed_step(d)

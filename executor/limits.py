@@ -508,7 +508,9 @@ def _broadcast_n(k: Any, args: list) -> int:
     first = shapes[0]
     if all(s == first for s in shapes):
         return 0
-    return _bcast(*shapes) * max(max(_itemsize(a) for a in args), 1)
+    # each output (a merged LSTM cell's two) at most the broadcast
+    outputs = max(len(k.attrs.get("outputs") or ()), 1)
+    return _bcast(*shapes) * max(max(_itemsize(a) for a in args), 1) * outputs
 
 
 declare("_DfgElementwiseChain", estimate=_broadcast_n)

@@ -326,6 +326,55 @@ def test_compiled_elementwise_chains_give_the_bits_of_the_ops_kernels(native, mo
         assert np.array_equal(np.isnan(got), nan), (trial, program)
         assert np.array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32)), \
             (trial, program)
+        # an earlier entry as a second output (a merged LSTM cell's new state): both values,
+        # each of its own shape (one narrower than the last is left to the numpy chain)
+        k = int(rng.integers(len(program) - 1))
+        both = invoke("_DfgElementwiseChain", *inputs,
+                      attrs={"program": program, "N": len(inputs), "T": np.float32, "M": 2,
+                             "outputs": [k, len(program) - 1]})
+        assert len(both) == 2
+        for out, ref in zip(both, (np.asarray(values[len(inputs) + k]), want)):
+            assert out.shape == ref.shape and out.dtype == np.float32, (trial, program, k)
+            nan = np.isnan(ref)
+            assert np.array_equal(np.isnan(out), nan), (trial, program, k)
+            assert np.array_equal(out[~nan].view(np.uint32), ref[~nan].view(np.uint32)), \
+                (trial, program, k)
+
+
+@pytest.mark.parametrize("outputs,m", [([0, 2], 2), ([1, 2], 3), ([2, 1], 2), ([1, 1, 2], 3),
+                                       ([2], 2), ([], 2), ([0, 1, 2, 3], 4)])
+def test_a_chains_outputs_are_checked(outputs, m):
+    """``outputs`` lists distinct op entries, the last entry last, and ``M`` counts them:
+    anything else is refused with a message naming the node (a slice is not an output)."""
+    prog = ["Piece i0 0 2 0 0", "Neg r0", "Abs r1"]
+    with pytest.raises(InvalidArgumentError, match="_DfgElementwiseChain"):
+        invoke("_DfgElementwiseChain", np.ones(4, np.float32),
+               attrs={"program": prog, "N": 1, "M": m, "outputs": outputs})
+
+
+def test_the_compiled_sweeps_extra_outputs_are_checked():
+    """chain_f32's extra outputs: op indices before the last, distinct, one float32 buffer
+    of the output's size each (module.c refuses anything else before writing)."""
+    from dfg.executor.kernels import _native
+
+    ext = _native.extension()
+    if ext is None:
+        pytest.skip("native kernels not built")
+    x = np.arange(8, dtype=np.float32) - 4
+    code = np.array([5, 0, -1, 6, 1, -1], np.int32).tobytes()     # Neg, then Abs (native.h)
+    out, extra = np.empty(8, np.float32), np.empty(8, np.float32)
+    ext.chain_f32((x,), bytes(1), code, out, 1, 8, None, np.array([0], np.int32).tobytes(),
+                  (extra,))
+    assert np.array_equal(extra, -x) and np.array_equal(out, np.abs(x))
+    for ops, outs in ((np.array([1], np.int32), (extra,)), (np.array([-1], np.int32), (extra,)),
+                      (np.array([0, 0], np.int32), (extra, extra.copy())),
+                      (np.array([0], np.int32), ()), (np.array([0], np.int32),
+                                                     (np.empty(7, np.float32),))):
+        with pytest.raises(ValueError):
+            ext.chain_f32((x,), bytes(1), code, out, 1, 8, None, ops.tobytes(), outs)
+    with pytest.raises(TypeError):
+        ext.chain_f32((x,), bytes(1), code, out, 1, 8, None, np.array([0], np.int32).tobytes(),
+                      (np.empty(8, np.float64),))
 
 
 
@@ -747,10 +796,13 @@ def _lstm_loop(extra_reader: bool = False):
 @pytest.mark.parametrize("extra_reader", [False, True])
 def test_a_cells_split_and_bias_add_join_its_gate_chains(extra_reader):
     """The optimizer moves a recurrent cell's Split into the gates' chains, with the BiasAdd
-    and AddV2 before it (each chain computes its blocks of them: no work is done twice), so
-    the loop body is two chains and the products; the values are the graph's as written, bit
-    for bit (the reference interpreter's), in every mode. A Split whose piece something else
-    also reads stays, and the values do not change."""
+    and AddV2 before it (each chain computes its blocks of them: no work is done twice), and
+    the output's chain, which reads the new state's chain and otherwise only its inputs,
+    becomes that chain's second output: the loop body is one chain of two outputs and the
+    products; the values are the graph's as written, bit for bit (the reference
+    interpreter's), in every mode. A Split whose piece something else also reads stays, the
+    output's chain then reads a piece the state's does not and stays a chain of its own, and
+    the values do not change."""
     gd = _lstm_loop(extra_reader)
     fetches = ["h:0", "c:0", "acc:0"]
     feed = {"x:0": _rand(3, 5)}
@@ -762,13 +814,19 @@ def test_a_cells_split_and_bias_add_join_its_gate_chains(extra_reader):
                 for a, w in zip(got, want):
                     assert a.dtype == w.dtype and a.tobytes() == w.tobytes(), programs
             ops = [it.op for it in s.plan(fetches, ["x:0"]).items if it.name.startswith("loop/")]
-            chains = [it.attrs["program"] for it in s.plan(fetches, ["x:0"]).items
-                      if it.op == "_DfgElementwiseChain"]
+            chain_items = [it for it in s.plan(fetches, ["x:0"]).items
+                           if it.op == "_DfgElementwiseChain"]
+    chains = [it.attrs["program"] for it in chain_items]
     pieces = [any(e.startswith("Piece") for e in p) for p in chains]
     if extra_reader:    # the Split stays; the adds before it are a chain of their own
         assert "Split" in ops and not any(pieces) and len(chains) == 3
-    else:               # the loop's arithmetic: two products, two chains
-        assert len(chains) == 2 and all(pieces)
+        assert all(not it.attrs.get("outputs") for it in chain_items)
+    else:               # the loop's arithmetic: two products, one chain of two outputs
+        assert len(chains) == 1 and all(pieces)
+        program, outputs = chains[0], list(chain_items[0].attrs["outputs"])
+        assert outputs[-1] == len(program) - 1 and len(outputs) == 2
+        assert chain_items[0].attrs["M"] == 2
+        assert program[outputs[0]].startswith("AddV2")     # c' = f c + i g
         assert not {"Split", "BiasAdd", "Sigmoid", "Tanh"} & set(ops)
         assert ops.count("MatMul") == 2
 

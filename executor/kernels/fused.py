@@ -680,7 +680,8 @@ def _group_extent(spec: tuple, leaves: list[tuple]) -> tuple[int, int]:
 
 def _shape_plan(parsed: list, shapes: tuple) -> tuple:
     """For inputs of ``shapes``: each slice entry's index (None: the leaf broadcasts as it
-    is) and (position from the end, start, stop) of its block, the output shape, after the
+    is) and (position from the end, start, stop) of its block, each entry's result shape
+    (the last is the output's), after the
     checks the ops the chain replaces make: a Split's and a StridedSlice's (``_group_extent``),
     a BiasAdd's (a bias as long as the value's last axis) and an AddN's (equal shapes). Raises
     InvalidArgumentError with those ops' messages."""
@@ -737,7 +738,7 @@ def _shape_plan(parsed: list, shapes: tuple) -> tuple:
         except ValueError:
             raise InvalidArgumentError(
                 "Incompatible shapes: " + " vs. ".join(str(list(x)) for x in ops)) from None
-    return plan, results[-1]
+    return plan, results
 
 
 def _group_rows(shape: tuple, out_shape: tuple) -> int | None:
@@ -801,20 +802,40 @@ def _sweep_layout(parsed: list, used: list[int], slices: list[int], shapes: tupl
     return srcs, bytes(kinds), np.array(layout, np.int64).tobytes(), rows, cols
 
 
-def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
+MAX_OUTPUTS = 1 + 4     # the last entry and up to native.h's DFG_CHAIN_MAX_EXTRA others
+
+
+def _outputs_of(parsed: list, outputs: tuple[int, ...]) -> tuple[int, ...]:
+    """The entries whose results are the chain's outputs, in order: ``outputs`` (the node's
+    attr) checked (distinct op entries, not slices, the last entry last), else the last."""
+    last = len(parsed) - 1
+    if not outputs:
+        return (last,)
+    if len(outputs) > MAX_OUTPUTS or outputs[-1] != last or len(set(outputs)) != len(outputs) \
+            or any(not 0 <= k <= last or parsed[k][0] in SLICES for k in outputs):
+        raise InvalidArgumentError(
+            f"_DfgElementwiseChain: outputs {list(outputs)} must be up to {MAX_OUTPUTS} "
+            "distinct op entries, the last entry last")
+    return outputs
+
+
+def _compile(program: tuple[str, ...], n_inputs: int,
+             outputs: tuple[int, ...] = ()) -> Callable[..., Any]:
     """The function running ``program`` on its inputs, cached: the compiled sweep where every
     op has one and the inputs allow (``_native_chain``), else straight-line numpy code in
     which each op writes into the buffer of a result operand that dies there (when the shapes
     allow), so the chain allocates about once. Pieces become further inputs (views of theirs,
     from the shape plan); a program with pieces, a BiasAdd or an AddN is checked once per
     input shapes (``_shape_plan``). It returns the chain's value (a NumPy scalar on 0-d
-    inputs) or raises ValueError on shapes that do not broadcast. The kernel and the chain's
-    array form both call it."""
-    key = (program, n_inputs)
+    inputs) or raises ValueError on shapes that do not broadcast; with several ``outputs``
+    (program entries, the last entry last), a tuple of their values. The kernel and the
+    chain's array form both call it."""
+    key = (program, n_inputs, outputs)
     hit = _PROGRAMS.get(key)
     if hit is not None:
         return hit
     parsed = _parse(program, n_inputs)
+    outs = _outputs_of(parsed, outputs)
     # the ops alone, over the inputs they read (``used``) and then the pieces, as further
     # inputs: an input read only through its pieces is not handed to the sweep
     pieces = [k for k, e in enumerate(parsed) if e[0] in SLICES]
@@ -829,8 +850,10 @@ def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
         renamed[f"r{k}"] = f"r{len(ops)}"
         ops.append((op, [renamed[r] for r in refs], params))
     n_all = len(used) + len(pieces)
+    # the ops whose results are outputs (by op index); none of them lends its buffer
+    out_ops = [int(renamed[f"r{k}"][1:]) for k in outs]
     last_use = {int(r[1:]): k for k, (_op, refs, _p) in enumerate(ops) for r in refs
-                if r[0] == "r"}
+                if r[0] == "r" and int(r[1:]) not in out_ops}
     lines = [f"def chain({', '.join(f'i{j}' for j in range(n_all))}):"]
     env: dict[str, Any] = {"_own": _own, "_fits": _fits}
     for k, (op, refs, _p) in enumerate(ops):
@@ -845,16 +868,21 @@ def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
             other = refs[1] if refs[0] == buf else refs[0]
             out = f"_fits({buf}, {other})"
         lines.append(f"    r{k} = f{k}({', '.join(refs)}, out={out})")
-    lines.append(f"    return r{len(ops) - 1}")
+    if len(out_ops) == 1:
+        lines.append(f"    return r{len(ops) - 1}")
+    else:
+        lines.append(f"    return ({', '.join(f'r{j}' for j in out_ops)},)")
     exec(compile("\n".join(lines), "<_DfgElementwiseChain>", "exec"), env)  # noqa: S102
     numpy_chain, code = env["chain"], _native_code(ops, n_all)
-    if code is None:
-        run = numpy_chain
+    # the ops before the last whose results the sweep also writes out
+    extra = np.array(out_ops[:-1], np.int32).tobytes() if len(out_ops) > 1 else None
+    if code is None or extra is not None:
+        run = numpy_chain       # several outputs: the sweep runs from ``hit`` below
     else:
         def run(*args: Any) -> Any:
             out = _native_chain(code, args)
             return numpy_chain(*args) if out is None else out
-    if pieces or any(op in _CHECKED for op, _r, _p in parsed):
+    if pieces or extra is not None or any(op in _CHECKED for op, _r, _p in parsed):
         sources = [int(parsed[k][1][0][1:]) for k in pieces]
         # input shapes -> (the pieces' indices, the sweep's layout or None)
         plans: dict[tuple, tuple] = {}
@@ -866,9 +894,12 @@ def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
                 shapes = tuple(getattr(x, "shape", ()) for x in inputs)
             got = plans.get(shapes)
             if got is None:
-                plan, out_shape = _shape_plan(parsed, shapes)   # raises as the ops would
-                sweep = None if code is None else _sweep_layout(
-                    parsed, used, pieces, shapes, plan, out_shape)
+                plan, results = _shape_plan(parsed, shapes)   # raises as the ops would
+                out_shape = results[-1]
+                # the sweep computes every op on the output's blocks: an output of another
+                # shape (broadcast to it only later) is left to the numpy chain
+                sweep = None if code is None or any(results[k] != out_shape for k in outs) \
+                    else _sweep_layout(parsed, used, pieces, shapes, plan, out_shape)
                 if len(plans) >= _LAYOUT_MAX:
                     plans.clear()
                 # the sweep's operands picked from the inputs in one C call (an LSTM cell's
@@ -879,9 +910,14 @@ def _compile(program: tuple[str, ...], n_inputs: int) -> Callable[..., Any]:
             if sweep is not None and (ext := _native.extension()) is not None:
                 out = np.empty(out_shape, _F32)
                 try:    # (the interface checks each buffer: float32, C-contiguous, long enough)
+                    if extra is None:
+                        ext.chain_f32(pick(inputs), sweep[1], code, out,
+                                      sweep[3], sweep[4], sweep[2])
+                        return out
+                    more = tuple([np.empty(out_shape, _F32) for _ in out_ops[1:]])
                     ext.chain_f32(pick(inputs), sweep[1], code, out,
-                                  sweep[3], sweep[4], sweep[2])
-                    return out
+                                  sweep[3], sweep[4], sweep[2], extra, more)
+                    return (*more, out)
                 except (TypeError, ValueError):
                     pass        # views of them, copied, below
             return run(*(inputs[j] for j in used),
@@ -905,11 +941,18 @@ def _program_of(attrs: Any) -> tuple[str, ...]:
     return tuple(attrs.get("program") or ())
 
 
+def _outputs_attr(attrs: Any) -> tuple[int, ...]:
+    return tuple(int(k) for k in attrs.get("outputs") or ())
+
+
 def _array_form(attrs: Any) -> Callable[..., Any] | None:
     """The chain's array form: the kernel's core for the node's program (None for a program
     the kernel refuses: the kernel call gives the error)."""
+    outputs = _outputs_attr(attrs)
+    if int(attrs.get("M") or 1) != max(1, len(outputs)):
+        return None
     try:
-        return _compile(_program_of(attrs), int(attrs.get("N") or 0))
+        return _compile(_program_of(attrs), int(attrs.get("N") or 0), outputs)
     except (InvalidArgumentError, UnimplementedError, ValueError):
         return None
 
@@ -925,6 +968,8 @@ def _scalar_text(attrs: Any, input_types: Any, out_types: Any) -> str | None:
     dtype, or reads an operand twice, or a result is not read exactly once (its text would
     be evaluated twice)."""
     program, n = _program_of(attrs), len(input_types)
+    if len(_outputs_attr(attrs)) > 1:
+        return None         # one expression has one value
     key = (program, n, tuple(input_types), tuple(out_types))
     if key in _SCALAR_TEXTS:
         return _SCALAR_TEXTS[key]
@@ -967,7 +1012,11 @@ def _compose_scalar(program: tuple[str, ...], n: int, input_types: Any, out_type
         array=ArrayForm(_array_form, frozenset({D.DT_FLOAT, D.DT_DOUBLE})))
 def elementwise_chain(ctx: KernelContext, *inputs: np.ndarray) -> np.ndarray:
     """Evaluate ``program`` (see the OpDef) as compiled straight-line code."""
-    run = _compile(_program_of(ctx.attrs), len(inputs))
+    outputs = _outputs_attr(ctx.attrs)
+    if int(ctx.attrs.get("M") or 1) != max(1, len(outputs)):
+        raise InvalidArgumentError(f"_DfgElementwiseChain: M = {ctx.attrs.get('M')} outputs, "
+                                   f"outputs lists {len(outputs)}")
+    run = _compile(_program_of(ctx.attrs), len(inputs), outputs)
     try:
         out = run(*inputs)
     except ValueError:
@@ -975,4 +1024,7 @@ def elementwise_chain(ctx: KernelContext, *inputs: np.ndarray) -> np.ndarray:
             "Incompatible shapes: " + " vs. ".join(str(list(x.shape)) for x in inputs)
         ) from None
     dtype = ctx.output_dtypes[0] if ctx.output_dtypes else inputs[0].dtype
+    if len(outputs) > 1:
+        return tuple(o if type(o) is np.ndarray and o.dtype == dtype else np.asarray(o, dtype)
+                     for o in out)
     return out if type(out) is np.ndarray and out.dtype == dtype else np.asarray(out, dtype)

@@ -333,7 +333,10 @@ void dfg_activation_f32(const float *x, float *out, long n, int kind, long chunk
  * Inputs are full (rows x cols, row r at offset + r * stride: a column block of a wider
  * array is read where it lies), a row (cols at offset, broadcast down the rows), one
  * scalar (at offset), a column (row r's value at offset + r, broadcast along the row) or a
- * row per group (row r reads the row at offset + (r / stride) * cols). */
+ * row per group (row r reads the row at offset + (r / stride) * cols). Ops extra_op[e]
+ * (before the last) are outputs too: each block of their results is copied into
+ * extra_out[e] (rows x cols) while it is in L1 (an LSTM cell's new state and its output,
+ * one sweep). */
 #define CHAIN_BLOCK 256
 
 /* inlined into each clone of dfg_chain_f32 (a call would run the baseline build) */
@@ -382,7 +385,8 @@ void chain_op(int op, const float *a, const float *b, float *r, long n) {
 CLONES
 void dfg_chain_f32(const float *const *in, const int *kind, const long *offset,
                    const long *stride, int n_in, const int *code, int n_ops, float *out,
-                   long rows, long cols) {
+                   long rows, long cols, int n_extra, const int *extra_op,
+                   float *const *extra_out) {
     /* 32 ops and 32 scalars of 256 floats: 64 KB of stack */
     float buf[DFG_CHAIN_MAX_OPS][CHAIN_BLOCK];
     float sc[DFG_CHAIN_MAX_IN][CHAIN_BLOCK];
@@ -422,6 +426,9 @@ void dfg_chain_f32(const float *const *in, const int *kind, const long *offset,
                 chain_op(c[0], src[c[1]], c[2] >= 0 ? src[c[2]] : NULL, r, n);
                 src[n_in + k] = r;
             }
+            for (int e = 0; e < n_extra; e++)
+                memcpy(extra_out[e] + row * cols, src[n_in + extra_op[e]],
+                       (size_t)n * sizeof(float));
         }
         return;
     }
@@ -444,6 +451,9 @@ void dfg_chain_f32(const float *const *in, const int *kind, const long *offset,
                 chain_op(c[0], src[c[1]], c[2] >= 0 ? src[c[2]] : NULL, r, n);
                 src[n_in + k] = r;
             }
+            for (int e = 0; e < n_extra; e++)
+                memcpy(extra_out[e] + row * cols + c0, src[n_in + extra_op[e]],
+                       (size_t)n * sizeof(float));
         }
     }
 }

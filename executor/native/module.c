@@ -266,23 +266,27 @@ static PyObject *activation_f32(PyObject *self, PyObject *args) {
 }
 
 PyDoc_STRVAR(chain_doc,
-"chain_f32(inputs, kinds, code, out, rows, cols, layout=None)\n--\n\n"
+"chain_f32(inputs, kinds, code, out, rows, cols, layout=None, extra_ops=None, extra_outs=None)"
+"\n--\n\n"
 "out (rows x cols float32) = a chain of elementwise ops on `inputs` (a tuple of float32\n"
 "buffers); kinds: bytes, one per input (0 full rows x cols, 1 a row of cols, 2 a scalar,\n"
 "3 a column of rows, 4 a row per group of `stride` rows);\n"
 "code: int32 triples (op, operand, operand or -1), operands 0..n-1 the inputs and n + k the\n"
 "k-th op's result (native.h lists the ops); layout: int64 (offset, row stride, or rows per\n"
 "group) per input,\n"
-"in floats (default: 0 and cols), so a full input may be a column block of a wider array.");
+"in floats (default: 0 and cols), so a full input may be a column block of a wider array;\n"
+"extra_ops: int32 indices of ops before the last whose results are also written, each into\n"
+"the float32 rows x cols buffer of extra_outs (a tuple) at its position.");
 
 static PyObject *chain_f32(PyObject *self, PyObject *args) {
-    PyObject *ins, *oo, *lo = Py_None;
+    PyObject *ins, *oo, *lo = Py_None, *xo = Py_None, *xouts = Py_None;
     const char *kinds, *code;
     Py_ssize_t n_kinds, code_len;
     long dims[2];
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!y#y#Oll|O:chain_f32", &PyTuple_Type, &ins, &kinds,
-                          &n_kinds, &code, &code_len, &oo, &dims[0], &dims[1], &lo))
+    if (!PyArg_ParseTuple(args, "O!y#y#Oll|OOO:chain_f32", &PyTuple_Type, &ins, &kinds,
+                          &n_kinds, &code, &code_len, &oo, &dims[0], &dims[1], &lo, &xo,
+                          &xouts))
         return NULL;
     const char *fn = "chain_f32";
     Py_ssize_t n_in = PyTuple_GET_SIZE(ins);
@@ -334,9 +338,36 @@ static PyObject *chain_f32(PyObject *self, PyObject *args) {
                                 "stride >= cols, or >= 1 for a group) int64 pair per input",
                                 fn);
     }
-    Py_buffer bufs[DFG_CHAIN_MAX_IN], out;
+    /* the extra outputs: op indices (int32, each an op before the last, no repeats) and as
+     * many writable float32 buffers of rows x cols */
+    int n_extra = 0, extra_op[DFG_CHAIN_MAX_EXTRA];
+    if (xo != Py_None || xouts != Py_None) {
+        Py_buffer xb;
+        if (!PyTuple_Check(xouts))
+            return PyErr_Format(PyExc_TypeError, "%s: extra_outs must be a tuple", fn);
+        if (PyObject_GetBuffer(xo, &xb, PyBUF_SIMPLE) < 0)
+            return NULL;
+        int ok = xb.len % 4 == 0 && xb.len / 4 <= DFG_CHAIN_MAX_EXTRA
+                 && xb.len / 4 == PyTuple_GET_SIZE(xouts);
+        if (ok) {
+            n_extra = (int)(xb.len / 4);
+            memcpy(extra_op, xb.buf, (size_t)xb.len);
+            for (int e = 0; e < n_extra; e++) {
+                ok &= extra_op[e] >= 0 && extra_op[e] < n_ops - 1;
+                for (int f = 0; f < e; f++)
+                    ok &= extra_op[f] != extra_op[e];
+            }
+        }
+        PyBuffer_Release(&xb);
+        if (!ok)
+            return PyErr_Format(PyExc_ValueError, "%s: extra_ops must be up to %d distinct "
+                                "int32 op indices before the last, one per extra_outs buffer",
+                                fn, DFG_CHAIN_MAX_EXTRA);
+    }
+    Py_buffer bufs[DFG_CHAIN_MAX_IN], out, xbufs[DFG_CHAIN_MAX_EXTRA];
     const float *ptrs[DFG_CHAIN_MAX_IN];
-    int got = 0;
+    float *xptrs[DFG_CHAIN_MAX_EXTRA];
+    int got = 0, xgot = 0;
     PyObject *ret = NULL;
     for (; got < n_in; got++) {
         kind[got] = (unsigned char)kinds[got];
@@ -378,15 +409,21 @@ static PyObject *chain_f32(PyObject *self, PyObject *args) {
         }
         ptrs[got] = bufs[got].buf;
     }
+    for (; xgot < n_extra; xgot++) {
+        if (f32_buffer(PyTuple_GET_ITEM(xouts, xgot), &xbufs[xgot], 1, total, fn,
+                       "an extra output") < 0)
+            goto done;
+        xptrs[xgot] = xbufs[xgot].buf;
+    }
     if (f32_buffer(oo, &out, 1, total, fn, "out") < 0)
         goto done;
     if (total * n_ops < (1 << 16)) {
         dfg_chain_f32(ptrs, kind, offset, stride, (int)n_in, ops, n_ops, out.buf, dims[0],
-                      dims[1]);
+                      dims[1], n_extra, extra_op, xptrs);
     } else {
         Py_BEGIN_ALLOW_THREADS
         dfg_chain_f32(ptrs, kind, offset, stride, (int)n_in, ops, n_ops, out.buf, dims[0],
-                      dims[1]);
+                      dims[1], n_extra, extra_op, xptrs);
         Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&out);
@@ -394,6 +431,8 @@ static PyObject *chain_f32(PyObject *self, PyObject *args) {
 done:
     for (int j = 0; j < got; j++)
         PyBuffer_Release(&bufs[j]);
+    for (int e = 0; e < xgot; e++)
+        PyBuffer_Release(&xbufs[e]);
     return ret;
 }
 

@@ -70,11 +70,14 @@ enum { DFG_CH_IN_FULL = 0, DFG_CH_IN_ROW = 1, DFG_CH_IN_SCALAR = 2, DFG_CH_IN_CO
        DFG_CH_IN_GROUP = 4 };
 #define DFG_CHAIN_MAX_OPS 32
 #define DFG_CHAIN_MAX_IN 32
+#define DFG_CHAIN_MAX_EXTRA 4
 /* out (rows x cols) = the program `code` (n_ops triples: op, operand, operand or -1) of the
  * n_in inputs `in` of kinds `kind`, each read from its `offset` (a full one's rows `stride`
- * floats apart); module.c has checked every code and length */
+ * floats apart); extra_out[e] (rows x cols) = op extra_op[e]'s result, for n_extra of them;
+ * module.c has checked every code and length */
 void dfg_chain_f32(const float *const *in, const int *kind, const long *offset,
                    const long *stride, int n_in, const int *code, int n_ops, float *out,
-                   long rows, long cols);
+                   long rows, long cols, int n_extra, const int *extra_op,
+                   float *const *extra_out);
 
 #endif

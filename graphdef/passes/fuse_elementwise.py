@@ -30,7 +30,10 @@ leaves (the tensors the ops before the slicing read, when nothing else reads tho
 blocks, and the ops between are applied to the blocks. Blocks of an elementwise expression
 are the expression of the blocks, bit for bit, and each chain computes only its blocks, so
 no work is done twice; the Split and the ops before it go when every piece is taken (an LSTM or GRU
-cell's loop body: the products and two chains). In a loop of scalar arithmetic
+cell's loop body: the products and two chains). In a loop, a chain that reads another's value
+and otherwise only that chain's inputs becomes its second output (``M``, ``outputs``): an LSTM
+cell's new state and its output are one sweep and one call (``_merge_reader``).
+In a loop of scalar arithmetic
 (a counter, an accumulator) compiled programs write a chain as its members' scalar forms
 composed into one expression (the chain's record, ``ScalarForm.compose``), so the
 arithmetic stays inline as it was before fusing; on arrays they call the chain's array
@@ -71,6 +74,7 @@ def run(graph: Graph, options: PassOptions) -> Any:
         if not in_loop and not sweep:
             return ed.finish()
     absorbed: list[str] = []      # slicers moved into chains, then the ops inlined into them
+    made: list[str] = []          # the chains made, in loop frames
     for node in reversed(order):
         root = ed.get(node.name)
         if root is None or root.name in taken or not _eligible(ed, prot, root):
@@ -88,12 +92,85 @@ def run(graph: Graph, options: PassOptions) -> Any:
         moved = _rewrite(ed, prot, root, sorted(members, key=rank.__getitem__), only)
         taken.update(moved)
         absorbed.extend(moved)
+        if in_loop is not None and root.name in in_loop:
+            made.append(root.name)
     # what the chains took whole is gone: a slicer all of whose blocks they compute, and the
     # ops that only slicers read
     for name in absorbed:
         if name in ed and not ed.data_readers(name) and not ed.control_readers(name):
             ed.remove(name)
+    for name in made:
+        if name in ed:
+            _merge_reader(ed, prot, name, node_frame)
     return ed.finish()
+
+
+# the compiled sweep's limits (native.h): ops, and inputs plus slices it reads
+SWEEP_MAX_OPS = SWEEP_MAX_OPERANDS = 32
+
+
+def _merge_reader(ed: Editor, prot: Protected, name: str, node_frame: dict) -> None:
+    """A chain ``b`` in a loop that reads chain ``name``'s value and otherwise only inputs of
+    ``name`` becomes a second output of ``name`` (program ``name``'s then ``b``'s, outputs the
+    two last entries): an LSTM cell's two chains, its new state (read by the next iteration
+    and by the output's chain) and its output, are one sweep and one call. ``b``'s readers
+    read output 1. Not when ``b`` keeps its name (fetched, fed, a target), has control
+    readers or control inputs ``name`` lacks, slices ``name``'s value, is in another frame,
+    or the sum would pass the sweep's limits."""
+    a = ed.get(name)
+    if a is None or attr(a, "M") is not None:
+        return
+    for b_name in sorted({r for r, _slot in ed.data_readers(name, 0)}):
+        b = ed.get(b_name)
+        if b is None or b.op != FUSED_OP or attr(b, "M") is not None \
+                or node_frame.get(b_name) != node_frame.get(name) or b.device != a.device \
+                or attr_type(b) != attr_type(a) or prot.keeps_name(b_name) \
+                or prot.pinned(b_name) or ed.control_readers(b_name) \
+                or not set(ed.control_inputs(b_name)) <= set(ed.control_inputs(name)):
+            continue
+        a_in, b_in = ed.data_inputs(name), ed.data_inputs(b_name)
+        if sum(t == (name, 0) for t in b_in) != 1 \
+                or any(t != (name, 0) and t not in a_in for t in b_in):
+            continue
+        a_prog = [p.decode() for p in a.attr["program"].list.s]
+        b_prog = [p.decode() for p in b.attr["program"].list.s]
+        groups = [int(e.split()[-1]) for e in a_prog if e.split()[0] in ("Piece", "Cut")]
+        shift = max(groups) + 1 if groups else 0
+        own = f"r{len(a_prog) - 1}"
+
+        def ref(tok: str, b_in: list = b_in, a_in: list = a_in, own: str = own,
+                offset: int = len(a_prog)) -> str:
+            if tok[0] == "r":
+                return f"r{int(tok[1:]) + offset}"
+            t = b_in[int(tok[1:])]
+            return own if t == (name, 0) else f"i{a_in.index(t)}"
+
+        merged = list(a_prog)
+        ok = True
+        for e in b_prog:
+            op, *args = e.split()
+            if op in ("Piece", "Cut"):
+                first = ref(args[0])
+                ok &= first[0] == "i"         # a slice of an input, not of name's value
+                merged.append(" ".join([op, first, *args[1:-1], str(int(args[-1]) + shift)]))
+            else:
+                merged.append(" ".join([op, *(ref(x) for x in args)]))
+        slices = sum(e.split()[0] in ("Piece", "Cut") for e in merged)
+        if not ok or len(merged) - slices > SWEEP_MAX_OPS \
+                or len(a_in) + slices > SWEEP_MAX_OPERANDS:
+            continue
+        del a.attr["program"].list.s[:]
+        a.attr["program"].list.s.extend(e.encode() for e in merged)
+        a.attr["M"].i = 2
+        a.attr["outputs"].list.i.extend([len(a_prog) - 1, len(merged) - 1])
+        shapes = attr(a, "_output_shapes"), attr(b, "_output_shapes")
+        if shapes[0] is not None and shapes[1] is not None:
+            a.attr["_output_shapes"].list.shape.extend(shapes[1].list.shape)
+        elif shapes[0] is not None:
+            del a.attr["_output_shapes"]
+        ed.replace_tensor((b_name, 0), (name, 1))
+        ed.remove(b_name)
+        return
 
 
 def _eligible(ed: Editor, prot: Protected, nd: Any) -> bool:
