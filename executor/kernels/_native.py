@@ -544,15 +544,20 @@ def runner(prep: Prepared, depthwise: bool = False) -> Any:
 # 2-core AVX2 EPYC (numpy's OpenBLAS against this; M rows, K inner, N columns):
 # (16,64)x(64,256) 9.6 -> 7.8 us, (8,128,256) 13.0 -> 9.6, (4,128,256) 10.1 -> 5.2,
 # (2,128,512) 22.1 -> 9.4. One row is a GEMV, which BLAS does well ((1,256,256) 5.1 -> 9.2);
-# from about a million FLOPs at 16 rows BLAS wins ((16,128,512) 21.7 -> 26.8), as it does at
-# 32 rows and more at any size; under 1e5 FLOPs the Python around the call costs more than
-# the product saves. Split in two halves on the native pool it was faster still when the
-# other core was idle, and 15% slower on a whole step when that core was busy: one thread.
-# In a whole step (the LSTM classifier of tests/data/bench, interleaved processes, 8 rounds
-# each): median 1913 -> 1817 us.
-SMALL_MATMUL_ROWS = (2, 16)
+# under 1e5 FLOPs the Python around the call costs more than the product saves. Hot, BLAS's
+# two threads win from about a million FLOPs at 16 rows ((16,128,512) 21.7 -> 26.8) and at
+# 32 rows; but in a loop, where a cell's elementwise work runs between two products, its
+# idle threads have gone to sleep (OPENBLAS_THREAD_TIMEOUT, dfg/executor/__init__.py) and
+# each product waits for them to wake: a Keras GRU(128) on a batch of 32 spent 183 us per
+# (32,128)x(128,384) product, 63 with BLAS on one thread. So up to 32 rows and 4.5 MFLOPs
+# come here: in a whole step (in-process, interleaved steps, medians) that GRU classifier
+# 12.7 -> 6.4 ms, an LSTM(128) on 32 rows 11.3 -> 7.4 ms, the LSTM classifier of
+# tests/data/bench (16 rows) 1772 -> 1697 us. Split in two halves on the native pool it was
+# faster still when the other core was idle, and 15% slower on a whole step when that core
+# was busy: one thread.
+SMALL_MATMUL_ROWS = (2, 32)
 SMALL_MATMUL_MIN_FLOPS = 1e5
-SMALL_MATMUL_MAX_FLOPS = 1.1e6
+SMALL_MATMUL_MAX_FLOPS = 4.5e6
 
 
 # (id of b, a's shape, transpose_b) -> (weak reference to b, its packed blocks, geometry,
@@ -569,7 +574,7 @@ _SMALL_MAX = 4096
 def small_matmul_f32(a: np.ndarray, b: np.ndarray, transpose_b: bool) -> np.ndarray | None:
     """``a @ b`` (``b.T`` when ``transpose_b``) of float32 matrices, computed by the direct
     kernel when that is faster (the rule above): ``a`` a C-contiguous float32 (M, K) of 2 to
-    16 rows, ``b`` frozen (``tensors.frozen``, so packed once) and the product between
+    32 rows, ``b`` frozen (``tensors.frozen``, so packed once) and the product between
     SMALL_MATMUL_MIN_FLOPS and SMALL_MATMUL_MAX_FLOPS; else None (the caller's BLAS product).
     The decision reads the shapes and whether ``b`` is frozen, never timing, so the kernel
     and its array form give the same bits."""
