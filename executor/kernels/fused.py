@@ -32,7 +32,7 @@ from dfg.graphdef.tensors import frozen
 
 from . import _conv, _native, nn
 from ._select import where
-from .math import native_activation
+from .math import _matmul_2d, native_activation
 from .registry import ArrayForm, KernelContext, ScalarForm, kernel, specs
 
 _HALF = np.dtype(np.float16)
@@ -389,18 +389,13 @@ def fused_matmul(ctx: KernelContext, a: np.ndarray, b: np.ndarray, *args: Any) -
     dt = a.dtype
     if dt == _HALF:
         a, b = a.astype(np.float32), b.astype(np.float32)
-    ta, tb = ctx.attrs.get("transpose_a"), ctx.attrs.get("transpose_b")
-    # a recurrent cell's product with its bias: the MatMul kernel's small-product path
-    y = None if ta or dt is not _F32 else _native.small_matmul_f32(a, b, bool(tb))
-    if y is None:
-        if ta:
-            a = a.T
-        if tb:
-            b = b.T
-        if a.shape[1] != b.shape[0]:
-            raise InvalidArgumentError(
-                f"matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: {list(b.shape)}")
-        y = np.matmul(a, b)
+    ta, tb = bool(ctx.attrs.get("transpose_a")), bool(ctx.attrs.get("transpose_b"))
+    if a.shape[0 if ta else 1] != b.shape[1 if tb else 0]:
+        ash, bsh = a.shape[::-1] if ta else a.shape, b.shape[::-1] if tb else b.shape
+        raise InvalidArgumentError(
+            f"matrix size-incompatible: In[0]: {list(ash)}, In[1]: {list(bsh)}")
+    # the MatMul kernel's product (a recurrent cell's few rows: the direct kernel)
+    y = _matmul_2d(a, b, ta, tb)
     return _epilogue(ctx, y, args, first, add, act).astype(dt, copy=False)
 
 
@@ -942,17 +937,19 @@ def _program_of(attrs: Any) -> tuple[str, ...]:
 
 
 def _outputs_attr(attrs: Any) -> tuple[int, ...]:
-    return tuple(int(k) for k in attrs.get("outputs") or ())
+    """The node's ``outputs``, checked against its ``M`` (InvalidArgumentError)."""
+    outputs = tuple(int(k) for k in attrs.get("outputs") or ())
+    if int(attrs.get("M") or 1) != max(1, len(outputs)):
+        raise InvalidArgumentError(f"_DfgElementwiseChain: M = {attrs.get('M')} outputs, "
+                                   f"outputs lists {len(outputs)}")
+    return outputs
 
 
 def _array_form(attrs: Any) -> Callable[..., Any] | None:
     """The chain's array form: the kernel's core for the node's program (None for a program
     the kernel refuses: the kernel call gives the error)."""
-    outputs = _outputs_attr(attrs)
-    if int(attrs.get("M") or 1) != max(1, len(outputs)):
-        return None
     try:
-        return _compile(_program_of(attrs), int(attrs.get("N") or 0), outputs)
+        return _compile(_program_of(attrs), int(attrs.get("N") or 0), _outputs_attr(attrs))
     except (InvalidArgumentError, UnimplementedError, ValueError):
         return None
 
@@ -968,7 +965,7 @@ def _scalar_text(attrs: Any, input_types: Any, out_types: Any) -> str | None:
     dtype, or reads an operand twice, or a result is not read exactly once (its text would
     be evaluated twice)."""
     program, n = _program_of(attrs), len(input_types)
-    if len(_outputs_attr(attrs)) > 1:
+    if len(attrs.get("outputs") or ()) > 1:
         return None         # one expression has one value
     key = (program, n, tuple(input_types), tuple(out_types))
     if key in _SCALAR_TEXTS:
@@ -1013,9 +1010,6 @@ def _compose_scalar(program: tuple[str, ...], n: int, input_types: Any, out_type
 def elementwise_chain(ctx: KernelContext, *inputs: np.ndarray) -> np.ndarray:
     """Evaluate ``program`` (see the OpDef) as compiled straight-line code."""
     outputs = _outputs_attr(ctx.attrs)
-    if int(ctx.attrs.get("M") or 1) != max(1, len(outputs)):
-        raise InvalidArgumentError(f"_DfgElementwiseChain: M = {ctx.attrs.get('M')} outputs, "
-                                   f"outputs lists {len(outputs)}")
     run = _compile(_program_of(ctx.attrs), len(inputs), outputs)
     try:
         out = run(*inputs)

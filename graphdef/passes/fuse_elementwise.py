@@ -107,6 +107,7 @@ def run(graph: Graph, options: PassOptions) -> Any:
 
 # the compiled sweep's limits (native.h): ops, and inputs plus slices it reads
 SWEEP_MAX_OPS = SWEEP_MAX_OPERANDS = 32
+SLICE_ENTRIES = ("Piece", "Cut")     # program entries that take a block of an input
 
 
 def _merge_reader(ed: Editor, prot: Protected, name: str, node_frame: dict) -> None:
@@ -134,7 +135,7 @@ def _merge_reader(ed: Editor, prot: Protected, name: str, node_frame: dict) -> N
             continue
         a_prog = [p.decode() for p in a.attr["program"].list.s]
         b_prog = [p.decode() for p in b.attr["program"].list.s]
-        groups = [int(e.split()[-1]) for e in a_prog if e.split()[0] in ("Piece", "Cut")]
+        groups = [int(e.split()[-1]) for e in a_prog if e.split()[0] in SLICE_ENTRIES]
         shift = max(groups) + 1 if groups else 0
         own = f"r{len(a_prog) - 1}"
 
@@ -149,13 +150,13 @@ def _merge_reader(ed: Editor, prot: Protected, name: str, node_frame: dict) -> N
         ok = True
         for e in b_prog:
             op, *args = e.split()
-            if op in ("Piece", "Cut"):
+            if op in SLICE_ENTRIES:
                 first = ref(args[0])
                 ok &= first[0] == "i"         # a slice of an input, not of name's value
                 merged.append(" ".join([op, first, *args[1:-1], str(int(args[-1]) + shift)]))
             else:
                 merged.append(" ".join([op, *(ref(x) for x in args)]))
-        slices = sum(e.split()[0] in ("Piece", "Cut") for e in merged)
+        slices = sum(e.split()[0] in SLICE_ENTRIES for e in merged)
         if not ok or len(merged) - slices > SWEEP_MAX_OPS \
                 or len(a_in) + slices > SWEEP_MAX_OPERANDS:
             continue
