@@ -13,6 +13,11 @@ the result (the compiled sweep's ops, the memory budget constants are folded und
 on disk, a fingerprint of dfg's own optimizer code. A graph mutated after its Session was
 made is not seen (a Session never sees that anyway: its plans are built from its graph).
 
+Each entry also keeps the executor plans built from it in this process (``Entry.plans``): a
+new Session of the same bytes and signature runs the plan another Session built and warmed
+(its kernels bound, constants decoded, weights packed, programs compiled), so its first step
+costs about its warm step plus the graph's digest. Plans are not written to disk.
+
 In memory: at most :data:`MAX_ENTRIES` graphs and :data:`MAX_BYTES` of them (least recently
 used dropped first; a result larger than the whole budget is not kept). On disk, opt in:
 ``DFG_PLAN_CACHE=/some/dir`` (or ``Session(plan_cache_dir=dir)``): one file per key, written
@@ -28,7 +33,7 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +46,15 @@ UNCHANGED = "unchanged"    # load's answer for a file saying the optimizer chang
 @dataclass
 class Entry:
     """One signature's optimization: ``graph`` None means the optimizer left the graph as
-    the Session had it; ``report`` the pipeline's report; ``nbytes`` what it holds."""
+    the Session had it; ``report`` the pipeline's report; ``nbytes`` what it holds.
+    ``plans``: the executor plans built from it, by :func:`plan_slot` (a Plan is immutable
+    per-graph state, and what steps learn lives in its PlanStats, made for concurrent runs:
+    Sessions of equal graphs share a plan as one Session's threads do). Written under the
+    cache's lock (:meth:`PlanCache.add_plan`)."""
     graph: Any
     report: Any
     nbytes: int
+    plans: dict = field(default_factory=dict)
 
     @classmethod
     def of(cls, graph: Any, report: Any) -> Entry:
@@ -74,6 +84,25 @@ class PlanCache:
             self._entries.move_to_end(key)
             self.hits += 1
             return e
+
+    def plan(self, key: tuple, slot: tuple) -> Any:
+        """The plan kept for ``key`` and ``slot``, or None."""
+        with self._lock:
+            e = self._entries.get(key)
+            return None if e is None else e.plans.get(slot)
+
+    def add_plan(self, key: tuple, slot: tuple, plan: Any, nbytes: int) -> None:
+        """Keep ``plan`` (about ``nbytes`` of its own: its constants and packed weights) with
+        ``key``'s entry; nothing when the entry has gone (or would not fit)."""
+        with self._lock:
+            e = self._entries.get(key)
+            if e is None or slot in e.plans or e.nbytes + nbytes > self.max_bytes:
+                return
+            e.plans[slot] = plan
+            e.nbytes += nbytes
+            self._bytes += nbytes
+            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                self._forget(*self._entries.popitem(last=False))
 
     def may_hold(self, outline: Any) -> bool:
         """Whether an entry's key starts with ``outline`` (a graph's :func:`cheap_key`)."""
@@ -133,6 +162,12 @@ def cheap_key(graph_def: Any) -> tuple:
     nodes = graph_def.node
     return (len(nodes), nodes[0].name if nodes else "", nodes[-1].name if nodes else "",
             len(graph_def.library.function))
+
+
+def plan_slot(device: str, threads: int, programs: str) -> tuple:
+    """Which of an entry's plans a Session may take: the device it was built for, and what
+    its measured costs and program decisions were learned under."""
+    return (device, threads, programs)
 
 
 def signature_key(outline: tuple, digest: str, fetches: list[str], feeds: list[str],

@@ -151,8 +151,10 @@ class Session:
 
     Optimized graphs are kept across Sessions (executor/plan_cache.py): a signature of a
     graph with the same bytes optimized before, by any Session of this process, runs
-    optimized from its first step, in every mode but ``"off"``. ``plan_cache_dir`` (else
-    ``DFG_PLAN_CACHE``): a directory that also keeps them across processes (opt in)."""
+    optimized from its first step, in every mode but ``"off"``, and with the same device,
+    threads and ``programs`` runs the plan that Session built (plan_cache.Entry.plans).
+    ``plan_cache_dir`` (else ``DFG_PLAN_CACHE``): a directory that also keeps optimized
+    graphs across processes (opt in)."""
 
     def __new__(cls, *args: Any, cluster: str | None = None, **kw: Any) -> Any:
         # ``cluster="ray"`` (and ``address``, ``default_task``): the graph partitioned by
@@ -258,12 +260,19 @@ class Session:
         optimize = self.optimize and bool(fetches or targets)  # an empty step: nothing to do
         # a signature optimized before (this graph's bytes, by any Session): nothing to defer
         hit = self._cached(fetches, feeds, targets) if optimize else None
+        slot = plan_cache.plan_slot(self.device, self.threads, self.programs)
+        if hit is not None:
+            # and its plan, built and warmed by another Session (plan_cache.Entry.plans)
+            shared = plan_cache.CACHE.plan(self._cache_key(fetches, feeds, targets), slot)
+            if shared is not None:
+                return shared
         defer = optimize and hit is None and deferred is None \
             and self._lazy(fetches, feeds, targets)
         if optimize and not defer:
             graph, report = hit if hit is not None else self._optimized(fetches, feeds, targets)
             if deferred is not None and _same_step(self.graph, graph, deferred):
                 deferred.stats.optimized, deferred.stats.deferred = report, False
+                self._share(fetches, feeds, targets, slot, deferred, graph)
                 return deferred
             if graph is not self.graph:
                 frames = analyze_frames(graph)
@@ -275,7 +284,19 @@ class Session:
                                        self.max_bytes))
         plan.stats.optimized = report
         plan.stats.deferred = defer
+        if optimize and not defer:
+            self._share(fetches, feeds, targets, slot, plan, graph)
         return plan
+
+    def _share(self, fetches: list[str], feeds: list[str], targets: list[str], slot: tuple,
+               plan: Plan, graph: Graph) -> None:
+        """Keep an optimized signature's plan with its plan-cache entry (if it has one: an
+        optimizer that failed left none) for the next Session of the same bytes."""
+        if self._digest is None:
+            return     # the signature was never looked up nor remembered: no entry
+        # what the plan holds of its own, about: its constants and their packed forms
+        nbytes = graph.graph_def.ByteSize()
+        plan_cache.CACHE.add_plan(self._cache_key(fetches, feeds, targets), slot, plan, nbytes)
 
     def _lazy(self, fetches: list[str], feeds: list[str], targets: list[str]) -> bool:
         """Whether a signature's optimization waits for its second run: lazy mode, or auto

@@ -192,9 +192,10 @@ def test_an_unwritable_cache_directory_does_not_fail_a_run(tmp_path):
 
 
 def test_a_new_sessions_programs_reuse_compiled_code():
-    """A program's source names its kernels and constants by index, so a new Session of the
-    same graph compiles the same source: Python's compile() runs once (executor/codegen.py),
-    each Session still gets its own function over its own kernels, with its own values."""
+    """A program's source names its kernels and constants by index, so a Session that builds
+    its own plan of a graph compiled before (here: another thread count, so not the other
+    Session's plan) compiles the same source: Python's compile() runs once
+    (executor/codegen.py), each plan still gets its own function over its own kernels."""
     g = EXAMPLES / "while_counter.pbtxt"
 
     def loop_code(s: Session, n: int):
@@ -205,9 +206,105 @@ def test_a_new_sessions_programs_reuse_compiled_code():
         assert fns, "the loop ran as a compiled program"
         return fns
 
-    with Session(load_graph(g), threads=1) as s1, Session(load_graph(g), threads=1) as s2:
+    with Session(load_graph(g), threads=1) as s1, Session(load_graph(g), threads=2) as s2:
         first, second = loop_code(s1, 5), loop_code(s2, 9)
+        assert s1.plan(["counter/Exit"], ["n"]) is not s2.plan(["counter/Exit"], ["n"])
         assert len(first) == len(second)
         assert all(a.__code__ is b.__code__ and a is not b
                    and a.__globals__ is not b.__globals__ for a, b in zip(first, second))
         assert s1.run("counter/Exit", {"n": 3}) == 3 and s2.run("counter/Exit", {"n": 4}) == 4
+
+
+# --- plans shared by Sessions of the same bytes (plan_cache.Entry.plans) -------------------
+
+def test_a_new_session_of_the_same_bytes_runs_the_plan_another_built():
+    """The plan is immutable per-graph state: a second Session of the graph loaded again
+    takes the first one's (bound kernels, compiled programs, measured costs) at its first
+    step; another device, thread count or programs setting builds its own."""
+    g = EXAMPLES / "while_counter.pbtxt"
+    with Session(load_graph(g), threads=1) as s1:
+        assert s1.run("counter/Exit", {"n": 5}) == 5      # examples/README.md: counts to n
+        plan = s1.plan(["counter/Exit"], ["n"])
+    # s1 is closed: its plan outlives it, for the next Session
+    with Session(load_graph(g), threads=1) as s2:
+        assert s2.plan(["counter/Exit"], ["n"]) is plan
+        assert s2.run("counter/Exit", {"n": 8}) == 8
+    for kw in ({"threads": 2}, {"threads": 1, "programs": "never"}):
+        with Session(load_graph(g), **kw) as s3:
+            assert s3.plan(["counter/Exit"], ["n"]) is not plan
+            assert s3.run("counter/Exit", {"n": 4}) == 4
+    with Session(load_graph(g), threads=1, optimize="off") as s4:
+        assert s4.plan(["counter/Exit"], ["n"]) is not plan
+
+
+def test_a_lazy_sessions_optimized_plan_is_shared_from_the_next_sessions_first_step():
+    with Session(_chain(), threads=1, optimize="lazy") as s1:
+        for v in (2.0, 3.0):                               # the second run optimizes
+            assert s1.run("c", {"x": np.float32(v)}) == np.float32(v + 3)
+        optimized = s1.plan(["c"], ["x"])
+    with Session(_chain(), threads=1, optimize="lazy") as s2:
+        assert s2.plan(["c"], ["x"]) is optimized
+        assert s2.run("c", {"x": np.float32(-1)}) == np.float32(2)
+
+
+# a variable counted up by one each run, and a seeded random draw: per-Session state
+STATEFUL = """
+node { name: "v" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "shape" value { shape { } } } }
+node { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 0 } } } }
+node { name: "one" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 1 } } } }
+node { name: "init" op: "Assign" input: "v" input: "zero"
+  attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "inc" op: "AssignAdd" input: "v" input: "one"
+  attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "shape" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } }
+  int_val: 4 } } } }
+node { name: "r" op: "RandomUniform" input: "shape" attr { key: "T" value { type: DT_INT32 } }
+  attr { key: "dtype" value { type: DT_FLOAT } } attr { key: "seed" value { i: 7 } }
+  attr { key: "seed2" value { i: 3 } } }
+"""
+
+
+def test_sessions_sharing_a_plan_keep_their_own_variables_and_random_streams():
+    """Variables and a seeded random op's stream are the Session's (its ResourceManager),
+    not the plan's: a Session that takes another's plan starts from its own initial state."""
+    def session() -> Session:
+        s = Session(load_graph(STATEFUL.encode(), fmt="pbtxt"), threads=1,
+                    optimize="eager")
+        s.run([], targets=["init"])
+        return s
+
+    with session() as s1:
+        counts = [float(s1.run("inc")) for _ in range(3)]
+        draws = [s1.run("r") for _ in range(2)]
+        inc_plan = s1.plan(["inc:0"], [])
+    assert counts == [1.0, 2.0, 3.0]
+    assert not np.array_equal(draws[0], draws[1])        # the stream moves on each run
+    with session() as s2, session() as s3:
+        assert s2.plan(["inc:0"], []) is inc_plan
+        assert [float(s2.run("inc")) for _ in range(2)] == [1.0, 2.0]
+        assert float(s3.run("inc")) == 1.0                # its own variable, not s2's
+        assert float(s2.run("inc")) == 3.0
+        # TensorFlow restarts a seeded op's stream in each new Session
+        np.testing.assert_array_equal(s2.run("r"), draws[0])
+        np.testing.assert_array_equal(s3.run("r"), draws[0])
+        np.testing.assert_array_equal(s2.run("r"), draws[1])
+
+
+def test_a_shared_plan_counts_against_the_caches_byte_budget():
+    c = plan_cache.PlanCache(max_entries=4, max_bytes=100)
+    c.put(("a",), plan_cache.Entry(None, None, 10))
+    c.add_plan(("a",), ("CPU", 1, "auto"), "plan-a", 30)
+    assert c.plan(("a",), ("CPU", 1, "auto")) == "plan-a"
+    assert c.plan(("a",), ("GPU", 1, "auto")) is None
+    c.add_plan(("gone",), ("CPU", 1, "auto"), "plan-x", 1)     # no entry: nothing kept
+    assert c.plan(("gone",), ("CPU", 1, "auto")) is None
+    c.add_plan(("a",), ("CPU", 2, "auto"), "too-big", 70)      # 40 + 70 > 100: not kept
+    assert c.plan(("a",), ("CPU", 2, "auto")) is None
+    c.put(("b",), plan_cache.Entry(None, None, 50))            # 40 + 50: both fit
+    assert len(c) == 2
+    c.put(("c",), plan_cache.Entry(None, None, 20))            # 110: the oldest, a, goes
+    assert c.get(("a",)) is None and c.plan(("a",), ("CPU", 1, "auto")) is None
