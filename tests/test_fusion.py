@@ -901,13 +901,34 @@ def _gru_loop():
     return g.as_graph_def()
 
 
-def test_a_gru_cells_slices_join_its_gate_chains():
+def _gru_math(gd, x: np.ndarray) -> np.ndarray:
+    """``_gru_loop``'s cell in float64 NumPy, its constants read from the graph."""
+    from dfg.graphdef.tensors import to_numpy
+
+    c = {n.name: to_numpy(n.attr["value"].tensor).astype(np.float64) for n in gd.node
+         if n.name in ("w", "rw", "b0", "b1")}
+    u = c["rw"].shape[0]
+    h = np.zeros((3, u))
+    mx = x.astype(np.float64) @ c["w"] + c["b0"]
+    for _ in range(6):
+        inner = h @ c["rw"] + c["b1"]
+        z = 1 / (1 + np.exp(-(mx[:, :u] + inner[:, :u])))
+        r = 1 / (1 + np.exp(-(mx[:, u:2 * u] + inner[:, u:2 * u])))
+        hh = np.tanh(mx[:, 2 * u:] + r * inner[:, 2 * u:])
+        h = z * h + (1 - z) * hh
+    return h
+
+
+def test_a_gru_cells_slices_and_its_update_gate_join_one_chain():
     """A GRU cell's StridedSlices of its recurrent product (and the bias add before them)
-    move into the gates' chains as Cut entries: the loop body is the products and two chains,
-    with the reference interpreter's bits in every mode."""
+    move into the gates' chain as Cut entries, and the update gate ``z``, read by ``z * h``
+    and ``1 - z``, joins the chain that reads it twice (a value all of whose readers are in
+    a loop's chain): the loop body is the products and one chain, the GRU's values (float64
+    math), with the reference interpreter's bits in every mode."""
     gd = _gru_loop()
     feed = {"x:0": _rand(3, 5)}
     want = Reference(gd).run(["h:0"], feed)[0]
+    np.testing.assert_allclose(want, _gru_math(gd, feed["x:0"]), rtol=1e-5, atol=1e-6)
     for programs in ("always", "never"):
         with Session(gd, threads=1, optimize="auto", programs=programs) as s:
             for _ in range(2):
@@ -917,4 +938,34 @@ def test_a_gru_cells_slices_join_its_gate_chains():
     ops = [it.op for it in items if it.name.startswith("loop/")]
     programs = [it.attrs["program"] for it in items if it.op == "_DfgElementwiseChain"]
     assert not {"StridedSlice", "Split", "BiasAdd", "Sigmoid", "Tanh"} & set(ops), ops
-    assert len(programs) == 2 and any("Cut" in e for p in programs for e in p)
+    assert len(programs) == 1 and any("Cut" in e for e in programs[0])
+    assert sum(e.startswith("Sigmoid") for e in programs[0]) == 2   # z and r, each once
+
+
+def test_a_value_read_outside_the_chain_stays_its_own_chain():
+    """``z`` read by two of a chain's ops joins it only when nothing else reads it: here the
+    loop also carries ``z`` out (a NextIteration), so ``z`` keeps its own chain and both
+    chains give the reference interpreter's bits."""
+    rng = np.random.default_rng(5)
+    with B.Graph().as_default() as g:
+        a = B.constant(rng.standard_normal((2, 3)).astype(np.float32), name="a")
+
+        def body(i, h, zs):
+            z = B.sigmoid(B.add(B.multiply(a, h), a))
+            one = B.constant(np.float32(1.0))
+            return i + 1, B.add(B.multiply(z, h), B.subtract(one, z)), z
+
+        zero = B.constant(np.zeros((2, 3), np.float32))
+        _, h, zs = B.while_loop(lambda i, h, zs: i < 4, body, [B.constant(0), zero, zero],
+                                name="loop")
+        B.identity(h, name="h")
+        B.identity(zs, name="zs")
+    gd = g.as_graph_def()
+    want = Reference(gd).run(["h:0", "zs:0"], {})
+    with Session(gd, threads=1, optimize="eager") as s:
+        got = s.run(["h:0", "zs:0"])
+        chains = [it for it in s.plan(["h:0", "zs:0"], []).items
+                  if it.op == "_DfgElementwiseChain"]
+    for w, v in zip(want, got):
+        assert v.tobytes() == w.tobytes()
+    assert len(chains) == 2

@@ -2,7 +2,9 @@
 
 A connected group of float32/float64 elementwise nodes (arithmetic, Relu, Relu6, Sigmoid,
 Tanh, ...: :data:`CHAIN_OPS`) in which every node but the last has exactly one reader, inside
-the group, becomes one node of dfg's private op (``graphdef/opdefs/dfg_op_defs.pbtxt``). Its
+the group (in a loop: all its readers inside the group, as a GRU's update gate read by
+``z * h`` and ``1 - z``: the chain's program reads its register twice), becomes one node
+of dfg's private op (``graphdef/opdefs/dfg_op_defs.pbtxt``). Its
 ``program`` lists the ops in order; its kernel (``executor/kernels/fused.py``) writes each
 result into the buffer of an operand that dies there, so a chain of k ops costs one
 scheduling step and about one allocation instead of k. Typical chains: hard-swish
@@ -85,7 +87,8 @@ def run(graph: Graph, options: PassOptions) -> Any:
             if root.op not in sweep or attr_type(root) != DT_FLOAT:
                 continue
             only = sweep
-        members = _grow(ed, prot, root, taken, only)
+        members = _grow(ed, prot, root, taken, only,
+                        shared=in_loop is not None and root.name in in_loop)
         if len(members) < MIN_NODES:
             continue
         taken.update(members)
@@ -279,9 +282,13 @@ def _inlinable(ed: Editor, prot: Protected, src: str, reader: str, dtype: int, d
 
 
 def _grow(ed: Editor, prot: Protected, root: Any, taken: set[str],
-          only: frozenset[str] | None = None) -> set[str]:
+          only: frozenset[str] | None = None, shared: bool = False) -> set[str]:
     """The nodes that can join ``root``'s chain: producers whose only reader is in it (and,
-    given ``only``, whose op is in it)."""
+    given ``only``, whose op is in it). ``shared`` (in loops): also a producer all of whose
+    readers are in it, read as one register by each (a GRU's update gate ``z``, read by
+    ``z * h`` and ``1 - z``: without it the gate is a chain of its own, one more call each
+    iteration). Such a producer is looked at again from each reader that joins, so it joins
+    once its last reader has."""
     members = {root.name}
     work = [root.name]
     while work:
@@ -297,7 +304,8 @@ def _grow(ed: Editor, prot: Protected, root: Any, taken: set[str],
                 continue
             readers = ed.data_readers(src)
             if len(readers) != 1 or readers[0][0] != m:
-                continue
+                if not shared or any(r not in members for r, _slot in readers):
+                    continue
             members.add(src)
             work.append(src)
     return members
