@@ -1,0 +1,72 @@
+"""Recurrent classifiers beyond the table's own: other batches, widths, lengths and cells.
+
+benchmarks/table.py's ``rnn`` group holds small recurrent models (tests/data/tf2, the LSTM
+classifier and dynamic_rnn of tests/data/bench). These are larger, to see where dfg stands
+as a model grows (a 32-row GRU's recurrent product, a Bidirectional LSTM's two loops). They
+are several MB together, so they are not committed: build them with TensorFlow's Python
+(never in CI; dfg never imports TensorFlow), then time them beside TensorFlow:
+
+    /tmp/tfvenv/bin/python benchmarks/gen_rnn_variants.py /tmp/rnn_variants
+    python benchmarks/table.py --tf-python /tmp/tfvenv/bin/python --only dir \\
+        --dir /tmp/rnn_variants
+
+Each is Embedding(1000, 32) over int32 token ids, the recurrent layer, Dense(5) softmax,
+frozen as tests/data/bench/generate.py freezes its Keras cases (same seeds and weights,
+TensorFlow's outputs as the expected values, the conformance case format).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("bench_generate",
+                                               ROOT / "tests" / "data" / "bench" / "generate.py")
+G = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(G)
+
+# name -> (batch, sequence length, units, cell, bidirectional)
+VARIANTS = {
+    "v_lstm_b1_u64": (1, 40, 64, "lstm", False),
+    "v_lstm_b8_u32_s100": (8, 100, 32, "lstm", False),
+    "v_lstm_b32_u128": (32, 40, 128, "lstm", False),
+    "v_lstm_b64_u256": (64, 30, 256, "lstm", False),
+    "v_gru_b16_u64": (16, 40, 64, "gru", False),
+    "v_gru_b32_u128": (32, 40, 128, "gru", False),
+    "v_bilstm_b16_u64": (16, 40, 64, "lstm", True),
+    "v_rnn_b16_u64": (16, 40, 64, "rnn", False),
+}
+
+
+def _register(name: str, batch: int, seq: int, units: int, cell: str, bidi: bool) -> None:
+    keras, L = G.keras, G.L
+    features = [*G.FROZEN, "rnn", "While", "softmax"]
+
+    @G.keras_case(name, [((seq,), "int32", "int1000")], batch,
+                  f"Benchmark: Embedding(1000, 32), {'Bidirectional ' if bidi else ''}"
+                  f"{cell.upper()}({units}) over {seq} steps, Dense 5 softmax, batch {batch}",
+                  features)
+    def build():
+        x = keras.Input((seq,), dtype="int32")
+        y = L.Embedding(1000, 32)(x)
+        layer = {"lstm": L.LSTM, "gru": L.GRU, "rnn": L.SimpleRNN}[cell](units)
+        y = (L.Bidirectional(layer) if bidi else layer)(y)
+        return keras.Model(x, L.Dense(5, activation="softmax")(y))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path, help="directory to write the cases into")
+    ap.add_argument("--only", help="comma-separated names (default: all)")
+    args = ap.parse_args()
+    names = args.only.split(",") if args.only else list(VARIANTS)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        _register(name, *VARIANTS[name])
+        G.generate_keras(name, args.out)
+
+
+if __name__ == "__main__":
+    main()
