@@ -220,17 +220,18 @@ def test_a_new_sessions_programs_reuse_compiled_code():
 def test_a_new_session_of_the_same_bytes_runs_the_plan_another_built():
     """The plan is immutable per-graph state: a second Session of the graph loaded again
     takes the first one's (bound kernels, compiled programs, measured costs) at its first
-    step; another device, thread count or programs setting builds its own."""
+    step (optimized: auto optimizes a loop at once); another device, thread count or
+    programs setting builds its own."""
     g = EXAMPLES / "while_counter.pbtxt"
-    with Session(load_graph(g), threads=1) as s1:
+    with Session(load_graph(g), threads=1, optimize="auto") as s1:
         assert s1.run("counter/Exit", {"n": 5}) == 5      # examples/README.md: counts to n
         plan = s1.plan(["counter/Exit"], ["n"])
     # s1 is closed: its plan outlives it, for the next Session
-    with Session(load_graph(g), threads=1) as s2:
+    with Session(load_graph(g), threads=1, optimize="auto") as s2:
         assert s2.plan(["counter/Exit"], ["n"]) is plan
         assert s2.run("counter/Exit", {"n": 8}) == 8
     for kw in ({"threads": 2}, {"threads": 1, "programs": "never"}):
-        with Session(load_graph(g), **kw) as s3:
+        with Session(load_graph(g), optimize="auto", **kw) as s3:
             assert s3.plan(["counter/Exit"], ["n"]) is not plan
             assert s3.run("counter/Exit", {"n": 4}) == 4
     with Session(load_graph(g), threads=1, optimize="off") as s4:
@@ -308,3 +309,73 @@ def test_a_shared_plan_counts_against_the_caches_byte_budget():
     assert len(c) == 2
     c.put(("c",), plan_cache.Entry(None, None, 20))            # 110: the oldest, a, goes
     assert c.get(("a",)) is None and c.plan(("a",), ("CPU", 1, "auto")) is None
+
+
+def test_sessions_sharing_a_plan_run_it_at_once_from_several_threads():
+    """Two Sessions of one graph share its plan; four threads run steps through them at the
+    same time (a loop graph: each step's frames and iterations are its own), every result the
+    count the loop makes (examples/README.md: counts to n)."""
+    import threading
+
+    g = EXAMPLES / "while_counter.pbtxt"
+    sessions = [Session(load_graph(g), threads=2, optimize="auto") for _ in range(2)]
+    try:
+        assert sessions[0].run("counter/Exit", {"n": 3}) == 3
+        assert sessions[1].plan(["counter/Exit"], ["n"]) is \
+            sessions[0].plan(["counter/Exit"], ["n"])
+        wrong: list = []
+
+        def work(s: Session, base: int) -> None:
+            for k in range(30):
+                n = base + k
+                got = s.run("counter/Exit", {"n": n})
+                if got != n:
+                    wrong.append((n, got))
+
+        threads = [threading.Thread(target=work, args=(sessions[i % 2], 10 * i))
+                   for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not wrong
+    finally:
+        for s in sessions:
+            s.close()
+
+
+def test_a_shared_straight_line_plan_runs_at_once_from_several_threads():
+    """The MLP's optimized plan (a straight-line program, its products and fused bias adds)
+    shared by two Sessions, run by four threads at once on different inputs: each result
+    is the reference interpreter's for that input."""
+    import threading
+
+    from dfg.executor.reference import Reference
+
+    g = EXAMPLES / "mlp.pbtxt"
+    x = np.load(EXAMPLES / "mlp_x.npy")
+    rng = np.random.default_rng(2)
+    inputs = [(x + rng.standard_normal(x.shape)).astype(x.dtype) for _ in range(4)]
+    want = [Reference(load_graph(g).graph_def).run(["probs:0"], {"x:0": v})[0]
+            for v in inputs]
+    sessions = [Session(load_graph(g), threads=2, optimize="eager") for _ in range(2)]
+    try:
+        sessions[0].run("probs", {"x": inputs[0]})
+        assert sessions[1].plan(["probs:0"], ["x:0"]) is sessions[0].plan(["probs:0"], ["x:0"])
+        wrong: list = []
+
+        def work(i: int) -> None:
+            for _ in range(40):
+                got = sessions[i % 2].run("probs", {"x": inputs[i]})
+                if not np.allclose(got, want[i], rtol=1e-5, atol=1e-6):
+                    wrong.append(i)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not wrong
+    finally:
+        for s in sessions:
+            s.close()
