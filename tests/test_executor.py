@@ -215,9 +215,9 @@ node { name: "s" op: "MatrixExponential" input: "init" attr { key: "T" value { t
             sess.run(["v:0"])
 
 
-@pytest.mark.parametrize("programs", ["never", "always"])
-def test_variables_persist_across_runs_and_steps(programs: str) -> None:
-    g = graph_from_text('''
+# a float variable v, set to 0 by init and counted up by one by inc (tests/test_plan_cache.py
+# adds a seeded random op to it)
+VARIABLE_COUNTER = '''
 node { name: "v" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
        attr { key: "shape" value { shape { } } } }
 node { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
@@ -228,7 +228,12 @@ node { name: "init" op: "Assign" input: "v" input: "zero"
        attr { key: "T" value { type: DT_FLOAT } } }
 node { name: "inc" op: "AssignAdd" input: "v" input: "one"
        attr { key: "T" value { type: DT_FLOAT } } }
-''')
+'''
+
+
+@pytest.mark.parametrize("programs", ["never", "always"])
+def test_variables_persist_across_runs_and_steps(programs: str) -> None:
+    g = graph_from_text(VARIABLE_COUNTER)
     with Session(g, threads=2, programs=programs) as sess:
         sess.run([], targets=["init"])
         for k in range(1, 6):

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conformance import case_dirs, load_case, missing_kernels, run_case
+from test_executor import VARIABLE_COUNTER
 from test_session_optimize import CHAIN  # x + 1 + 1 + 1, three AddV2s
 
 from dfg.executor import Session, plan_cache
@@ -215,6 +216,17 @@ def test_a_new_sessions_programs_reuse_compiled_code():
         assert s1.run("counter/Exit", {"n": 3}) == 3 and s2.run("counter/Exit", {"n": 4}) == 4
 
 
+def _at_once(work, args: list) -> None:
+    """Run ``work(*a)`` for each ``a`` of ``args``, each on its own thread, all at once."""
+    import threading
+
+    threads = [threading.Thread(target=work, args=a) for a in args]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 # --- plans shared by Sessions of the same bytes (plan_cache.Entry.plans) -------------------
 
 def test_a_new_session_of_the_same_bytes_runs_the_plan_another_built():
@@ -249,17 +261,7 @@ def test_a_lazy_sessions_optimized_plan_is_shared_from_the_next_sessions_first_s
 
 
 # a variable counted up by one each run, and a seeded random draw: per-Session state
-STATEFUL = """
-node { name: "v" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
-  attr { key: "shape" value { shape { } } } }
-node { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
-  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 0 } } } }
-node { name: "one" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
-  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 1 } } } }
-node { name: "init" op: "Assign" input: "v" input: "zero"
-  attr { key: "T" value { type: DT_FLOAT } } }
-node { name: "inc" op: "AssignAdd" input: "v" input: "one"
-  attr { key: "T" value { type: DT_FLOAT } } }
+STATEFUL = VARIABLE_COUNTER + """
 node { name: "shape" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
   attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } }
   int_val: 4 } } } }
@@ -315,8 +317,6 @@ def test_sessions_sharing_a_plan_run_it_at_once_from_several_threads():
     """Two Sessions of one graph share its plan; four threads run steps through them at the
     same time (a loop graph: each step's frames and iterations are its own), every result the
     count the loop makes (examples/README.md: counts to n)."""
-    import threading
-
     g = EXAMPLES / "while_counter.pbtxt"
     sessions = [Session(load_graph(g), threads=2, optimize="auto") for _ in range(2)]
     try:
@@ -332,12 +332,7 @@ def test_sessions_sharing_a_plan_run_it_at_once_from_several_threads():
                 if got != n:
                     wrong.append((n, got))
 
-        threads = [threading.Thread(target=work, args=(sessions[i % 2], 10 * i))
-                   for i in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _at_once(work, [(sessions[i % 2], 10 * i) for i in range(4)])
         assert not wrong
     finally:
         for s in sessions:
@@ -348,8 +343,6 @@ def test_a_shared_straight_line_plan_runs_at_once_from_several_threads():
     """The MLP's optimized plan (a straight-line program, its products and fused bias adds)
     shared by two Sessions, run by four threads at once on different inputs: each result
     is the reference interpreter's for that input."""
-    import threading
-
     from dfg.executor.reference import Reference
 
     g = EXAMPLES / "mlp.pbtxt"
@@ -370,11 +363,7 @@ def test_a_shared_straight_line_plan_runs_at_once_from_several_threads():
                 if not np.allclose(got, want[i], rtol=1e-5, atol=1e-6):
                     wrong.append(i)
 
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _at_once(work, [(i,) for i in range(4)])
         assert not wrong
     finally:
         for s in sessions:
