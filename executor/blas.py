@@ -18,6 +18,8 @@ import os
 import threading
 from typing import Any
 
+import numpy as np
+
 _lock = threading.Lock()
 # Guarded by _lock: the threadpoolctl controller of the BLAS libraries (False: threadpoolctl
 # is missing or found none), their thread counts before dfg changed them, the count set last.
@@ -100,3 +102,72 @@ def current() -> list[dict[str, Any]]:
         ctl = _blas()
         return [{"library": lc.internal_api, "version": lc.version,
                  "threads": lc.get_num_threads()} for lc in ctl.lib_controllers] if ctl else []
+
+
+# --- one product, on how many threads -------------------------------------------------------
+# OpenBLAS threads a product of more than 2^18 multiply-adds (its interface/gemm.c: M*N*K above
+# SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD), waking its workers, which sleep a few
+# microseconds after each product (OPENBLAS_THREAD_TIMEOUT, dfg/executor/__init__.py). Waking
+# them costs more than they save up to a few million multiply-adds. Measured on this 2-core
+# machine, numpy alone, a float32 product after 20 us of other work (a recurrent cell's gates
+# between two of its products), threaded against on the calling thread alone:
+# 32x128 @ 128x384 52.6 / 36.8 us, 16x128 @ 128x512 48.4 / 29.3, 128x64 @ 64x256 61.5 / 45.7,
+# 256x64 @ 64x256 91.1 / 86.5; above that threads win (128x128 @ 128x512 140 / 173). Only
+# right after another product, its workers still spinning, do threads win at these sizes
+# (32x128 @ 128x384 24.2 / 38.0), which the shape alone cannot tell; the choice must not
+# depend on timing, though: a threaded product's bits can differ from the one-thread
+# product's (128x64 @ 64x1000 float32 by an ulp), and a step's values must not.
+THREADED_MACS = 1 << 18
+ALONE_MAX_MACS = 3_000_000
+
+# OpenBLAS's thread-local thread count (0.3.27+; numpy's wheels bundle it): None until looked
+# up, False where it is missing (another BLAS, an older OpenBLAS) or the count is set by
+# DFG_BLAS_THREADS (the user's choice stands)
+_set_local: Any = None
+
+
+def _find_set_local() -> Any:
+    global _set_local
+    if _set_local is None:
+        _set_local = False
+        if wanted_threads(0) is None:
+            _set_local = _openblas_symbol("openblas_set_num_threads_local") or False
+    return _set_local
+
+
+def _openblas_symbol(name: str) -> Any:
+    """``name`` from the OpenBLAS numpy has loaded (found among the process's mapped
+    libraries), as a ctypes function of one int returning an int; None if not there."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
+    except OSError:
+        return None     # not Linux: the products keep OpenBLAS's own choice
+    for path in sorted(paths):
+        if not path.startswith("/") or ".so" not in path:
+            continue
+        try:
+            fn = getattr(ctypes.CDLL(path), name)
+        except (OSError, AttributeError):
+            continue
+        fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
+        return fn
+    return None
+
+
+def matmul(a: Any, b: Any, out: Any = None) -> Any:
+    """``np.matmul(a, b, out=out)``; a mid-sized 2-D product (see ALONE_MAX_MACS) on the
+    calling thread alone. Decided by the shapes only, so a product's bits never depend on
+    what ran before it."""
+    if a.ndim == 2 and b.ndim == 2 and \
+            THREADED_MACS < a.shape[0] * a.shape[1] * b.shape[1] <= ALONE_MAX_MACS:
+        setter = _set_local if _set_local is not None else _find_set_local()
+        if setter:
+            before = setter(1)
+            try:
+                return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+            finally:
+                setter(before)
+    return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)

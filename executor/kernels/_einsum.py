@@ -22,6 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from dfg.executor import blas
+
 
 class EinsumPlan(NamedTuple):
     a_sum: tuple[int, ...]         # axes of operand a summed away first
@@ -104,7 +106,10 @@ def run(p: EinsumPlan, a: np.ndarray, b: np.ndarray, dtype: np.dtype) -> np.ndar
         a = a.transpose(p.a_perm)
     if p.b_perm is not None:
         b = b.transpose(p.b_perm)
-    r = np.matmul(a.reshape(p.a_shape), b.reshape(p.b_shape))
+    if p.a_shape[0] == 1:   # one matrix each: a 2-D product (blas.matmul decides its threads)
+        r = blas.matmul(a.reshape(p.a_shape[1:]), b.reshape(p.b_shape[1:]))
+    else:
+        r = np.matmul(a.reshape(p.a_shape), b.reshape(p.b_shape))
     r = r.reshape(p.out_shape)
     if p.out_perm is not None:
         r = np.ascontiguousarray(r.transpose(p.out_perm))

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from dfg.executor import blas
 from dfg.graphdef import dtypes as D
 from dfg.graphdef.errors import InvalidArgumentError, UnimplementedError
 
@@ -914,8 +915,8 @@ def _matmul(a: Array, b: Array, out: np.dtype) -> Array:
         b = b.astype(out)
     if out == _F16:
         # numpy's half matmul has no BLAS path and is very slow; accumulate in float instead.
-        return np.matmul(a.astype(_F32), b.astype(_F32)).astype(_F16)
-    return _as(np.matmul(a, b), out)
+        return blas.matmul(a.astype(_F32), b.astype(_F32)).astype(_F16)
+    return _as(blas.matmul(a, b), out)
 
 
 def _matmul_2d(a: Array, b: Array, ta: bool, tb: bool) -> Array:
