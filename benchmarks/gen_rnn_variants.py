@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("bench_generate",
@@ -56,15 +57,90 @@ def _register(name: str, batch: int, seq: int, units: int, cell: str, bidi: bool
         return keras.Model(x, L.Dense(5, activation="softmax")(y))
 
 
+# name -> (batch, input (shape, dtype, kind), description, features, builder): architectures
+# people keep beside the one-layer classifiers above (issue #32: LSTM taggers, sentiment
+# models, CRNNs, stock predictors)
+def _stacked(keras: Any, L: Any) -> Any:
+    x = keras.Input((40,), dtype="int32")
+    y = L.Embedding(1000, 32)(x)
+    y = L.LSTM(64, return_sequences=True)(y)
+    y = L.LSTM(64)(y)
+    return keras.Model(x, L.Dense(5, activation="softmax")(y))
+
+
+def _masked(keras: Any, L: Any) -> Any:
+    x = keras.Input((40,), dtype="int32")
+    y = L.Embedding(1000, 32, mask_zero=True)(x)
+    y = L.LSTM(64)(y)
+    return keras.Model(x, L.Dense(5, activation="softmax")(y))
+
+
+def _gru_v1(keras: Any, L: Any) -> Any:
+    x = keras.Input((40,), dtype="int32")
+    y = L.Embedding(1000, 32)(x)
+    y = L.GRU(64, reset_after=False)(y)
+    return keras.Model(x, L.Dense(5, activation="softmax")(y))
+
+
+def _tagger(keras: Any, L: Any) -> Any:
+    x = keras.Input((40,), dtype="int32")
+    y = L.Embedding(1000, 32)(x)
+    y = L.Bidirectional(L.LSTM(32, return_sequences=True))(y)
+    return keras.Model(x, L.TimeDistributed(L.Dense(10, activation="softmax"))(y))
+
+
+def _crnn(keras: Any, L: Any) -> Any:
+    x = keras.Input((64, 16))
+    y = L.Conv1D(32, 3, padding="same", activation="relu")(x)
+    y = L.MaxPooling1D(2)(y)
+    y = L.GRU(64)(y)
+    return keras.Model(x, L.Dense(5, activation="softmax")(y))
+
+
+def _stock(keras: Any, L: Any) -> Any:
+    x = keras.Input((60, 4))
+    y = L.LSTM(50, return_sequences=True)(x)
+    y = L.Dropout(0.2)(y)
+    y = L.LSTM(50)(y)
+    return keras.Model(x, L.Dense(1)(y))
+
+
+TOKENS = ((40,), "int32", "int1000")
+ARCHITECTURES = {
+    "v_lstm_stacked": (16, TOKENS, "two LSTM(64) layers, the first returning sequences",
+                       _stacked),
+    "v_lstm_masked": (16, TOKENS, "LSTM(64) after Embedding(mask_zero=True)", _masked),
+    "v_gru_reset_before": (16, TOKENS, "GRU(64, reset_after=False)", _gru_v1),
+    "v_bilstm_tagger": (16, TOKENS, "Bidirectional LSTM(32) returning sequences, "
+                        "TimeDistributed Dense 10 softmax", _tagger),
+    "v_crnn": (16, ((64, 16), "float32", "normal"), "Conv1D(32, 3) relu, MaxPooling1D, "
+               "GRU(64), Dense 5 softmax on float features", _crnn),
+    "v_stock_lstm": (32, ((60, 4), "float32", "normal"), "a stock predictor: LSTM(50) "
+                     "returning sequences, Dropout, LSTM(50), Dense 1", _stock),
+}
+
+
+def _register_architecture(name: str) -> None:
+    batch, spec, text, make = ARCHITECTURES[name]
+
+    @G.keras_case(name, [spec], batch, f"Benchmark: {text}, batch {batch}",
+                  [*G.FROZEN, "rnn", "While"])
+    def build():
+        return make(G.keras, G.L)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path, help="directory to write the cases into")
     ap.add_argument("--only", help="comma-separated names (default: all)")
     args = ap.parse_args()
-    names = args.only.split(",") if args.only else list(VARIANTS)
+    names = args.only.split(",") if args.only else [*VARIANTS, *ARCHITECTURES]
     args.out.mkdir(parents=True, exist_ok=True)
     for name in names:
-        _register(name, *VARIANTS[name])
+        if name in ARCHITECTURES:
+            _register_architecture(name)
+        else:
+            _register(name, *VARIANTS[name])
         G.generate_keras(name, args.out)
 
 

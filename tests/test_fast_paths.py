@@ -247,6 +247,38 @@ def cases(op: str, dt: int, attrs: dict[str, Any] | None = None
                 (x1, i32(4), i32(2), i32(1)), (x1, i32(-2), i32(6), i32(1)),
                 (x2, i32(0, 0, 0), i32(1, 1, 1), i32(1, 1, 1)),
                 (x2, i32(0, 0), i32(1), i32(1, 1)), (x1, i32(0), i32(6), i32(0))]
+    if op in ("Select", "SelectV2"):
+        # (cond, then, else): each pair of 0-d values picked both ways; vectors and matrices
+        # under a mixed mask; a condition of one row per batch row (Select picks rows,
+        # SelectV2 broadcasts a column) and of one column (SelectV2 broadcasts it over the
+        # rows, Select refuses it); then and else of other shapes; empty tensors
+        def arr(shape: tuple, k: int) -> np.ndarray:
+            n = int(np.prod(shape))
+            return as_array([vs[(j * 7 + k * 3) % len(vs)] for j in range(n)], dt) \
+                .reshape(shape)
+
+        def mask(shape: tuple) -> np.ndarray:
+            n = int(np.prod(shape))
+            return np.array([(j * 5) % 3 == 0 for j in range(n)], bool).reshape(shape)
+
+        out = [(np.array(c), as_array(a, dt), as_array(b, dt))
+               for c in (False, True) for a, b in itertools.product(vs[:4], vs[-4:])]
+        for c, a, b in (((6,), (6,), (6,)), ((2, 3), (2, 3), (2, 3)), ((2,), (2, 3), (2, 3)),
+                        ((2, 1), (2, 3), (2, 3)), ((1, 3), (2, 3), (2, 3)),
+                        ((), (2, 3), (2, 3)), ((2, 3), (2, 3), (3,)),
+                        ((3,), (2, 3), (2, 3)), ((0, 3), (0, 3), (0, 3))):
+            out.append((mask(c), arr(a, 1), arr(b, 2)))
+        return out
+    if op == "Tile":
+        # (x, multiples): a vector and a matrix tiled each way, by zero, a 0-d value, and
+        # multiples the kernel refuses (negative, of another length, not a vector)
+        i32 = lambda *v: np.array(v, np.int32)  # noqa: E731
+        x2 = as_array([vs[(j * 7) % len(vs)] for j in range(6)], dt).reshape(2, 3)
+        x1 = as_array(vs, dt)
+        return [(x1, i32(1)), (x1, i32(3)), (x1, i32(0)), (x2, i32(1, 1)), (x2, i32(2, 1)),
+                (x2, i32(1, 4)), (x2, i32(3, 2)), (x2, i32(0, 2)), (x2, i32(-1, 2)),
+                (x2, i32(2)), (x2, np.array([[1, 2]], np.int32)),
+                (as_array(vs[0], dt), np.zeros(0, np.int32))]
     if op in SHAPED:
         out = []
         for shapes in SHAPED[op]:
@@ -369,6 +401,8 @@ def _inputs(op: str, dt: int, attrs: dict[str, Any]) -> list[Any]:
     for i in range(arity(op, attrs)):
         if (op, i) in INDEX_INPUTS:     # Split's axis, StridedSlice's spec, a list index
             xs.append(B.placeholder("int32", None, name=f"x{i}"))
+        elif (op, i) in CONDITION_INPUTS:
+            xs.append(B.placeholder("bool", None, name=f"x{i}"))
         elif dt == D.DT_BFLOAT16:
             xs.append(B.cast(B.placeholder("float32", None, name=f"x{i}"), "bfloat16"))
         else:
@@ -377,7 +411,8 @@ def _inputs(op: str, dt: int, attrs: dict[str, Any]) -> list[Any]:
 
 
 INDEX_INPUTS = {("Split", 0), ("StridedSlice", 1), ("StridedSlice", 2), ("StridedSlice", 3),
-                ("TensorListGetItem", 1), ("TensorListGetItem", 2)}
+                ("TensorListGetItem", 1), ("TensorListGetItem", 2), ("Tile", 1)}
+CONDITION_INPUTS = {("Select", 0), ("SelectV2", 0)}
 # TensorListGetItem: element dtypes checked (the list is built in the graph from a stacked
 # tensor, x0, by TensorListFromTensor)
 GET_ITEM = "TensorListGetItem"

@@ -952,8 +952,9 @@ def range_(ctx: KernelContext, start: np.ndarray, limit: np.ndarray,
         return np.cumsum(out, dtype=dt, out=out)
 
 
-@kernel("Tile")
-def tile(ctx: KernelContext, x: np.ndarray, multiples: np.ndarray) -> np.ndarray:
+def _tile(x: np.ndarray, multiples: np.ndarray) -> np.ndarray:
+    """Tile: the kernel, and its array form (a recurrent layer's mask is tiled to the state's
+    width every iteration)."""
     m = np.asarray(multiples)
     if m.ndim != 1 or m.shape[0] != x.ndim:
         raise InvalidArgumentError(
@@ -964,8 +965,13 @@ def tile(ctx: KernelContext, x: np.ndarray, multiples: np.ndarray) -> np.ndarray
         if v < 0:
             raise InvalidArgumentError(f"Expected multiples[{i}] >= 0, but got {v}")
     if x.ndim == 0:
-        return x.copy()
+        return np.array(x)
     return np.tile(x, reps)
+
+
+@kernel("Tile", array=ArrayForm(lambda attrs: _tile, _SPLIT_TYPES - {D.DT_STRING}))
+def tile(ctx: KernelContext, x: np.ndarray, multiples: np.ndarray) -> np.ndarray:
+    return _tile(x, multiples)
 
 
 def _paddings(x: np.ndarray, paddings: np.ndarray) -> list[tuple[int, int]]:

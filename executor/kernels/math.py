@@ -408,8 +408,9 @@ def clip_by_value(ctx: KernelContext, t: Array, lo: Array, hi: Array) -> Array:
     return _as(np.maximum(np.minimum(t, hi), lo), t.dtype)
 
 
-@kernel("Select")
-def select(ctx: KernelContext, cond: Array, t: Array, e: Array) -> Array:
+def _select(cond: Array, t: Array, e: Array) -> Array:
+    """Select (v1): the kernel, and its array form (an error raised: the kernel call says
+    it, naming the node)."""
     if t.shape != e.shape:
         raise InvalidArgumentError(
             "'then' and 'else' must have the same size.  but received: "
@@ -433,8 +434,9 @@ def select(ctx: KernelContext, cond: Array, t: Array, e: Array) -> Array:
     return _as(where(cond, t, e), t.dtype)
 
 
-@kernel("SelectV2")
-def select_v2(ctx: KernelContext, cond: Array, t: Array, e: Array) -> Array:
+def _select_v2(cond: Array, t: Array, e: Array) -> Array:
+    """SelectV2: the kernel, and its array form (a recurrent layer's mask picks each step's
+    state with three of them an iteration)."""
     try:
         r = where(cond, t, e)
     except ValueError:
@@ -442,6 +444,21 @@ def select_v2(ctx: KernelContext, cond: Array, t: Array, e: Array) -> Array:
             f"condition {_fmt(cond.shape)}, then {_fmt(t.shape)}, and else {_fmt(e.shape)} "
             "must be broadcastable") from None
     return _as(r, t.dtype)
+
+
+# what the Selects' array forms take: the condition (bool) and values of these types (not
+# bfloat16: ArrayForm; not strings: object arrays stay with the kernel)
+_SELECT_TYPES = _REAL | _BOOLS | frozenset({D.DT_COMPLEX64, D.DT_COMPLEX128})
+
+
+@kernel("Select", array=ArrayForm(lambda attrs: _select, _SELECT_TYPES))
+def select(ctx: KernelContext, cond: Array, t: Array, e: Array) -> Array:
+    return _select(cond, t, e)
+
+
+@kernel("SelectV2", array=ArrayForm(lambda attrs: _select_v2, _SELECT_TYPES))
+def select_v2(ctx: KernelContext, cond: Array, t: Array, e: Array) -> Array:
+    return _select_v2(cond, t, e)
 
 
 # --- unary elementwise functions -------------------------------------------------------------
