@@ -2,7 +2,9 @@
 
 benchmarks/table.py's ``rnn`` group holds small recurrent models (tests/data/tf2, the LSTM
 classifier and dynamic_rnn of tests/data/bench). These are larger, to see where dfg stands
-as a model grows (a 32-row GRU's recurrent product, a Bidirectional LSTM's two loops). They
+as a model grows (a 32-row GRU's recurrent product, a Bidirectional LSTM's two loops), and
+other architectures people keep (``ARCHITECTURES``: stacked, masked, a tagger, CRNNs, an
+unrolled LSTM, attention over an LSTM, a stock predictor, one long series). They
 are several MB together, so they are not committed: build them with TensorFlow's Python
 (never in CI; dfg never imports TensorFlow), then time them beside TensorFlow:
 
@@ -105,6 +107,43 @@ def _stock(keras: Any, L: Any) -> Any:
     return keras.Model(x, L.Dense(1)(y))
 
 
+def _gru_masked(keras: Any, L: Any) -> Any:
+    x = keras.Input((40,), dtype="int32")
+    y = L.Embedding(1000, 32, mask_zero=True)(x)
+    y = L.GRU(64)(y)
+    return keras.Model(x, L.Dense(5, activation="softmax")(y))
+
+
+def _unrolled(keras: Any, L: Any) -> Any:
+    x = keras.Input((20,), dtype="int32")
+    y = L.Embedding(1000, 32)(x)
+    y = L.LSTM(64, unroll=True)(y)
+    return keras.Model(x, L.Dense(5, activation="softmax")(y))
+
+
+def _bigru_crnn(keras: Any, L: Any) -> Any:
+    x = keras.Input((64, 16))
+    y = L.Conv1D(32, 5, padding="same", activation="relu")(x)
+    y = L.Bidirectional(L.GRU(32, return_sequences=True))(y)
+    y = L.GlobalMaxPooling1D()(y)
+    return keras.Model(x, L.Dense(5, activation="softmax")(y))
+
+
+def _attention(keras: Any, L: Any) -> Any:
+    x = keras.Input((40,), dtype="int32")
+    y = L.Embedding(1000, 32)(x)
+    y = L.LSTM(64, return_sequences=True)(y)
+    y = L.Attention()([y, y])
+    y = L.GlobalAveragePooling1D()(y)
+    return keras.Model(x, L.Dense(5, activation="softmax")(y))
+
+
+def _long_single(keras: Any, L: Any) -> Any:
+    x = keras.Input((200, 8))
+    y = L.LSTM(32)(x)
+    return keras.Model(x, L.Dense(1)(y))
+
+
 TOKENS = ((40,), "int32", "int1000")
 ARCHITECTURES = {
     "v_lstm_stacked": (16, TOKENS, "two LSTM(64) layers, the first returning sequences",
@@ -117,6 +156,17 @@ ARCHITECTURES = {
                "GRU(64), Dense 5 softmax on float features", _crnn),
     "v_stock_lstm": (32, ((60, 4), "float32", "normal"), "a stock predictor: LSTM(50) "
                      "returning sequences, Dropout, LSTM(50), Dense 1", _stock),
+    "v_gru_masked": (16, TOKENS, "GRU(64) after Embedding(mask_zero=True)", _gru_masked),
+    "v_lstm_unrolled": (16, ((20,), "int32", "int1000"), "LSTM(64, unroll=True) over 20 "
+                        "steps (no loop: one straight graph)", _unrolled),
+    "v_bigru_crnn": (16, ((64, 16), "float32", "normal"), "Conv1D(32, 5) relu, Bidirectional "
+                     "GRU(32) returning sequences, GlobalMaxPooling1D, Dense 5 softmax",
+                     _bigru_crnn),
+    "v_lstm_attention": (16, TOKENS, "LSTM(64) returning sequences, dot-product Attention "
+                         "over itself, GlobalAveragePooling1D, Dense 5 softmax", _attention),
+    "v_lstm_b1_s200": (1, ((200, 8), "float32", "normal"), "one series of 200 steps of 8 "
+                       "features, LSTM(32), Dense 1 (per-iteration cost dominates)",
+                       _long_single),
 }
 
 
