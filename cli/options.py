@@ -335,7 +335,7 @@ optimize_option = click.option(
 def session_optimize(no_optimize: bool, repeated: bool = False) -> bool | str | None:
     """The Session's ``optimize`` for a command: off with --no-optimize; for commands that
     time repeated steps (bench, profile) eager, so warm-up steps are all optimized ones;
-    else the Session's default (``DFG_OPTIMIZE``, or auto: lazy without loops)."""
+    else the Session's default (``DFG_OPTIMIZE``, or auto: lazy)."""
     if no_optimize:
         return False
     if repeated:

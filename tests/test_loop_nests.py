@@ -126,7 +126,7 @@ def test_generated_code_names_slots_only_never_nodes():
     d, case = _case("tf2/tf2_if_in_while")
     step = case["steps"][0]
     feed = {k: np.load(d / v) for k, v in step["feed"].items()}
-    with Session(_graph(d), threads=1, programs="always") as sess:
+    with Session(_graph(d), threads=1, programs="always", optimize="eager") as sess:
         sess.run(step["fetch"], feed)
         plan = sess.plan(step["fetch"], list(step["feed"]), step["target"])
         prog, = _outer_programs(plan)

@@ -89,8 +89,8 @@ def test_conformance_cases_from_the_cache_give_tensorflows_values(d, monkeypatch
 
 def test_a_loop_graph_from_the_cache():
     g = EXAMPLES / "while_counter.pbtxt"
-    # auto: a loop is optimized at once
-    with Session(load_graph(g), threads=2, optimize="auto") as s:
+    # eager: the loop is optimized before its first run
+    with Session(load_graph(g), threads=2, optimize="eager") as s:
         assert s.run("counter/Exit", {"n": 5}) == 5   # examples/README.md: counts to n
     with Session(load_graph(g), threads=2, optimize="auto") as s:
         assert s.plan(["counter/Exit"], ["n"]).optimized is not None
@@ -232,10 +232,10 @@ def _at_once(work, args: list) -> None:
 def test_a_new_session_of_the_same_bytes_runs_the_plan_another_built():
     """The plan is immutable per-graph state: a second Session of the graph loaded again
     takes the first one's (bound kernels, compiled programs, measured costs) at its first
-    step (optimized: auto optimizes a loop at once); another device, thread count or
+    step (optimized: the first Session optimized eagerly); another device, thread count or
     programs setting builds its own."""
     g = EXAMPLES / "while_counter.pbtxt"
-    with Session(load_graph(g), threads=1, optimize="auto") as s1:
+    with Session(load_graph(g), threads=1, optimize="eager") as s1:
         assert s1.run("counter/Exit", {"n": 5}) == 5      # examples/README.md: counts to n
         plan = s1.plan(["counter/Exit"], ["n"])
     # s1 is closed: its plan outlives it, for the next Session
@@ -318,7 +318,7 @@ def test_sessions_sharing_a_plan_run_it_at_once_from_several_threads():
     same time (a loop graph: each step's frames and iterations are its own), every result the
     count the loop makes (examples/README.md: counts to n)."""
     g = EXAMPLES / "while_counter.pbtxt"
-    sessions = [Session(load_graph(g), threads=2, optimize="auto") for _ in range(2)]
+    sessions = [Session(load_graph(g), threads=2, optimize="eager") for _ in range(2)]
     try:
         assert sessions[0].run("counter/Exit", {"n": 3}) == 3
         assert sessions[1].plan(["counter/Exit"], ["n"]) is \
