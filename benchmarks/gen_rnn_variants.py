@@ -52,81 +52,23 @@ def _register(name: str, batch: int, seq: int, units: int, cell: str, bidi: bool
                   f"{cell.upper()}({units}) over {seq} steps, Dense 5 softmax, batch {batch}",
                   features)
     def build():
-        x = keras.Input((seq,), dtype="int32")
-        y = L.Embedding(1000, 32)(x)
         layer = {"lstm": L.LSTM, "gru": L.GRU, "rnn": L.SimpleRNN}[cell](units)
-        y = (L.Bidirectional(layer) if bidi else layer)(y)
-        return keras.Model(x, L.Dense(5, activation="softmax")(y))
+        return _classifier(keras, L, L.Bidirectional(layer) if bidi else layer, steps=seq)
 
 
-# name -> (batch, input (shape, dtype, kind), description, features, builder): architectures
-# people keep beside the one-layer classifiers above (issue #32: LSTM taggers, sentiment
-# models, CRNNs, stock predictors)
-def _stacked(keras: Any, L: Any) -> Any:
-    x = keras.Input((40,), dtype="int32")
-    y = L.Embedding(1000, 32)(x)
-    y = L.LSTM(64, return_sequences=True)(y)
-    y = L.LSTM(64)(y)
-    return keras.Model(x, L.Dense(5, activation="softmax")(y))
+def _stack(keras: Any, shape: tuple, dtype: str, layers: list) -> Any:
+    """A model applying ``layers`` in order to one input of ``shape`` and ``dtype``."""
+    x = y = keras.Input(shape, dtype=dtype)
+    for layer in layers:
+        y = layer(y)
+    return keras.Model(x, y)
 
 
-def _masked(keras: Any, L: Any) -> Any:
-    x = keras.Input((40,), dtype="int32")
-    y = L.Embedding(1000, 32, mask_zero=True)(x)
-    y = L.LSTM(64)(y)
-    return keras.Model(x, L.Dense(5, activation="softmax")(y))
-
-
-def _gru_v1(keras: Any, L: Any) -> Any:
-    x = keras.Input((40,), dtype="int32")
-    y = L.Embedding(1000, 32)(x)
-    y = L.GRU(64, reset_after=False)(y)
-    return keras.Model(x, L.Dense(5, activation="softmax")(y))
-
-
-def _tagger(keras: Any, L: Any) -> Any:
-    x = keras.Input((40,), dtype="int32")
-    y = L.Embedding(1000, 32)(x)
-    y = L.Bidirectional(L.LSTM(32, return_sequences=True))(y)
-    return keras.Model(x, L.TimeDistributed(L.Dense(10, activation="softmax"))(y))
-
-
-def _crnn(keras: Any, L: Any) -> Any:
-    x = keras.Input((64, 16))
-    y = L.Conv1D(32, 3, padding="same", activation="relu")(x)
-    y = L.MaxPooling1D(2)(y)
-    y = L.GRU(64)(y)
-    return keras.Model(x, L.Dense(5, activation="softmax")(y))
-
-
-def _stock(keras: Any, L: Any) -> Any:
-    x = keras.Input((60, 4))
-    y = L.LSTM(50, return_sequences=True)(x)
-    y = L.Dropout(0.2)(y)
-    y = L.LSTM(50)(y)
-    return keras.Model(x, L.Dense(1)(y))
-
-
-def _gru_masked(keras: Any, L: Any) -> Any:
-    x = keras.Input((40,), dtype="int32")
-    y = L.Embedding(1000, 32, mask_zero=True)(x)
-    y = L.GRU(64)(y)
-    return keras.Model(x, L.Dense(5, activation="softmax")(y))
-
-
-def _unrolled(keras: Any, L: Any) -> Any:
-    x = keras.Input((20,), dtype="int32")
-    y = L.Embedding(1000, 32)(x)
-    y = L.LSTM(64, unroll=True)(y)
-    return keras.Model(x, L.Dense(5, activation="softmax")(y))
-
-
-def _bigru_crnn(keras: Any, L: Any) -> Any:
-    x = keras.Input((64, 16))
-    y = L.Conv1D(32, 5, padding="same", activation="relu")(x)
-    y = L.Bidirectional(L.GRU(32, return_sequences=True))(y)
-    y = L.GlobalMaxPooling1D()(y)
-    return keras.Model(x, L.Dense(5, activation="softmax")(y))
+def _classifier(keras: Any, L: Any, *middle: Any, mask_zero: bool = False,
+                steps: int = 40) -> Any:
+    """Token ids -> Embedding(1000, 32) -> ``middle`` -> Dense 5 softmax."""
+    return _stack(keras, (steps,), "int32", [L.Embedding(1000, 32, mask_zero=mask_zero),
+                                             *middle, L.Dense(5, activation="softmax")])
 
 
 def _attention(keras: Any, L: Any) -> Any:
@@ -138,35 +80,50 @@ def _attention(keras: Any, L: Any) -> Any:
     return keras.Model(x, L.Dense(5, activation="softmax")(y))
 
 
-def _long_single(keras: Any, L: Any) -> Any:
-    x = keras.Input((200, 8))
-    y = L.LSTM(32)(x)
-    return keras.Model(x, L.Dense(1)(y))
-
-
+# name -> (batch, input (shape, dtype, kind), description, builder): architectures people
+# keep beside the one-layer classifiers above (issue #32: LSTM taggers, sentiment models,
+# CRNNs, stock predictors)
 TOKENS = ((40,), "int32", "int1000")
 ARCHITECTURES = {
     "v_lstm_stacked": (16, TOKENS, "two LSTM(64) layers, the first returning sequences",
-                       _stacked),
-    "v_lstm_masked": (16, TOKENS, "LSTM(64) after Embedding(mask_zero=True)", _masked),
-    "v_gru_reset_before": (16, TOKENS, "GRU(64, reset_after=False)", _gru_v1),
+                       lambda k, L: _classifier(k, L, L.LSTM(64, return_sequences=True),
+                                                L.LSTM(64))),
+    "v_lstm_masked": (16, TOKENS, "LSTM(64) after Embedding(mask_zero=True)",
+                      lambda k, L: _classifier(k, L, L.LSTM(64), mask_zero=True)),
+    "v_gru_reset_before": (16, TOKENS, "GRU(64, reset_after=False)",
+                           lambda k, L: _classifier(k, L, L.GRU(64, reset_after=False))),
     "v_bilstm_tagger": (16, TOKENS, "Bidirectional LSTM(32) returning sequences, "
-                        "TimeDistributed Dense 10 softmax", _tagger),
+                        "TimeDistributed Dense 10 softmax",
+                        lambda k, L: _stack(k, (40,), "int32", [
+                            L.Embedding(1000, 32),
+                            L.Bidirectional(L.LSTM(32, return_sequences=True)),
+                            L.TimeDistributed(L.Dense(10, activation="softmax"))])),
     "v_crnn": (16, ((64, 16), "float32", "normal"), "Conv1D(32, 3) relu, MaxPooling1D, "
-               "GRU(64), Dense 5 softmax on float features", _crnn),
+               "GRU(64), Dense 5 softmax on float features",
+               lambda k, L: _stack(k, (64, 16), "float32", [
+                   L.Conv1D(32, 3, padding="same", activation="relu"), L.MaxPooling1D(2),
+                   L.GRU(64), L.Dense(5, activation="softmax")])),
     "v_stock_lstm": (32, ((60, 4), "float32", "normal"), "a stock predictor: LSTM(50) "
-                     "returning sequences, Dropout, LSTM(50), Dense 1", _stock),
-    "v_gru_masked": (16, TOKENS, "GRU(64) after Embedding(mask_zero=True)", _gru_masked),
+                     "returning sequences, Dropout, LSTM(50), Dense 1",
+                     lambda k, L: _stack(k, (60, 4), "float32", [
+                         L.LSTM(50, return_sequences=True), L.Dropout(0.2), L.LSTM(50),
+                         L.Dense(1)])),
+    "v_gru_masked": (16, TOKENS, "GRU(64) after Embedding(mask_zero=True)",
+                     lambda k, L: _classifier(k, L, L.GRU(64), mask_zero=True)),
     "v_lstm_unrolled": (16, ((20,), "int32", "int1000"), "LSTM(64, unroll=True) over 20 "
-                        "steps (no loop: one straight graph)", _unrolled),
+                        "steps (no loop: one straight graph)",
+                        lambda k, L: _classifier(k, L, L.LSTM(64, unroll=True), steps=20)),
     "v_bigru_crnn": (16, ((64, 16), "float32", "normal"), "Conv1D(32, 5) relu, Bidirectional "
                      "GRU(32) returning sequences, GlobalMaxPooling1D, Dense 5 softmax",
-                     _bigru_crnn),
+                     lambda k, L: _stack(k, (64, 16), "float32", [
+                         L.Conv1D(32, 5, padding="same", activation="relu"),
+                         L.Bidirectional(L.GRU(32, return_sequences=True)),
+                         L.GlobalMaxPooling1D(), L.Dense(5, activation="softmax")])),
     "v_lstm_attention": (16, TOKENS, "LSTM(64) returning sequences, dot-product Attention "
                          "over itself, GlobalAveragePooling1D, Dense 5 softmax", _attention),
     "v_lstm_b1_s200": (1, ((200, 8), "float32", "normal"), "one series of 200 steps of 8 "
                        "features, LSTM(32), Dense 1 (per-iteration cost dominates)",
-                       _long_single),
+                       lambda k, L: _stack(k, (200, 8), "float32", [L.LSTM(32), L.Dense(1)])),
 }
 
 

@@ -167,7 +167,7 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
         if setter:
             before = setter(1)
             try:
-                return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+                return np.matmul(a, b, out=out)
             finally:
                 setter(before)
-    return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    return np.matmul(a, b, out=out)

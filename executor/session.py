@@ -269,7 +269,7 @@ class Session:
             if shared is not None:
                 return shared
         defer = optimize and hit is None and deferred is None \
-            and self._lazy(fetches, feeds, targets)
+            and self.optimize_mode == "lazy"   # auto is lazy too (the docstring says why)
         if optimize and not defer:
             graph, report = hit if hit is not None else self._optimized(fetches, feeds, targets)
             if deferred is not None and _same_step(self.graph, graph, deferred):
@@ -299,10 +299,6 @@ class Session:
         # what the plan holds of its own, about: its constants and their packed forms
         nbytes = graph.graph_def.ByteSize()
         plan_cache.CACHE.add_plan(self._cache_key(fetches, feeds, targets), slot, plan, nbytes)
-
-    def _lazy(self, fetches: list[str], feeds: list[str], targets: list[str]) -> bool:
-        """Whether a signature's optimization waits for its second run (lazy, or auto)."""
-        return self.optimize_mode == "lazy"
 
     def _optimized(self, fetches: list[str], feeds: list[str], targets: list[str]
                    ) -> tuple[Graph, Any]:
