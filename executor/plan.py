@@ -260,10 +260,15 @@ class PlanStats:
         else:
             enter = self.PROGRAM_ENTER_US
             # a gated product must have been measured (its cost is what a program's mean
-            # leaves out): the first step, node by node, measures it
+            # leaves out): the first step, node by node, measures it. A loop's heavy kernels
+            # need not be: its iterations run one after the other either way, so all node by
+            # node could overlap is one iteration's independent kernels, at a scheduling
+            # trip per node of every iteration (an LSTM classifier's first step 10.2 -> 5 ms);
+            # a program found slow (record_program) goes node by node the next step
+            loop = prog.unmeasured_heavy_ok
             on = all(k.cheap or (serial and k.spec.blas and cost[k.id] >= 0) or (
                 k.cheap is None and (
-                cost[k.id] <= enter if cost[k.id] >= 0 else not k.spec.heavy))
+                cost[k.id] <= enter if cost[k.id] >= 0 else loop or not k.spec.heavy))
                 for k in prog.kernels)
         self.program_on[prog.id] = on
         return on

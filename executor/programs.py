@@ -78,6 +78,8 @@ class _Program:
 
     # whether gated BLAS products may sit in it without keeping it from running (PlanStats)
     holds_serial = False
+    # whether it may run before its heavy kernels were measured (PlanStats.program_runs)
+    unmeasured_heavy_ok = False
 
     def __init__(self, prog_id: int) -> None:
         self.id = prog_id
@@ -112,6 +114,8 @@ class _Program:
 class LoopProgram(_Program):
     """The compiled form of one frame and every loop nested in it (immutable after
     ``compile_frame``, but for the qualification cache of ``_Program``)."""
+
+    unmeasured_heavy_ok = True
 
     def __init__(self, prog_id: int) -> None:
         super().__init__(prog_id)

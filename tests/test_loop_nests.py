@@ -122,6 +122,52 @@ def test_auto_mode_runs_the_nest_as_one_program_once_warm(name, holds):
                                    atol=case["atol"])
 
 
+@pytest.mark.parametrize("name", ["tf2/tf2_keras_lstm_lowered", "models/layer_gru"])
+def test_a_loop_holding_unmeasured_products_runs_as_its_program_in_the_first_step(name):
+    """A loop's iterations run one after the other either way: its first step need not go
+    node by node to measure the cell's MatMul first (presumed heavy until measured)."""
+    d, case = _case(name)
+    step = case["steps"][0]
+    feed = {k: np.load(d / v) for k, v in step["feed"].items()}
+    # optimize="off": the plan looked at is the one the first step runs
+    with Session(_graph(d), threads=2, programs="auto", optimize="off") as sess:
+        plan = sess.plan(step["fetch"], list(step["feed"]), step["target"])
+        progs = _outer_programs(plan)
+        assert progs and any(k.spec.heavy for p in progs for k in p.kernels)
+        assert all(p.stats.cost_us[k.id] < 0 for p in progs for k in p.kernels)
+        out = sess.run(step["fetch"], feed, targets=step["target"])
+        for p in progs:       # each ran as its program (which records its mean kernel cost)
+            assert p.stats.program_cost.get(p.id) is not None
+    for f, got in zip(step["fetch"], out):
+        np.testing.assert_allclose(got, np.load(d / step["expect"][f]), rtol=case["rtol"],
+                                   atol=case["atol"])
+
+
+def test_a_loop_program_found_slow_in_its_first_step_goes_node_by_node_next():
+    """The product of a loop's body is measured by the program's first run: found slow (its
+    mean kernel cost above PROGRAM_LEAVE_US), the next step runs the loop node by node."""
+    n, size = 3, 700
+    g = B.Graph()
+    with g.as_default():
+        x = B.placeholder("float32", [size, size], name="x")
+        out = B.while_loop(lambda i, m: B.less(i, n),
+                           lambda i, m: [B.add(i, 1), B.multiply(B.matmul(m, x), 0.5)],
+                           [B.constant(0), x])
+        B.identity(out[1], name="y")
+    gd = g.as_graph_def()
+    xv = np.full((size, size), 1.0 / size, np.float32)
+    want = xv * 0.5 ** n             # (J/size)^k = J/size: each product leaves x as it is
+    with Session(gd, threads=2, programs="auto", optimize="off") as sess:
+        prog, = _outer_programs(sess.plan(["y"], ["x"]))
+        np.testing.assert_allclose(sess.run("y", {"x": xv}), want, rtol=1e-5)
+        # it ran as the program, which measured its kernels' mean: a product of 343M
+        # multiply-adds (milliseconds on any CPU; a busy one only adds) among four cheap
+        # kernels per iteration is far above PROGRAM_LEAVE_US
+        assert prog.stats.program_cost[prog.id] > prog.stats.PROGRAM_LEAVE_US
+        assert not prog.runs()
+        np.testing.assert_allclose(sess.run("y", {"x": xv}), want, rtol=1e-5)
+
+
 def test_generated_code_names_slots_only_never_nodes():
     d, case = _case("tf2/tf2_if_in_while")
     step = case["steps"][0]
