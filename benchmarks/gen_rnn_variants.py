@@ -4,7 +4,8 @@ benchmarks/table.py's ``rnn`` group holds small recurrent models (tests/data/tf2
 classifier and dynamic_rnn of tests/data/bench). These are larger, to see where dfg stands
 as a model grows (a 32-row GRU's recurrent product, a Bidirectional LSTM's two loops), and
 other architectures people keep (``ARCHITECTURES``: stacked, masked, a tagger, CRNNs, an
-unrolled LSTM, attention over an LSTM, a stock predictor, one long series). They
+unrolled LSTM, attention over an LSTM, a stock predictor, one long series, a ConvLSTM2D, an
+encoder-decoder, the generic RNN layer over a cell, a backwards GRU). They
 are several MB together, so they are not committed: build them with TensorFlow's Python
 (never in CI; dfg never imports TensorFlow), then time them beside TensorFlow:
 
@@ -80,9 +81,17 @@ def _attention(keras: Any, L: Any) -> Any:
     return keras.Model(x, L.Dense(5, activation="softmax")(y))
 
 
-# name -> (batch, input (shape, dtype, kind), description, builder): architectures people
-# keep beside the one-layer classifiers above (issue #32: LSTM taggers, sentiment models,
-# CRNNs, stock predictors)
+def _seq2seq(keras: Any, L: Any) -> Any:
+    """An encoder LSTM's final states start a decoder LSTM (translation models' shape)."""
+    src, tgt = keras.Input((30,), dtype="int32"), keras.Input((20,), dtype="int32")
+    _, h, c = L.LSTM(64, return_state=True)(L.Embedding(1000, 32)(src))
+    y = L.LSTM(64, return_sequences=True)(L.Embedding(1000, 32)(tgt), initial_state=[h, c])
+    return keras.Model([src, tgt], L.Dense(10, activation="softmax")(y))
+
+
+# name -> (batch, input (shape, dtype, kind) or a list of them, description, builder):
+# architectures people keep beside the one-layer classifiers above (issue #32: LSTM taggers,
+# sentiment models, CRNNs, stock predictors, video, translation)
 TOKENS = ((40,), "int32", "int1000")
 ARCHITECTURES = {
     "v_lstm_stacked": (16, TOKENS, "two LSTM(64) layers, the first returning sequences",
@@ -124,13 +133,32 @@ ARCHITECTURES = {
     "v_lstm_b1_s200": (1, ((200, 8), "float32", "normal"), "one series of 200 steps of 8 "
                        "features, LSTM(32), Dense 1 (per-iteration cost dominates)",
                        lambda k, L: _stack(k, (200, 8), "float32", [L.LSTM(32), L.Dense(1)])),
+    "v_convlstm": (4, ((6, 16, 16, 3), "float32", "normal"), "ConvLSTM2D(8, 3) over 6 "
+                   "frames of 16x16x3, GlobalAveragePooling2D, Dense 5 softmax (video)",
+                   lambda k, L: _stack(k, (6, 16, 16, 3), "float32", [
+                       L.ConvLSTM2D(8, 3, padding="same"), L.GlobalAveragePooling2D(),
+                       L.Dense(5, activation="softmax")])),
+    "v_seq2seq": (16, [((30,), "int32", "int1000"), ((20,), "int32", "int1000")],
+                  "an encoder LSTM(64)'s final states as a decoder LSTM(64)'s initial state, "
+                  "Dense 10 softmax per step", _seq2seq),
+    "v_rnn_lstmcell": (16, TOKENS, "RNN(LSTMCell(64)): the generic RNN layer over a cell",
+                       lambda k, L: _classifier(k, L, L.RNN(L.LSTMCell(64)))),
+    "v_gru_backwards": (16, TOKENS, "GRU(64, go_backwards=True)",
+                        lambda k, L: _classifier(k, L, L.GRU(64, go_backwards=True))),
+    "v_bigru": (16, TOKENS, "Bidirectional GRU(64) (a sentiment classifier)",
+                lambda k, L: _classifier(k, L, L.Bidirectional(L.GRU(64)))),
+    "v_simplernn_stacked": (16, TOKENS, "two SimpleRNN(64) layers, the first returning "
+                            "sequences", lambda k, L: _classifier(
+                                k, L, L.SimpleRNN(64, return_sequences=True), L.SimpleRNN(64))),
 }
 
 
 def _register_architecture(name: str) -> None:
     batch, spec, text, make = ARCHITECTURES[name]
 
-    @G.keras_case(name, [spec], batch, f"Benchmark: {text}, batch {batch}",
+    specs = spec if isinstance(spec, list) else [spec]
+
+    @G.keras_case(name, specs, batch, f"Benchmark: {text}, batch {batch}",
                   [*G.FROZEN, "rnn", "While"])
     def build():
         return make(G.keras, G.L)
