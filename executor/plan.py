@@ -263,7 +263,7 @@ class PlanStats:
             # leaves out): the first step, node by node, measures it. A loop's heavy kernels
             # need not be: its iterations run one after the other either way, so all node by
             # node could overlap is one iteration's independent kernels, at a scheduling
-            # trip per node of every iteration (an LSTM classifier's first step 10.2 -> 5 ms);
+            # trip per node of every iteration (an LSTM classifier's first step 21 -> 6.6 ms);
             # a program found slow (record_program) goes node by node the next step
             loop = prog.unmeasured_heavy_ok
             on = all(k.cheap or (serial and k.spec.blas and cost[k.id] >= 0) or (
