@@ -13,7 +13,8 @@ setup(
         Extension(
             "dfg.executor._native",
             sources=["executor/native/module.c", "executor/native/conv.c",
-                     "executor/native/elementwise.c", "executor/native/threadpool.c"],
+                     "executor/native/elementwise.c", "executor/native/threadpool.c",
+                     "executor/native/recurrent.c"],
             depends=["executor/native/native.h"],
             # -fno-trapping-math lets GCC compute both sides of a select and vectorize the
             # loop (dfg never traps on floating-point exceptions), -fno-math-errno lets it

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from . import recurrent
 from .kernel_call import call, fits
 from .program_ir import If, KernelStep, LoopIR, Select, kernel_steps
 
@@ -452,6 +453,13 @@ def compile_loop(prog: Any) -> tuple[Callable, list[Any], list[Any]]:
             else:
                 loop(depth, st)
 
+    def native(depth: int, lp: LoopIR, runner: Any) -> None:
+        em.line(depth, f"_r = RC{lp.index}(ctl, C[0].max_bytes, "
+                       f"{', '.join(f's{s}' for s in runner.reads)})")
+        em.line(depth, "if _r is not None:")
+        em.line(depth + 1, f"n{lp.index} += _r[0]")
+        em.line(depth + 1, f"{', '.join(f's{s}' for s in runner.writes)}, = _r[1]")
+
     def loop(depth: int, lp: LoopIR) -> None:
         for vs, ix, init, _nx, i0, _i1 in lp.merges:
             em.line(depth, f"s{vs} = s{init}")
@@ -461,7 +469,22 @@ def compile_loop(prog: Any) -> tuple[Callable, list[Any], list[Any]]:
         flag = f"h{lp.index}"
         if once:    # set on each entry: an inner loop's invariants are its parent's values
             em.line(depth, f"{flag} = True")
+        runner = recurrent.match(lp, once)
+        asked = f"q{lp.index}"
+        if runner is not None:
+            # a recurrent layer's loop: its iterations in compiled code when this run's
+            # values allow (recurrent.py), the loop below running what it leaves; asked where
+            # the loop starts, or after its first iteration when that computes invariants
+            em.env[f"RC{lp.index}"] = runner
+            if once:
+                em.line(depth, f"{asked} = True")
+            else:
+                native(depth, lp, runner)
         em.line(depth, "while True:")
+        if runner is not None and once:
+            em.line(depth + 1, f"if {asked} and not {flag}:")
+            em.line(depth + 2, f"{asked} = False")
+            native(depth + 2, lp, runner)
         em.line(depth + 1, "if ctl.error is not None: raise ctl.error")
         em.line(depth + 1, f"n{lp.index} += 1")
         block(depth + 1, lp.pre, once, flag)

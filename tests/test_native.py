@@ -393,7 +393,7 @@ def _build_for(arch: str, tmp_path: Path):
     subprocess.run([cc, "-O3", "-fno-trapping-math", "-fno-math-errno", f"-march={arch}",
                     "-shared", "-fPIC", "-DDFG_NO_CLONES", "-pthread",
                     f"-I{sysconfig.get_paths()['include']}",
-                    *(str(src / f) for f in ("module.c", "conv.c", "elementwise.c",
+                    *(str(src / f) for f in ("module.c", "conv.c", "elementwise.c", "recurrent.c",
                                              "threadpool.c")),
                     "-o", str(lib)], check=True, capture_output=True)
     spec = importlib.util.spec_from_file_location("_native", lib)

@@ -33,11 +33,11 @@ Each function's signature is declared once, in ``executor/native/module.c``, whi
 every array's dtype, contiguity and length against the geometry (a mismatch is a TypeError
 or ValueError, not a stray write) and runs the kernel without the GIL. A kernel's rows are
 split on a small pool of native threads (executor/native/threadpool.c: the caller works
-too, idle workers spin a few tens of microseconds before sleeping; a Python pool's hand-over
-cost 56 us per call) with as many threads as BLAS would use: ``DFG_BLAS_THREADS`` when set,
-else the usable cores. Convolutions are BLAS ops to the scheduler (executor/blas.py), which
-runs them one at a time; a second caller that finds the pool busy runs its kernel on its
-own thread.
+too, idle workers poll half a millisecond before sleeping, ``DFG_POOL_SPIN_US`` sets how long;
+a Python pool's hand-over cost 56 us per call) with as many threads as BLAS would use:
+``DFG_BLAS_THREADS`` when set, else the usable cores. Convolutions are BLAS ops to the
+scheduler (executor/blas.py), which runs them one at a time; a second caller that finds the
+pool busy runs its kernel on its own thread.
 """
 
 from __future__ import annotations
@@ -578,6 +578,19 @@ def small_matmul_f32(a: np.ndarray, b: np.ndarray, transpose_b: bool) -> np.ndar
     SMALL_MATMUL_MIN_FLOPS and SMALL_MATMUL_MAX_FLOPS; else None (the caller's BLAS product).
     The decision reads the shapes and whether ``b`` is frozen, never timing, so the kernel
     and its array form give the same bits."""
+    hit = small_matmul_plan(a, b, transpose_b)
+    if hit is None:
+        return None
+    _ref, wb, geometry, out_shape = hit
+    out = np.empty(out_shape, _F32)
+    _ext.conv2d_nhwc_f32(a, wb, out, geometry, None, None, None, ACT_NONE, 1, 1)
+    return out
+
+
+def small_matmul_plan(a: np.ndarray, b: np.ndarray, transpose_b: bool) -> tuple | None:
+    """How ``small_matmul_f32`` computes ``a @ b`` (``b.T``): (weak reference to b, b's packed
+    blocks, the geometry, the output shape), or None where it leaves the product to BLAS. The
+    one rule, which a recurrent loop run natively (executor/recurrent.py) asks too."""
     shape = a.shape
     if not SMALL_MATMUL_ROWS[0] <= shape[0] <= SMALL_MATMUL_ROWS[1] or _ext is None:
         return None
@@ -590,10 +603,7 @@ def small_matmul_f32(a: np.ndarray, b: np.ndarray, transpose_b: bool) -> np.ndar
         _SMALL[key] = hit
     if hit[1] is None or not a.flags.c_contiguous or a.dtype is not _F32 or not dense_conv():
         return None
-    _ref, wb, geometry, out_shape = hit
-    out = np.empty(out_shape, _F32)
-    _ext.conv2d_nhwc_f32(a, wb, out, geometry, None, None, None, ACT_NONE, 1, 1)
-    return out
+    return hit
 
 
 def _small_plan(a: np.ndarray, b: np.ndarray, transpose_b: bool, key: tuple) -> tuple:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -489,6 +489,23 @@ def sweep_ops() -> frozenset[str]:
     return frozenset(NATIVE_CHAIN_OPS) if _native.enabled() else frozenset()
 
 
+class Sweep(NamedTuple):
+    """How the compiled sweep runs a chain on inputs of given shapes (``chain_f32``'s
+    arguments): ``srcs`` the node's input each of its operands is, ``kinds`` and ``layout``
+    (None: every operand from offset 0, rows ``cols`` apart) how it reads each, over ``rows``
+    x ``cols``; ``code`` the ops; ``extra`` the ops before the last whose results are
+    outputs too (int32 bytes, None: only the last); ``out_shape`` each output's shape."""
+
+    srcs: tuple
+    kinds: bytes
+    layout: bytes | None
+    rows: int
+    cols: int
+    code: bytes
+    extra: bytes | None
+    out_shape: tuple
+
+
 # (program, number of inputs) -> the function running it (the kernel's core and the array form)
 _PROGRAMS: dict[tuple[tuple[str, ...], int], Callable[..., Any]] = {}
 
@@ -882,11 +899,7 @@ def _compile(program: tuple[str, ...], n_inputs: int,
         # input shapes -> (the pieces' indices, the sweep's layout or None)
         plans: dict[tuple, tuple] = {}
 
-        def hit(*inputs: Any) -> Any:
-            try:
-                shapes = tuple([x.shape for x in inputs])
-            except AttributeError:
-                shapes = tuple(getattr(x, "shape", ()) for x in inputs)
+        def plan_of(shapes: tuple) -> tuple:
             got = plans.get(shapes)
             if got is None:
                 plan, results = _shape_plan(parsed, shapes)   # raises as the ops would
@@ -901,7 +914,24 @@ def _compile(program: tuple[str, ...], n_inputs: int,
                 # gates read 10 operands from 4 inputs: a comprehension cost 0.6 us a call)
                 pick = None if sweep is None else _picker(sweep[0])
                 got = plans[shapes] = (plan, out_shape, sweep, pick)
-            plan, out_shape, sweep, pick = got
+            return got
+
+        def sweep_for(shapes: tuple) -> Sweep | None:
+            try:
+                _plan, out_shape, sweep, _pick = plan_of(shapes)
+            except (InvalidArgumentError, ValueError):
+                return None
+            if sweep is None:
+                return None
+            srcs, kinds, layout, rows, cols = sweep
+            return Sweep(tuple(srcs), kinds, layout, rows, cols, code, extra, out_shape)
+
+        def hit(*inputs: Any) -> Any:
+            try:
+                shapes = tuple([x.shape for x in inputs])
+            except AttributeError:
+                shapes = tuple(getattr(x, "shape", ()) for x in inputs)
+            plan, out_shape, sweep, pick = plan_of(shapes)
             if sweep is not None and (ext := _native.extension()) is not None:
                 out = np.empty(out_shape, _F32)
                 try:    # (the interface checks each buffer: float32, C-contiguous, long enough)
@@ -921,6 +951,17 @@ def _compile(program: tuple[str, ...], n_inputs: int,
     else:
         hit = run if len(used) == n_inputs else (
             lambda *inputs: run(*(inputs[j] for j in used)))
+
+        def sweep_for(shapes: tuple) -> Sweep | None:
+            if code is None:
+                return None
+            lay = _layout(tuple(shapes[j] for j in used))
+            if lay is None:
+                return None
+            out_shape, kinds, rows, cols, layout = lay
+            return Sweep(tuple(used), kinds, layout, rows, cols, code, None, out_shape)
+    # what the sweep runs for given input shapes (executor/recurrent.py runs it in its loop)
+    hit.sweep_for = sweep_for
     _PROGRAMS[key] = hit
     return hit
 

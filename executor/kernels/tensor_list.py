@@ -726,6 +726,43 @@ def _kept_set_item(dtype: Any, element_shape: Any, item_dtype: Any, item_shape: 
     return fast
 
 
+def get_rows(input_handle: Any, start: int, count: int, element_dtype: Any) -> list | None:
+    """What ``count`` TensorListGetItem calls at indices ``start``, ``start + 1``, ... give,
+    when each would give a stored ndarray (a recurrent loop run natively reads its input rows
+    at once, executor/recurrent.py); None when one of the calls would do anything else (fail,
+    or make zeros for an unset element): the kernel then runs and does it."""
+    tl = as_list(input_handle)
+    if tl is None or start < 0 or start + count > tl.length or (
+            tl.element_dtype is not element_dtype and not _same(element_dtype,
+                                                                tl.element_dtype)):
+        return None
+    rows = tl.store.items[start:start + count]
+    if any(r.__class__ is not np.ndarray for r in rows):
+        return None
+    return rows
+
+
+def set_rows(element_dtype: Any, input_handle: Any, start: int, items: Sequence[Any]
+             ) -> TensorList | None:
+    """The list ``len(items)`` TensorListSetItem calls (of element dtype ``element_dtype``)
+    make, setting ``items[k]`` at index ``start + k`` one after the other, each into the list
+    the one before made: the kernel's checks, then one new list (the ones between are never
+    seen). None when a call would fail or grow the list: the kernel then runs and says why."""
+    tl = as_list(input_handle)
+    if tl is None or start < 0 or start + len(items) > tl.length or (
+            tl.element_dtype is not element_dtype and not _same(element_dtype,
+                                                                tl.element_dtype)):
+        return None
+    for item in items:
+        if item.__class__ is not np.ndarray or (
+                item.dtype is not tl.element_dtype and not _same(item.dtype, tl.element_dtype)) \
+                or not _compatible(tl.element_shape, item.shape):
+            return None
+    entries = tl.entries()
+    entries[start:start + len(items)] = items
+    return tl.derive(entries)
+
+
 @kernel("TensorListSetItem", cheap=True, prepared=True)
 def tensor_list_set_item(ctx: KernelContext, input_handle: Any, index: np.ndarray,
                          item: Any) -> TensorList:

@@ -656,7 +656,353 @@ done:
     return ret;
 }
 
+PyDoc_STRVAR(recurrent_doc,
+"recurrent_f32(rows_in, wb, geometry, product, mm_state, roles, kinds, layout, fixed, code,\n"
+"              rows, cols, extra_ops, out_states, item_out, items, init, scratch_a,\n"
+"              scratch_b)\n--\n\n"
+"len(rows_in) iterations of a recurrent cell (recurrent.c): the state mm_state times the\n"
+"packed matrix wb (conv2d_nhwc_f32's wb and geometry, one thread) into product, then the\n"
+"chain (chain_f32's code, kinds, layout, extra_ops, rows, cols) over its inputs, each by its\n"
+"role (int32: -1 fixed[j], -2 the iteration's rows_in entry, -3 product, k >= 0 state k), into\n"
+"its outputs (the extra ones, then the last): out_states (int32 per output) names the state\n"
+"each becomes (-1: none, only for item_out), item_out (or -1) the output written to row i of\n"
+"items. init: each state's first value (read only); scratch_a, scratch_b: two writable\n"
+"buffers per state (None for a state only ever an output row). Returns, per state, where its\n"
+"last value is: 0 init, 1 scratch_a, 2 scratch_b, 3 the last row of items.");
+
+/* the floats a chain input of this kind, offset and stride reads over rows x cols (as
+ * chain_f32 computes it); -1 (ValueError set) for a kind the loop does not take */
+static Py_ssize_t chain_input_need(const char *fn, int kind, long offset, long stride,
+                                   long rows, long cols) {
+    Py_ssize_t need;
+    if (kind == DFG_CH_IN_SCALAR)
+        need = 1;
+    else if (kind == DFG_CH_IN_COL)
+        need = rows;
+    else if (kind == DFG_CH_IN_ROW)
+        need = cols;
+    else if (kind == DFG_CH_IN_FULL) {
+        need = cols;
+        if (rows > 1) {
+            long span[2] = {rows - 1, stride};
+            Py_ssize_t before = product(fn, 2, span);
+            if (before < 0 || __builtin_add_overflow(need, before, &need))
+                return -1;
+        }
+    } else {
+        PyErr_Format(PyExc_ValueError, "%s: input kind %d is not taken", fn, kind);
+        return -1;
+    }
+    if (rows == 0 || cols == 0)
+        need = 0;
+    if (__builtin_add_overflow(need, (Py_ssize_t)offset, &need)) {
+        PyErr_Format(PyExc_ValueError, "%s: bad geometry", fn);
+        return -1;
+    }
+    return need;
+}
+
+/* `obj` as a float32 buffer of at least `need` floats (exactly `exact` when >= 0) */
+static int f32_at_least(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t need,
+                        Py_ssize_t exact, const char *fn, const char *what) {
+    if (f32_buffer(obj, view, writable, exact, fn, what) < 0)
+        return -1;
+    if (view->len / 4 < need) {
+        PyErr_Format(PyExc_ValueError, "%s: %s has %zd floats, the chain reads %zd", fn, what,
+                     view->len / 4, need);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* int32 values from a bytes-like object of exactly n of them, each in [lo, hi] */
+static int int32_values(PyObject *obj, int *out, Py_ssize_t n, int lo, int hi,
+                        const char *fn, const char *what) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(obj, &b, PyBUF_SIMPLE) < 0)
+        return -1;
+    int ok = b.len == n * 4;
+    if (ok) {
+        memcpy(out, b.buf, (size_t)b.len);
+        for (Py_ssize_t i = 0; i < n; i++)
+            ok &= out[i] >= lo && out[i] <= hi;
+    }
+    PyBuffer_Release(&b);
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "%s: %s must be %zd int32 values in [%d, %d]", fn, what,
+                     n, lo, hi);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *recurrent_f32(PyObject *self, PyObject *args) {
+    PyObject *rows_o, *wo, *po, *roles_o, *kinds_o, *lay_o, *fixed_o, *code_o, *extra_o,
+             *outs_o, *items_o, *init_o, *sa_o, *sb_o;
+    long g[15], rows, cols;
+    int mm_state, item_out;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O(lllllllllllllll)OiOOOO!OllOOiOO!O!O!:recurrent_f32",
+                          &PyTuple_Type, &rows_o, &wo, &g[0], &g[1], &g[2], &g[3], &g[4],
+                          &g[5], &g[6], &g[7], &g[8], &g[9], &g[10], &g[11], &g[12], &g[13],
+                          &g[14], &po, &mm_state, &roles_o, &kinds_o, &lay_o, &PyTuple_Type,
+                          &fixed_o, &code_o, &rows, &cols, &extra_o, &outs_o, &item_out,
+                          &items_o, &PyTuple_Type, &init_o, &PyTuple_Type, &sa_o,
+                          &PyTuple_Type, &sb_o))
+        return NULL;
+    const char *fn = "recurrent_f32";
+    Py_ssize_t n = PyTuple_GET_SIZE(rows_o);
+    int n_states = (int)PyTuple_GET_SIZE(init_o);
+    int n_in = (int)PyTuple_GET_SIZE(fixed_o);
+    if (n_states < 1 || n_states > DFG_RECURRENT_MAX_STATES
+        || PyTuple_GET_SIZE(sa_o) != n_states || PyTuple_GET_SIZE(sb_o) != n_states
+        || n_in < 1 || n_in > DFG_CHAIN_MAX_IN || mm_state < 0 || mm_state >= n_states)
+        return PyErr_Format(PyExc_ValueError, "%s: 1 to %d states (init, scratch_a, scratch_b "
+                            "alike), 1 to %d chain inputs, mm_state a state", fn,
+                            DFG_RECURRENT_MAX_STATES, DFG_CHAIN_MAX_IN);
+    if (check_window(fn, g[9], g[10], g[11], g[12], g[13], g[14], 1, 1) < 0)
+        return NULL;
+    /* the chain: its code, inputs, extra outputs (as chain_f32 checks them) */
+    int role[DFG_CHAIN_MAX_IN], kind[DFG_CHAIN_MAX_IN], ops[3 * DFG_CHAIN_MAX_OPS];
+    long offset[DFG_CHAIN_MAX_IN], stride[DFG_CHAIN_MAX_IN];
+    if (int32_values(roles_o, role, n_in, DFG_RC_PRODUCT, n_states - 1, fn, "roles") < 0)
+        return NULL;
+    Py_buffer kb;
+    if (PyObject_GetBuffer(kinds_o, &kb, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int kinds_ok = kb.len == n_in;
+    for (int j = 0; kinds_ok && j < n_in; j++)
+        kind[j] = ((const unsigned char *)kb.buf)[j];
+    PyBuffer_Release(&kb);
+    if (!kinds_ok)
+        return PyErr_Format(PyExc_ValueError, "%s: one kind per chain input", fn);
+    Py_buffer cb;
+    if (PyObject_GetBuffer(code_o, &cb, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int n_ops = (int)(cb.len / 12);
+    int code_ok = cb.len % 12 == 0 && n_ops >= 1 && n_ops <= DFG_CHAIN_MAX_OPS;
+    if (code_ok)
+        memcpy(ops, cb.buf, (size_t)cb.len);
+    PyBuffer_Release(&cb);
+    if (!code_ok)
+        return PyErr_Format(PyExc_ValueError, "%s: code must be 1 to %d int32 triples", fn,
+                            DFG_CHAIN_MAX_OPS);
+    for (int k = 0; k < n_ops; k++) {
+        int op = ops[3 * k], a = ops[3 * k + 1], b = ops[3 * k + 2];
+        int binary = op >= DFG_CH_ADD && op <= DFG_CH_SQDIFF;
+        if (op < 0 || op >= DFG_CH_N_OPS || a < 0 || a >= n_in + k
+            || (binary ? (b < 0 || b >= n_in + k) : b != -1))
+            return PyErr_Format(PyExc_ValueError, "%s: bad op %d (code %d %d %d)", fn, k, op,
+                                a, b);
+    }
+    if (rows < 0 || cols < 0)
+        return PyErr_Format(PyExc_ValueError, "%s: bad rows or cols", fn);
+    if (lay_o == Py_None) {
+        for (int j = 0; j < n_in; j++) {
+            offset[j] = 0;
+            stride[j] = cols;
+        }
+    } else {
+        Py_buffer lay;
+        if (PyObject_GetBuffer(lay_o, &lay, PyBUF_SIMPLE) < 0)
+            return NULL;
+        int ok = lay.len == (Py_ssize_t)(16 * n_in);
+        for (int j = 0; ok && j < n_in; j++) {
+            int64_t pair[2];
+            memcpy(pair, (const char *)lay.buf + 16 * j, 16);
+            offset[j] = (long)pair[0];
+            stride[j] = (long)pair[1];
+            ok &= pair[0] >= 0 && pair[1] >= cols;
+        }
+        PyBuffer_Release(&lay);
+        if (!ok)
+            return PyErr_Format(PyExc_ValueError, "%s: layout must be one (offset >= 0, "
+                                "stride >= cols) int64 pair per input", fn);
+    }
+    int n_extra = 0, extra_op[DFG_CHAIN_MAX_EXTRA];
+    if (extra_o != Py_None) {
+        Py_buffer xb;
+        if (PyObject_GetBuffer(extra_o, &xb, PyBUF_SIMPLE) < 0)
+            return NULL;
+        int ok = xb.len % 4 == 0 && xb.len / 4 <= DFG_CHAIN_MAX_EXTRA;
+        if (ok) {
+            n_extra = (int)(xb.len / 4);
+            memcpy(extra_op, xb.buf, (size_t)xb.len);
+            for (int e = 0; e < n_extra; e++) {
+                ok &= extra_op[e] >= 0 && extra_op[e] < n_ops - 1;
+                for (int f = 0; f < e; f++)
+                    ok &= extra_op[f] != extra_op[e];
+            }
+        }
+        PyBuffer_Release(&xb);
+        if (!ok)
+            return PyErr_Format(PyExc_ValueError, "%s: extra_ops must be up to %d distinct "
+                                "int32 op indices before the last", fn, DFG_CHAIN_MAX_EXTRA);
+    }
+    int out_state[DFG_CHAIN_MAX_EXTRA + 1];
+    if (int32_values(outs_o, out_state, n_extra + 1, -1, n_states - 1, fn, "out_states") < 0)
+        return NULL;
+    if (item_out < -1 || item_out > n_extra)
+        return PyErr_Format(PyExc_ValueError, "%s: item_out must be an output or -1", fn);
+    /* each state the output of at most one output; an output of no state is the item */
+    int updated[DFG_RECURRENT_MAX_STATES] = {0}, via_row[DFG_RECURRENT_MAX_STATES] = {0};
+    for (int k = 0; k <= n_extra; k++) {
+        int s = out_state[k];
+        if (s < 0 ? k != item_out : updated[s]++ > 0)
+            return PyErr_Format(PyExc_ValueError, "%s: each state is at most one output, and "
+                                "an output of no state is item_out", fn);
+        if (s >= 0 && k == item_out)
+            via_row[s] = 1;
+    }
+    Py_ssize_t out_len = rows * cols;
+    if (rows != 0 && out_len / rows != cols)
+        return PyErr_Format(PyExc_ValueError, "%s: bad rows or cols", fn);
+    /* the product: x is a state's value (N*H*W*C floats), out the product buffer */
+    const long blocks = (g[6] + DFG_VW - 1) / DFG_VW;
+    const long xs[4] = {g[0], g[1], g[2], g[3]}, ws[5] = {blocks, g[4], g[5], g[3], DFG_VW},
+               os[4] = {g[0], g[7], g[8], g[6]};
+    Py_ssize_t nx = product(fn, 4, xs), nw = product(fn, 5, ws), no = product(fn, 4, os);
+    if (nx < 0 || nw < 0 || no < 0)
+        return NULL;
+    /* every buffer a state's value may be in holds what the chain and the product read, and
+     * a chain output's buffer is exactly rows x cols */
+    Py_ssize_t state_need[DFG_RECURRENT_MAX_STATES] = {0};
+    Py_ssize_t row_need = 0, product_need = 0, fixed_need[DFG_CHAIN_MAX_IN] = {0};
+    for (int j = 0; j < n_in; j++) {
+        Py_ssize_t need = chain_input_need(fn, kind[j], offset[j], stride[j], rows, cols);
+        if (need < 0)
+            return NULL;
+        if (role[j] == DFG_RC_FIXED)
+            fixed_need[j] = need;
+        else if (role[j] == DFG_RC_ROW)
+            row_need = need > row_need ? need : row_need;
+        else if (role[j] == DFG_RC_PRODUCT)
+            product_need = need > product_need ? need : product_need;
+        else if (need > state_need[role[j]])
+            state_need[role[j]] = need;
+    }
+    if (product_need > no)
+        return PyErr_Format(PyExc_ValueError, "%s: the chain reads %zd floats of a product of "
+                            "%zd", fn, product_need, no);
+    if (item_out >= 0 && via_row[mm_state] && out_len != nx)
+        return PyErr_Format(PyExc_ValueError, "%s: the product's state is an output row of "
+                            "%zd floats, the product reads %zd", fn, out_len, nx);
+    Py_buffer *rb = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(Py_buffer));
+    const float **row_ptr = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(float *));
+    Py_buffer wb = {0}, pb = {0}, ib = {0}, fb[DFG_CHAIN_MAX_IN], sb0[DFG_RECURRENT_MAX_STATES],
+              sba[DFG_RECURRENT_MAX_STATES], sbb[DFG_RECURRENT_MAX_STATES];
+    memset(fb, 0, sizeof(fb));
+    memset(sb0, 0, sizeof(sb0));
+    memset(sba, 0, sizeof(sba));
+    memset(sbb, 0, sizeof(sbb));
+    const float *fixed_ptr[DFG_CHAIN_MAX_IN] = {0}, *init_ptr[DFG_RECURRENT_MAX_STATES];
+    float *a_ptr[DFG_RECURRENT_MAX_STATES] = {0}, *b_ptr[DFG_RECURRENT_MAX_STATES] = {0};
+    int final_where[DFG_RECURRENT_MAX_STATES];
+    PyObject *ret = NULL;
+    Py_ssize_t got_rows = 0;
+    if (!rb || !row_ptr) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; got_rows < n; got_rows++) {
+        if (f32_at_least(PyTuple_GET_ITEM(rows_o, got_rows), &rb[got_rows], 0, row_need, -1,
+                         fn, "an input row") < 0)
+            goto done;
+        row_ptr[got_rows] = rb[got_rows].buf;
+    }
+    if (f32_buffer(wo, &wb, 0, nw, fn, "wb") < 0 || f32_buffer(po, &pb, 1, no, fn, "product") < 0)
+        goto done;
+    for (int j = 0; j < n_in; j++) {
+        PyObject *f = PyTuple_GET_ITEM(fixed_o, j);
+        if (role[j] != DFG_RC_FIXED)
+            continue;
+        if (f32_at_least(f, &fb[j], 0, fixed_need[j], -1, fn, "a fixed input") < 0)
+            goto done;
+        fixed_ptr[j] = fb[j].buf;
+    }
+    for (int s = 0; s < n_states; s++) {
+        /* the first value: read by the chain and, for the product's state, the product */
+        Py_ssize_t exact = s == mm_state ? nx : -1;
+        if (f32_at_least(PyTuple_GET_ITEM(init_o, s), &sb0[s], 0, state_need[s], exact, fn,
+                         "a state's first value") < 0)
+            goto done;
+        init_ptr[s] = sb0[s].buf;
+        if (updated[s] && !via_row[s]) {
+            if (state_need[s] > out_len || (s == mm_state && out_len != nx)) {
+                PyErr_Format(PyExc_ValueError, "%s: a state of %zd floats is read as %zd", fn,
+                             out_len, s == mm_state ? nx : state_need[s]);
+                goto done;
+            }
+            if (f32_buffer(PyTuple_GET_ITEM(sa_o, s), &sba[s], 1, out_len, fn, "scratch_a") < 0
+                || f32_buffer(PyTuple_GET_ITEM(sb_o, s), &sbb[s], 1, out_len, fn,
+                              "scratch_b") < 0)
+                goto done;
+            a_ptr[s] = sba[s].buf;
+            b_ptr[s] = sbb[s].buf;
+        } else if (via_row[s] && state_need[s] > out_len) {
+            PyErr_Format(PyExc_ValueError, "%s: an output row of %zd floats is read as %zd", fn,
+                         out_len, state_need[s]);
+            goto done;
+        }
+    }
+    {
+        long span[2] = {n, item_out >= 0 ? (long)out_len : 0};
+        Py_ssize_t items_len = product(fn, 2, span);
+        if (items_len < 0 || f32_buffer(items_o, &ib, 1, items_len, fn, "items") < 0)
+            goto done;
+    }
+    struct dfg_recurrent r = {row_ptr, wb.buf, g, pb.buf, mm_state, n_in, role, kind, offset,
+                              stride, fixed_ptr, ops, n_ops, n_extra, extra_op, rows, cols,
+                              out_state, item_out, ib.buf, out_len, n_states, init_ptr, a_ptr,
+                              b_ptr, final_where};
+    int err;
+    Py_BEGIN_ALLOW_THREADS
+    err = dfg_recurrent_f32(&r, n);
+    Py_END_ALLOW_THREADS
+    if (err) {
+        PyErr_SetString(PyExc_MemoryError, "recurrent_f32: out of memory for a row buffer");
+        goto done;
+    }
+    ret = PyTuple_New(n_states);
+    for (int s = 0; ret && s < n_states; s++)
+        PyTuple_SET_ITEM(ret, s, PyLong_FromLong(final_where[s]));
+done:
+    for (Py_ssize_t i = 0; i < got_rows; i++)
+        PyBuffer_Release(&rb[i]);
+    PyMem_Free(rb);
+    PyMem_Free(row_ptr);
+    release(&wb);
+    release(&pb);
+    release(&ib);
+    for (int j = 0; j < DFG_CHAIN_MAX_IN; j++)
+        release(&fb[j]);
+    for (int s = 0; s < DFG_RECURRENT_MAX_STATES; s++) {
+        release(&sb0[s]);
+        release(&sba[s]);
+        release(&sbb[s]);
+    }
+    return ret;
+}
+
+PyDoc_STRVAR(pool_spin_doc,
+"pool_spin(us=-1)\n--\n\n"
+"How long (microseconds) the native pool's idle workers poll for the next job before they\n"
+"sleep; us >= 0 sets it. Returns the previous value.");
+
+static PyObject *pool_spin(PyObject *self, PyObject *args) {
+    long us = -1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "|l:pool_spin", &us))
+        return NULL;
+    if (us > 1000000)
+        return PyErr_Format(PyExc_ValueError, "pool_spin: at most 1000000 us, not %ld", us);
+    return PyLong_FromLong(dfg_pool_spin(us));
+}
+
 static PyMethodDef methods[] = {
+    {"pool_spin", pool_spin, METH_VARARGS, pool_spin_doc},
+    {"recurrent_f32", recurrent_f32, METH_VARARGS, recurrent_doc},
     {"erf_f32", erf_f32, METH_VARARGS, erf_doc},
     {"softmax_f32", softmax_f32, METH_VARARGS, softmax_doc},
     {"row_sum_f32", row_sum_f32, METH_VARARGS, row_sum_doc},
@@ -677,6 +1023,14 @@ static struct PyModuleDef native_module = {
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
+    /* DFG_POOL_SPIN_US: the idle workers' poll before they sleep (threadpool.c) */
+    const char *spin = getenv("DFG_POOL_SPIN_US");
+    if (spin && *spin) {
+        char *end;
+        long us = strtol(spin, &end, 10);
+        if (*end == '\0' && us >= 0 && us <= 1000000)
+            dfg_pool_spin(us);
+    }
     PyObject *m = PyModule_Create(&native_module);
     if (m && (PyModule_AddIntConstant(m, "VW", DFG_VW) < 0
               || PyModule_AddIntConstant(m, "ACT_NONE", DFG_ACT_NONE) < 0

@@ -9,6 +9,7 @@
  * threads, the caller one of them. Returns 0, or a piece's nonzero return. */
 typedef int (*dfg_range_fn)(const void *args, long r0, long r1);
 int dfg_pool_run(dfg_range_fn fn, const void *args, long rows, long chunks, int threads);
+long dfg_pool_spin(long us);
 
 /* conv.c: direct float32 NHWC convolutions (the layouts are described there), over all
  * N * OH output rows split on the pool. conv2d returns 0, or -1 when out of memory. */
@@ -79,5 +80,34 @@ void dfg_chain_f32(const float *const *in, const int *kind, const long *offset,
                    const long *stride, int n_in, const int *code, int n_ops, float *out,
                    long rows, long cols, int n_extra, const int *extra_op,
                    float *const *extra_out);
+
+/* recurrent.c: n iterations of a recurrent cell (see there). A chain input's role: one of
+ * these, or k >= 0 for state k's current value. module.c checked every length. */
+enum { DFG_RC_FIXED = -1, DFG_RC_ROW = -2, DFG_RC_PRODUCT = -3 };
+#define DFG_RECURRENT_MAX_STATES 8
+struct dfg_recurrent {
+    const float *const *rows_in;  /* the input row of each iteration */
+    const float *wb;              /* the recurrent matrix, packed (conv.c's layout) */
+    const long *geometry;         /* the product's: conv2d_nhwc_f32's 15 numbers */
+    float *product;               /* the product's output, reused each iteration */
+    int mm_state;                 /* the state the product multiplies */
+    int n_in;                     /* the chain's inputs: role, kind, offset, stride each */
+    const int *role, *kind;
+    const long *offset, *stride;
+    const float *const *fixed;    /* a fixed input's buffer (by input index) */
+    const int *code;
+    int n_ops, n_extra;
+    const int *extra_op;
+    long rows, cols;
+    const int *out_state;         /* per output (extra ones, then the last): its state, -1 */
+    int item_out;                 /* the output written to the iteration's output row */
+    float *items;                 /* n output rows of item_len floats */
+    long item_len;
+    int n_states;
+    const float *const *init;     /* each state's first value (never written) */
+    float *const *scratch_a, *const *scratch_b;
+    int *final_where;             /* out: 0 init, 1 scratch_a, 2 scratch_b, 3 the last row */
+};
+int dfg_recurrent_f32(const struct dfg_recurrent *r, long n);
 
 #endif

@@ -4,7 +4,7 @@
  * on the 2-core machine (submit, a futex wake-up, the GIL, the result), a tenth of a typical
  * layer. Here the caller publishes the job and works on it at once; workers that finished a
  * job a moment ago are still spinning and start within a microsecond or two, and sleep on a
- * condition variable after a short spin (about 50 us) so idle cores stay free.
+ * condition variable after a spin of half a millisecond (spin_ns) so idle cores come free.
  *
  * One job at a time (guarded by job_lock): a second caller that finds the pool busy runs its
  * whole job itself. Chunks are handed out by an atomic counter, so a slow worker takes fewer.
@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "native.h"
 
@@ -39,7 +40,15 @@ struct job {
 };
 
 #define MAX_WORKERS 63
-#define SPIN 20000          /* polls before a worker sleeps (tens of microseconds) */
+/* How long an idle worker polls for the next job before it sleeps, in nanoseconds, read by
+ * the clock. It was a count of 20000 PAUSEs, whose time depends on the CPU: 0.52 ms on a
+ * Zen 4 (a PAUSE ~26 ns), about 1 ms where a PAUSE takes 140 cycles (Intel since Skylake),
+ * tens of microseconds where it takes ten. On the Zen 4, paired in-process steps, 50 us
+ * against 520: bench_cnn 1.14x and ResNet-style 1.10x slower (their next convolution finds
+ * the workers asleep), the Transformer and U-Net within noise; so half a millisecond, now on
+ * every CPU. dfg_pool_spin sets it (module.c: DFG_POOL_SPIN_US at import, for a machine
+ * whose other work needs the cores more); a worker reads it each time it starts to wait. */
+static atomic_long spin_ns = 500000L;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -59,13 +68,25 @@ static void run_chunks(struct job *j) {
     }
 }
 
+static long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long)t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
 static void *worker(void *unused) {
     (void)unused;
     long seen = atomic_load(&gen);
     for (;;) {
         long g = seen;
-        for (int s = 0; s < SPIN && (g = atomic_load(&gen)) == seen; s++)
+        /* poll for the next job until spin_ns have passed (the clock read every 64 polls:
+         * ~25 ns against 64 PAUSEs of 0.6-9 us), then sleep */
+        long until = now_ns() + atomic_load(&spin_ns);
+        for (unsigned s = 1; (g = atomic_load(&gen)) == seen; s++) {
             PAUSE();
+            if ((s & 63) == 0 && now_ns() >= until)
+                break;
+        }
         if (g == seen) {
             pthread_mutex_lock(&mu);
             while ((g = atomic_load(&gen)) == seen) pthread_cond_wait(&cv, &mu);
@@ -90,6 +111,15 @@ static void forget_workers(void) {   /* in the child after fork(): no threads ca
     pthread_cond_init(&cv, NULL);
     pthread_mutex_init(&job_lock, NULL);
     job = NULL;
+}
+
+/* Set how long idle workers poll before they sleep (us >= 0, microseconds); returns the
+ * previous value. A negative us only reads it. */
+long dfg_pool_spin(long us) {
+    long old = atomic_load(&spin_ns) / 1000L;
+    if (us >= 0)
+        atomic_store(&spin_ns, us * 1000L);
+    return old;
 }
 
 /* Run fn(args, r0, r1) over [0, rows) in `chunks` pieces on up to `threads` threads, the
