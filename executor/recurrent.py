@@ -245,7 +245,10 @@ def run(r: Runner, ctl: Any, max_bytes: int | None, values: tuple) -> Any:
     for s, k in r.states:
         out_state[k] = slot_state[s]
     product = np.empty(p_shape, _F32)
-    items = np.empty((n, *out_shape), _F32)
+    # every output row stays in the list, or only the last (a layer returning its last
+    # output): then one chunk's rows, written again by each chunk
+    ring = r.put_index != r.index
+    items = np.empty((min(n, CHUNK) if ring else n, *out_shape), _F32)
     states = list(st)
     scratch_a = tuple(np.empty(out_shape, _F32) if st[s] != r.item_out else None
                       for s in states)
@@ -260,17 +263,20 @@ def run(r: Runner, ctl: Any, max_bytes: int | None, values: tuple) -> Any:
         if ctl.error is not None:
             break
         k = min(CHUNK, n - done)
+        at = 0 if ring else done
         try:
             where = ext.recurrent_f32(
                 tuple(rows[done:done + k]), wb, geometry, product, slot_state[mm_state],
                 roles_b, sweep.kinds, sweep.layout, tuple(fixed), sweep.code, sweep.rows,
-                sweep.cols, sweep.extra, outs_b, r.item_out, items[done:done + k],
+                sweep.cols, sweep.extra, outs_b, r.item_out, items[at:at + k],
                 tuple(current), scratch_a, scratch_b)
         except (TypeError, ValueError, MemoryError):
             return None     # what the kernels would say, they say when the loop runs them
+        last = items[at + k - 1]
         for i, wh in enumerate(where):
             if wh == 3:
-                current[i] = items[done + k - 1]
+                # the rows are written again by the next chunk of a ring: kept apart
+                current[i] = last.copy() if ring and done + k < n else last
             elif wh == 1:
                 current[i] = scratch_a[i]
             elif wh == 2:
@@ -281,10 +287,10 @@ def run(r: Runner, ctl: Any, max_bytes: int | None, values: tuple) -> Any:
         done += k
     if not done:
         return None
-    if r.put_index == r.index:
+    if not ring:
         put_at, put = t0, list(items[:done])
     else:   # every iteration sets one index: the last one's row is what stays there
-        put_at, put = _int(val[r.put_index]), [items[done - 1]]
+        put_at, put = _int(val[r.put_index]), [last if done == n else last.copy()]
         if put_at is None:
             return None
     out_list = set_rows(r.put.item.attrs["element_dtype"], val[r.list_var], put_at, put)

@@ -543,8 +543,11 @@ def runner(prep: Prepared, depthwise: bool = False) -> Any:
 # (a Const's: ``packed``) and the rows are one block of pixels. Kernel alone, hot, on a
 # 2-core AVX2 EPYC (numpy's OpenBLAS against this; M rows, K inner, N columns):
 # (16,64)x(64,256) 9.6 -> 7.8 us, (8,128,256) 13.0 -> 9.6, (4,128,256) 10.1 -> 5.2,
-# (2,128,512) 22.1 -> 9.4. One row is a GEMV, which BLAS does well ((1,256,256) 5.1 -> 9.2);
-# under 1e5 FLOPs the Python around the call costs more than the product saves. Hot, BLAS's
+# (2,128,512) 22.1 -> 9.4. One row is a GEMV, which BLAS does well ((1,256,256) 5.1 -> 9.2).
+# Small products come here too: on a 2-core AVX-512 EPYC the MatMul's array form took 2.1-4.7
+# us either way from 1e3 to 1e5 FLOPs, this kernel never the slower ((8,16,64) 3.85 -> 2.10),
+# and a recurrent loop whose product is this kernel's runs in compiled code (recurrent.py:
+# an LSTM(32) at batch 8 over 100 steps 2.61 -> 1.00 ms a step). Hot, BLAS's
 # two threads win from about a million FLOPs at 16 rows ((16,128,512) 21.7 -> 26.8) and at
 # 32 rows; but in a loop, where a cell's elementwise work runs between two products, its
 # idle threads have gone to sleep (OPENBLAS_THREAD_TIMEOUT, dfg/executor/__init__.py) and
@@ -556,7 +559,7 @@ def runner(prep: Prepared, depthwise: bool = False) -> Any:
 # faster still when the other core was idle, and 15% slower on a whole step when that core
 # was busy: one thread.
 SMALL_MATMUL_ROWS = (2, 32)
-SMALL_MATMUL_MIN_FLOPS = 1e5
+SMALL_MATMUL_MIN_FLOPS = 0.0
 SMALL_MATMUL_MAX_FLOPS = 4.5e6
 
 
