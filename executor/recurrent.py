@@ -37,6 +37,8 @@ _F32 = np.dtype(np.float32)
 # iterations per call of the compiled loop: the step's cancel flag is read between calls
 CHUNK = 256
 _INT_TYPES = (int, np.integer)
+# each integer dtype's range (np.iinfo costs microseconds a call)
+_LIMITS = {np.dtype(c): (int(np.iinfo(c).min), int(np.iinfo(c).max)) for c in "bBhHiIlLqQ"}
 
 
 class Runner(NamedTuple):
@@ -57,6 +59,9 @@ class Runner(NamedTuple):
     item_out: int       # the chain output stored in the list
     index: int          # the counter the input row is read at
     put_index: int      # where the output row goes: ``index``, or an outside value
+    # shapes, the matrix and the budget -> ``_setup``'s answer (entries set and dropped
+    # whole under the GIL; cleared past 64)
+    memo: dict
 
     def __call__(self, ctl: Any, max_bytes: int | None, *values: Any) -> Any:
         return run(self, ctl, max_bytes, values)
@@ -160,7 +165,7 @@ def match(lp: LoopIR, invariant: set[int]) -> Runner | None:
         *(s for s, _k in states), *(a for a in chain.args if outside(a))]))
     writes = (*(c for c, _i in counters), *(s for s, _k in states), plist)
     return Runner(reads, writes, tuple((c, b) for _o, c, b in terms), tuple(counters), mm,
-                  get, chain, fn, put, tuple(states), plist, outs[pitem], gindex, pindex)
+                  get, chain, fn, put, tuple(states), plist, outs[pitem], gindex, pindex, {})
 
 
 def _int(v: Any) -> int | None:
@@ -169,6 +174,68 @@ def _int(v: Any) -> int | None:
     if isinstance(v, _INT_TYPES) and not isinstance(v, (bool, np.bool_)):
         return int(v)
     return None
+
+
+def _setup(r: Runner, val: dict, rows0: np.ndarray, max_bytes: int | None) -> tuple | None:
+    """What a run of ``r`` needs that depends only on the shapes and the constant matrix
+    (kept in ``r.memo`` per those): the packed matrix and the product's geometry, the chain's
+    sweep, each operand's role, each output's state; None when they are not what the compiled
+    loop takes."""
+    mm_state = r.mm.args[0]
+    w, h = val[r.mm.args[1]], val[mm_state]
+    if h.__class__ is not np.ndarray or w.__class__ is not np.ndarray or h.ndim != 2 \
+            or w.ndim != 2:
+        return None
+    plan = _native.small_matmul_plan(h, w, bool(r.mm.item.attrs.get("transpose_b")))
+    if plan is None:
+        return None
+    ref, wb, geometry, p_shape = plan
+    # the chain's operands' shapes, and how the sweep reads them (its plan for these shapes)
+    shapes = []
+    for a in r.chain.args:
+        v = rows0 if a == r.get.out else None if a == r.mm.out else val[a]
+        if v is not None and (v.__class__ is not np.ndarray or v.dtype is not _F32):
+            return None
+        shapes.append(p_shape if v is None else v.shape)
+    sweep = r.chain_fn.sweep_for(tuple(shapes))
+    if sweep is None or 4 in sweep.kinds:
+        return None
+    out_shape = sweep.out_shape
+    states = [s for s, _k in r.states]
+    if any(val[s].__class__ is not np.ndarray or val[s].shape != out_shape for s in states):
+        return None     # every state is made by the chain: of its outputs' shape
+    if max_bytes is not None and 4 * max(int(np.prod(out_shape)), int(np.prod(p_shape))) \
+            > max_bytes:
+        return None     # an output over the budget: the kernel says so
+    slot_state = {s: i for i, s in enumerate(states)}
+    roles = [-2 if a == r.get.out else -3 if a == r.mm.out
+             else slot_state[a] if a in slot_state else -1
+             for a in (r.chain.args[j] for j in sweep.srcs)]
+    fixed = tuple(r.chain.args[j] if role == -1 else None
+                  for j, role in zip(sweep.srcs, roles))
+    n_extra = 0 if sweep.extra is None else len(sweep.extra) // 4
+    # the chain's outputs in the sweep's order: the extra ones, then the last (the node's
+    # outputs are in that order too: ``hit`` returns (*more, out))
+    out_state = [-1] * (n_extra + 1)
+    for s, k in r.states:
+        out_state[k] = slot_state[s]
+    scratch = tuple(k != r.item_out for _s, k in r.states)
+    return (ref, wb, geometry, p_shape, sweep, np.array(roles, np.int32).tobytes(), fixed,
+            np.array(out_state, np.int32).tobytes(), slot_state[mm_state], scratch)
+
+
+def _stepped(v: Any, inc: Any, n: int) -> Any:
+    """``v + inc`` applied ``n`` times, as the generated loop's scalar forms compute it: one
+    addition for the result's type, then the sum in that type when it holds it."""
+    one = v + inc
+    total = int(v) + n * int(inc)
+    if isinstance(one, np.integer):
+        lo, hi = _LIMITS[one.dtype]
+        if not lo <= total <= hi:
+            for _ in range(n - 1):      # wrapping: as the additions one by one
+                one = one + inc
+            return one
+    return one.__class__(total)
 
 
 def run(r: Runner, ctl: Any, max_bytes: int | None, values: tuple) -> Any:
@@ -191,73 +258,36 @@ def run(r: Runner, ctl: Any, max_bytes: int | None, values: tuple) -> Any:
     t0 = _int(val[r.index])
     if any(_int(val[c]) is None or incs[c] is None for c, _i in r.counters):
         return None
-    st = dict(r.states)
-    init = {s: val[s] for s in st}
-    mm_state = r.mm.args[0]
-    w = val[r.mm.args[1]]
-    h = init[mm_state]
-    if h.__class__ is not np.ndarray or w.__class__ is not np.ndarray or h.ndim != 2 \
-            or w.ndim != 2:
-        return None
-    plan = _native.small_matmul_plan(h, w, bool(r.mm.item.attrs.get("transpose_b")))
-    if plan is None:
-        return None
-    _ref, wb, geometry, p_shape = plan
-    attrs = r.get.item.attrs
-    rows = get_rows(val[r.get.args[0]], t0, n, attrs["element_dtype"])
+    rows = get_rows(val[r.get.args[0]], t0, n, r.get.item.attrs["element_dtype"])
     if rows is None:
         return None
     shape0 = rows[0].shape
-    for x in rows:
-        if x.dtype is not _F32 or x.shape != shape0 or not x.flags.c_contiguous:
+    if any(x.shape != shape0 for x in rows):
+        return None     # (their dtype and layout module.c checks)
+    key = (id(val[r.mm.args[1]]), shape0,
+           *(val[a].shape if a in val and val[a].__class__ is np.ndarray else None
+             for a in r.chain.args), *(val[s].shape for s, _k in r.states), max_bytes)
+    setup = r.memo.get(key)
+    if setup is None or setup[0]() is not val[r.mm.args[1]]:
+        setup = _setup(r, val, rows[0], max_bytes)
+        if setup is None:
             return None
-    # the chain's operands, and how the sweep reads them (its plan for these shapes)
-    args = []
-    for a in r.chain.args:
-        v = rows[0] if a == r.get.out else np.empty(p_shape, _F32) if a == r.mm.out \
-            else val[a]
-        if v.__class__ is not np.ndarray or v.dtype is not _F32 or not v.flags.c_contiguous:
-            return None
-        args.append(v)
-    sweep = r.chain_fn.sweep_for(tuple(x.shape for x in args))
-    if sweep is None or 4 in sweep.kinds:
-        return None
+        if len(r.memo) > 64:
+            r.memo.clear()
+        r.memo[key] = setup
+    _ref, wb, geometry, p_shape, sweep, roles_b, fixed_slots, outs_b, mm_index, scratch = setup
+    fixed = tuple(None if a is None else val[a] for a in fixed_slots)
     out_shape = sweep.out_shape
-    for s in st:
-        if init[s].shape != out_shape and s != mm_state:
-            return None
-    if init[mm_state].shape != out_shape:
-        return None     # the product's state is made by the chain: of its shape
-    item_bytes = 4 * int(np.prod(out_shape))
-    if max_bytes is not None and max(item_bytes, 4 * int(np.prod(p_shape))) > max_bytes:
-        return None     # an output over the budget: the kernel says so
-    slot_state = {s: i for i, s in enumerate(st)}
-    roles, fixed = [], []
-    for j in sweep.srcs:
-        a = r.chain.args[j]
-        roles.append(-2 if a == r.get.out else -3 if a == r.mm.out
-                     else slot_state[a] if a in slot_state else -1)
-        fixed.append(args[j] if roles[-1] == -1 else None)
-    n_extra = 0 if sweep.extra is None else len(sweep.extra) // 4
-    # the chain's outputs in the sweep's order: the extra ones, then the last (the node's
-    # outputs are in that order too: ``hit`` returns (*more, out))
-    out_state = [-1] * (n_extra + 1)
-    for s, k in r.states:
-        out_state[k] = slot_state[s]
     product = np.empty(p_shape, _F32)
     # every output row stays in the list, or only the last (a layer returning its last
     # output): then one chunk's rows, written again by each chunk
     ring = r.put_index != r.index
     items = np.empty((min(n, CHUNK) if ring else n, *out_shape), _F32)
-    states = list(st)
-    scratch_a = tuple(np.empty(out_shape, _F32) if st[s] != r.item_out else None
-                      for s in states)
-    scratch_b = tuple(np.empty(out_shape, _F32) if st[s] != r.item_out else None
-                      for s in states)
-    current = [init[s] for s in states]
+    states = [s for s, _k in r.states]
+    scratch_a = tuple(np.empty(out_shape, _F32) if x else None for x in scratch)
+    scratch_b = tuple(np.empty(out_shape, _F32) if x else None for x in scratch)
+    current = [val[s] for s in states]
     ext = _native.extension()
-    roles_b = np.array(roles, np.int32).tobytes()
-    outs_b = np.array(out_state, np.int32).tobytes()
     done = 0
     while done < n:
         if ctl.error is not None:
@@ -266,10 +296,10 @@ def run(r: Runner, ctl: Any, max_bytes: int | None, values: tuple) -> Any:
         at = 0 if ring else done
         try:
             where = ext.recurrent_f32(
-                tuple(rows[done:done + k]), wb, geometry, product, slot_state[mm_state],
-                roles_b, sweep.kinds, sweep.layout, tuple(fixed), sweep.code, sweep.rows,
-                sweep.cols, sweep.extra, outs_b, r.item_out, items[at:at + k],
-                tuple(current), scratch_a, scratch_b)
+                tuple(rows[done:done + k]), wb, geometry, product, mm_index, roles_b,
+                sweep.kinds, sweep.layout, fixed, sweep.code, sweep.rows, sweep.cols,
+                sweep.extra, outs_b, r.item_out, items[at:at + k], tuple(current),
+                scratch_a, scratch_b)
         except (TypeError, ValueError, MemoryError):
             return None     # what the kernels would say, they say when the loop runs them
         last = items[at + k - 1]
@@ -296,12 +326,7 @@ def run(r: Runner, ctl: Any, max_bytes: int | None, values: tuple) -> Any:
     out_list = set_rows(r.put.item.attrs["element_dtype"], val[r.list_var], put_at, put)
     if out_list is None:
         return None
-    new = {}
-    for c, i in r.counters:
-        v, inc = val[c], val[i]
-        for _ in range(done):
-            v = v + inc
-        new[c] = v
+    new = {c: _stepped(val[c], val[i], done) for c, i in r.counters}
     for s, cur in zip(states, current):
         new[s] = cur
     new[r.list_var] = out_list
