@@ -278,6 +278,127 @@ PyDoc_STRVAR(chain_doc,
 "extra_ops: int32 indices of ops before the last whose results are also written, each into\n"
 "the float32 rows x cols buffer of extra_outs (a tuple) at its position.");
 
+/* --- a chain's arguments, as chain_f32 and recurrent_f32 both take them --------------------- */
+
+/* kinds[j] of n inputs, each a DFG_CH_IN_* */
+static int chain_kinds(const char *fn, const unsigned char *kinds, int n, int *kind) {
+    for (int j = 0; j < n; j++) {
+        kind[j] = kinds[j];
+        if (kind[j] > DFG_CH_IN_GROUP) {
+            PyErr_Format(PyExc_ValueError, "%s: unknown input kind %d", fn, kind[j]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* the code: 1 to DFG_CHAIN_MAX_OPS int32 triples (op, operand, operand or -1; operand n_in + k
+ * is op k's result), copied into ops; the number of ops, or -1 */
+static int chain_code(const char *fn, const void *code, Py_ssize_t len, int n_in, int *ops) {
+    if (len % 12 || len == 0 || len / 12 > DFG_CHAIN_MAX_OPS) {
+        PyErr_Format(PyExc_ValueError, "%s: code must be 1 to %d int32 triples", fn,
+                     DFG_CHAIN_MAX_OPS);
+        return -1;
+    }
+    int n_ops = (int)(len / 12);
+    memcpy(ops, code, (size_t)len);
+    for (int k = 0; k < n_ops; k++) {
+        int op = ops[3 * k], a = ops[3 * k + 1], b = ops[3 * k + 2];
+        int binary = op >= DFG_CH_ADD && op <= DFG_CH_SQDIFF;
+        if (op < 0 || op >= DFG_CH_N_OPS || a < 0 || a >= n_in + k
+            || (binary ? (b < 0 || b >= n_in + k) : b != -1)) {
+            PyErr_Format(PyExc_ValueError, "%s: bad op %d (code %d %d %d)", fn, k, op, a, b);
+            return -1;
+        }
+    }
+    return n_ops;
+}
+
+/* each input's offset and stride: from `lo`, one int64 pair per input, or (None) 0 and cols */
+static int chain_layout(const char *fn, PyObject *lo, const int *kind, int n_in, long cols,
+                        long *offset, long *stride) {
+    if (lo == Py_None) {
+        for (int j = 0; j < n_in; j++) {
+            offset[j] = 0;
+            stride[j] = cols;
+        }
+        return 0;
+    }
+    Py_buffer lay;
+    if (PyObject_GetBuffer(lo, &lay, PyBUF_SIMPLE) < 0)
+        return -1;
+    int ok = lay.len == (Py_ssize_t)(2 * n_in * sizeof(int64_t));
+    for (int j = 0; ok && j < n_in; j++) {
+        int64_t pair[2];
+        memcpy(pair, (const char *)lay.buf + 16 * j, 16);
+        offset[j] = (long)pair[0];
+        stride[j] = (long)pair[1];
+        /* a group's stride is its rows per group (>= 1), a full input's its row stride
+         * (>= cols); the others read none */
+        ok &= pair[0] >= 0 && pair[1] >= (kind[j] == DFG_CH_IN_GROUP ? 1 : cols);
+    }
+    PyBuffer_Release(&lay);
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "%s: layout must be one (offset >= 0, stride >= cols, "
+                     "or >= 1 for a group) int64 pair per input", fn);
+        return -1;
+    }
+    return 0;
+}
+
+/* the ops before the last whose results are outputs too: int32 indices from `xo` (None:
+ * none), distinct, up to DFG_CHAIN_MAX_EXTRA (exactly `want` of them when want >= 0); their
+ * number, or -1 */
+static int chain_extra(const char *fn, PyObject *xo, int n_ops, Py_ssize_t want,
+                       int *extra_op) {
+    if (xo == Py_None && want <= 0)
+        return 0;
+    Py_buffer xb;
+    if (PyObject_GetBuffer(xo, &xb, PyBUF_SIMPLE) < 0)
+        return -1;
+    int n = (int)(xb.len / 4);
+    int ok = xb.len % 4 == 0 && n <= DFG_CHAIN_MAX_EXTRA && (want < 0 || n == want);
+    if (ok) {
+        memcpy(extra_op, xb.buf, (size_t)xb.len);
+        for (int e = 0; e < n; e++) {
+            ok &= extra_op[e] >= 0 && extra_op[e] < n_ops - 1;
+            for (int f = 0; f < e; f++)
+                ok &= extra_op[f] != extra_op[e];
+        }
+    }
+    PyBuffer_Release(&xb);
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "%s: extra_ops must be up to %d distinct int32 op "
+                     "indices before the last, one per extra output", fn, DFG_CHAIN_MAX_EXTRA);
+        return -1;
+    }
+    return n;
+}
+
+/* the floats an input of this kind, offset and stride is read from over rows x cols: its
+ * rows (`stride` apart), its row, its scalar, its column (one per row) or a row per group
+ * of `stride` rows, past its offset (an overflow is refused as a bad geometry); -1 (error
+ * set) on an overflow */
+static Py_ssize_t chain_input_need(const char *fn, int kind, long offset, long stride,
+                                   long rows, long cols) {
+    Py_ssize_t need = kind == DFG_CH_IN_SCALAR ? 1 : kind == DFG_CH_IN_COL ? rows : cols;
+    if ((kind == DFG_CH_IN_FULL || kind == DFG_CH_IN_GROUP) && rows > 1) {
+        /* a group's: the last group's row ends the input */
+        long span[2] = {kind == DFG_CH_IN_FULL ? rows - 1 : (rows - 1) / stride,
+                        kind == DFG_CH_IN_FULL ? stride : cols};
+        Py_ssize_t before = product(fn, 2, span);
+        if (before < 0 || __builtin_add_overflow(need, before, &need))
+            return -1;
+    }
+    if (rows == 0 || cols == 0)
+        need = 0;
+    if (__builtin_add_overflow(need, (Py_ssize_t)offset, &need)) {
+        PyErr_Format(PyExc_ValueError, "%s: bad geometry", fn);
+        return -1;
+    }
+    return need;
+}
+
 static PyObject *chain_f32(PyObject *self, PyObject *args) {
     PyObject *ins, *oo, *lo = Py_None, *xo = Py_None, *xouts = Py_None;
     const char *kinds, *code;
@@ -296,73 +417,21 @@ static PyObject *chain_f32(PyObject *self, PyObject *args) {
     if (n_in < 1 || n_in > DFG_CHAIN_MAX_IN || n_kinds != n_in)
         return PyErr_Format(PyExc_ValueError, "%s: 1 to %d inputs with one kind each", fn,
                             DFG_CHAIN_MAX_IN);
-    if (code_len % 12 || code_len == 0 || code_len / 12 > DFG_CHAIN_MAX_OPS)
-        return PyErr_Format(PyExc_ValueError, "%s: code must be 1 to %d int32 triples", fn,
-                            DFG_CHAIN_MAX_OPS);
-    int n_ops = (int)(code_len / 12);
     int ops[3 * DFG_CHAIN_MAX_OPS], kind[DFG_CHAIN_MAX_IN];
-    memcpy(ops, code, (size_t)code_len);
-    for (int k = 0; k < n_ops; k++) {
-        int op = ops[3 * k], a = ops[3 * k + 1], b = ops[3 * k + 2];
-        int binary = op >= DFG_CH_ADD && op <= DFG_CH_SQDIFF;
-        if (op < 0 || op >= DFG_CH_N_OPS || a < 0 || a >= n_in + k
-            || (binary ? (b < 0 || b >= n_in + k) : b != -1))
-            return PyErr_Format(PyExc_ValueError, "%s: bad op %d (code %d %d %d)", fn, k, op,
-                                a, b);
-    }
     long offset[DFG_CHAIN_MAX_IN], stride[DFG_CHAIN_MAX_IN];
-    if (lo == Py_None) {
-        for (int j = 0; j < n_in; j++) {
-            offset[j] = 0;
-            stride[j] = dims[1];
-        }
-    } else {
-        Py_buffer lay;
-        if (PyObject_GetBuffer(lo, &lay, PyBUF_SIMPLE) < 0)
-            return NULL;
-        int ok = lay.len == (Py_ssize_t)(2 * n_in * sizeof(int64_t));
-        if (ok) {
-            for (int j = 0; j < n_in; j++) {
-                int64_t pair[2];
-                memcpy(pair, (const char *)lay.buf + 16 * j, 16);
-                offset[j] = (long)pair[0];
-                stride[j] = (long)pair[1];
-                /* a group's stride is its rows per group (>= 1), a full input's its row
-                 * stride (>= cols); the others read none */
-                ok &= pair[0] >= 0 && pair[1] >= (kinds[j] == DFG_CH_IN_GROUP ? 1 : dims[1]);
-            }
-        }
-        PyBuffer_Release(&lay);
-        if (!ok)
-            return PyErr_Format(PyExc_ValueError, "%s: layout must be one (offset >= 0, "
-                                "stride >= cols, or >= 1 for a group) int64 pair per input",
-                                fn);
-    }
+    int n_ops = chain_code(fn, code, code_len, (int)n_in, ops);
+    if (n_ops < 0 || chain_kinds(fn, (const unsigned char *)kinds, (int)n_in, kind) < 0
+        || chain_layout(fn, lo, kind, (int)n_in, dims[1], offset, stride) < 0)
+        return NULL;
     /* the extra outputs: op indices (int32, each an op before the last, no repeats) and as
      * many writable float32 buffers of rows x cols */
     int n_extra = 0, extra_op[DFG_CHAIN_MAX_EXTRA];
     if (xo != Py_None || xouts != Py_None) {
-        Py_buffer xb;
         if (!PyTuple_Check(xouts))
             return PyErr_Format(PyExc_TypeError, "%s: extra_outs must be a tuple", fn);
-        if (PyObject_GetBuffer(xo, &xb, PyBUF_SIMPLE) < 0)
+        n_extra = chain_extra(fn, xo, n_ops, PyTuple_GET_SIZE(xouts), extra_op);
+        if (n_extra < 0)
             return NULL;
-        int ok = xb.len % 4 == 0 && xb.len / 4 <= DFG_CHAIN_MAX_EXTRA
-                 && xb.len / 4 == PyTuple_GET_SIZE(xouts);
-        if (ok) {
-            n_extra = (int)(xb.len / 4);
-            memcpy(extra_op, xb.buf, (size_t)xb.len);
-            for (int e = 0; e < n_extra; e++) {
-                ok &= extra_op[e] >= 0 && extra_op[e] < n_ops - 1;
-                for (int f = 0; f < e; f++)
-                    ok &= extra_op[f] != extra_op[e];
-            }
-        }
-        PyBuffer_Release(&xb);
-        if (!ok)
-            return PyErr_Format(PyExc_ValueError, "%s: extra_ops must be up to %d distinct "
-                                "int32 op indices before the last, one per extra_outs buffer",
-                                fn, DFG_CHAIN_MAX_EXTRA);
     }
     Py_buffer bufs[DFG_CHAIN_MAX_IN], out, xbufs[DFG_CHAIN_MAX_EXTRA];
     const float *ptrs[DFG_CHAIN_MAX_IN];
@@ -370,35 +439,10 @@ static PyObject *chain_f32(PyObject *self, PyObject *args) {
     int got = 0, xgot = 0;
     PyObject *ret = NULL;
     for (; got < n_in; got++) {
-        kind[got] = (unsigned char)kinds[got];
-        if (kind[got] > DFG_CH_IN_GROUP) {
-            PyErr_Format(PyExc_ValueError, "%s: unknown input kind %d", fn, kind[got]);
+        Py_ssize_t need = chain_input_need(fn, kind[got], offset[got], stride[got], dims[0],
+                                           dims[1]);
+        if (need < 0)
             goto done;
-        }
-        /* the floats the input is read from: its rows (`stride` apart), its row, its
-         * scalar or its column (one per row), past its offset (an overflow is refused as a
-         * bad geometry) */
-        Py_ssize_t need = kind[got] == DFG_CH_IN_SCALAR ? 1
-                          : kind[got] == DFG_CH_IN_COL ? dims[0] : dims[1];
-        if (kind[got] == DFG_CH_IN_GROUP && dims[0] > 1) {
-            /* one row per group of `stride` rows: the last group's row ends the input */
-            long span[2] = {(dims[0] - 1) / stride[got], dims[1]};
-            Py_ssize_t before = product(fn, 2, span);
-            if (before < 0 || __builtin_add_overflow(need, before, &need))
-                goto done;
-        }
-        if (kind[got] == DFG_CH_IN_FULL && dims[0] > 1) {
-            long span[2] = {dims[0] - 1, stride[got]};
-            Py_ssize_t before = product(fn, 2, span);
-            if (before < 0 || __builtin_add_overflow(need, before, &need))
-                goto done;
-        }
-        if (total == 0)
-            need = 0;
-        if (__builtin_add_overflow(need, (Py_ssize_t)offset[got], &need)) {
-            PyErr_Format(PyExc_ValueError, "%s: bad geometry", fn);
-            goto done;
-        }
         if (f32_buffer(PyTuple_GET_ITEM(ins, got), &bufs[got], 0, -1, fn, "an input") < 0)
             goto done;
         if (bufs[got].len / 4 < need) {
@@ -670,38 +714,6 @@ PyDoc_STRVAR(recurrent_doc,
 "buffers per state (None for a state only ever an output row). Returns, per state, where its\n"
 "last value is: 0 init, 1 scratch_a, 2 scratch_b, 3 the last row of items.");
 
-/* the floats a chain input of this kind, offset and stride reads over rows x cols (as
- * chain_f32 computes it); -1 (ValueError set) for a kind the loop does not take */
-static Py_ssize_t chain_input_need(const char *fn, int kind, long offset, long stride,
-                                   long rows, long cols) {
-    Py_ssize_t need;
-    if (kind == DFG_CH_IN_SCALAR)
-        need = 1;
-    else if (kind == DFG_CH_IN_COL)
-        need = rows;
-    else if (kind == DFG_CH_IN_ROW)
-        need = cols;
-    else if (kind == DFG_CH_IN_FULL) {
-        need = cols;
-        if (rows > 1) {
-            long span[2] = {rows - 1, stride};
-            Py_ssize_t before = product(fn, 2, span);
-            if (before < 0 || __builtin_add_overflow(need, before, &need))
-                return -1;
-        }
-    } else {
-        PyErr_Format(PyExc_ValueError, "%s: input kind %d is not taken", fn, kind);
-        return -1;
-    }
-    if (rows == 0 || cols == 0)
-        need = 0;
-    if (__builtin_add_overflow(need, (Py_ssize_t)offset, &need)) {
-        PyErr_Format(PyExc_ValueError, "%s: bad geometry", fn);
-        return -1;
-    }
-    return need;
-}
-
 /* `obj` as a float32 buffer of at least `need` floats (exactly `exact` when >= 0) */
 static int f32_at_least(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t need,
                         Py_ssize_t exact, const char *fn, const char *what) {
@@ -768,78 +780,31 @@ static PyObject *recurrent_f32(PyObject *self, PyObject *args) {
     long offset[DFG_CHAIN_MAX_IN], stride[DFG_CHAIN_MAX_IN];
     if (int32_values(roles_o, role, n_in, DFG_RC_PRODUCT, n_states - 1, fn, "roles") < 0)
         return NULL;
-    Py_buffer kb;
-    if (PyObject_GetBuffer(kinds_o, &kb, PyBUF_SIMPLE) < 0)
-        return NULL;
-    int kinds_ok = kb.len == n_in;
-    for (int j = 0; kinds_ok && j < n_in; j++)
-        kind[j] = ((const unsigned char *)kb.buf)[j];
-    PyBuffer_Release(&kb);
-    if (!kinds_ok)
-        return PyErr_Format(PyExc_ValueError, "%s: one kind per chain input", fn);
-    Py_buffer cb;
-    if (PyObject_GetBuffer(code_o, &cb, PyBUF_SIMPLE) < 0)
-        return NULL;
-    int n_ops = (int)(cb.len / 12);
-    int code_ok = cb.len % 12 == 0 && n_ops >= 1 && n_ops <= DFG_CHAIN_MAX_OPS;
-    if (code_ok)
-        memcpy(ops, cb.buf, (size_t)cb.len);
-    PyBuffer_Release(&cb);
-    if (!code_ok)
-        return PyErr_Format(PyExc_ValueError, "%s: code must be 1 to %d int32 triples", fn,
-                            DFG_CHAIN_MAX_OPS);
-    for (int k = 0; k < n_ops; k++) {
-        int op = ops[3 * k], a = ops[3 * k + 1], b = ops[3 * k + 2];
-        int binary = op >= DFG_CH_ADD && op <= DFG_CH_SQDIFF;
-        if (op < 0 || op >= DFG_CH_N_OPS || a < 0 || a >= n_in + k
-            || (binary ? (b < 0 || b >= n_in + k) : b != -1))
-            return PyErr_Format(PyExc_ValueError, "%s: bad op %d (code %d %d %d)", fn, k, op,
-                                a, b);
-    }
     if (rows < 0 || cols < 0)
         return PyErr_Format(PyExc_ValueError, "%s: bad rows or cols", fn);
-    if (lay_o == Py_None) {
-        for (int j = 0; j < n_in; j++) {
-            offset[j] = 0;
-            stride[j] = cols;
-        }
-    } else {
-        Py_buffer lay;
-        if (PyObject_GetBuffer(lay_o, &lay, PyBUF_SIMPLE) < 0)
-            return NULL;
-        int ok = lay.len == (Py_ssize_t)(16 * n_in);
-        for (int j = 0; ok && j < n_in; j++) {
-            int64_t pair[2];
-            memcpy(pair, (const char *)lay.buf + 16 * j, 16);
-            offset[j] = (long)pair[0];
-            stride[j] = (long)pair[1];
-            ok &= pair[0] >= 0 && pair[1] >= cols;
-        }
-        PyBuffer_Release(&lay);
-        if (!ok)
-            return PyErr_Format(PyExc_ValueError, "%s: layout must be one (offset >= 0, "
-                                "stride >= cols) int64 pair per input", fn);
-    }
-    int n_extra = 0, extra_op[DFG_CHAIN_MAX_EXTRA];
-    if (extra_o != Py_None) {
-        Py_buffer xb;
-        if (PyObject_GetBuffer(extra_o, &xb, PyBUF_SIMPLE) < 0)
-            return NULL;
-        int ok = xb.len % 4 == 0 && xb.len / 4 <= DFG_CHAIN_MAX_EXTRA;
-        if (ok) {
-            n_extra = (int)(xb.len / 4);
-            memcpy(extra_op, xb.buf, (size_t)xb.len);
-            for (int e = 0; e < n_extra; e++) {
-                ok &= extra_op[e] >= 0 && extra_op[e] < n_ops - 1;
-                for (int f = 0; f < e; f++)
-                    ok &= extra_op[f] != extra_op[e];
-            }
-        }
-        PyBuffer_Release(&xb);
-        if (!ok)
-            return PyErr_Format(PyExc_ValueError, "%s: extra_ops must be up to %d distinct "
-                                "int32 op indices before the last", fn, DFG_CHAIN_MAX_EXTRA);
-    }
+    Py_buffer kb, cb;
+    if (PyObject_GetBuffer(kinds_o, &kb, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int kinds_ok = kb.len == n_in
+                   && chain_kinds(fn, (const unsigned char *)kb.buf, n_in, kind) == 0;
+    PyBuffer_Release(&kb);
+    if (!kinds_ok)
+        return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "%s: one kind per "
+                                                      "chain input", fn);
+    for (int j = 0; j < n_in; j++)
+        if (kind[j] == DFG_CH_IN_GROUP)
+            return PyErr_Format(PyExc_ValueError, "%s: input kind %d is not taken", fn,
+                                kind[j]);
+    if (PyObject_GetBuffer(code_o, &cb, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int n_ops = chain_code(fn, cb.buf, cb.len, n_in, ops);
+    PyBuffer_Release(&cb);
+    if (n_ops < 0 || chain_layout(fn, lay_o, kind, n_in, cols, offset, stride) < 0)
+        return NULL;
+    int extra_op[DFG_CHAIN_MAX_EXTRA];
+    int n_extra = chain_extra(fn, extra_o, n_ops, -1, extra_op);
+    if (n_extra < 0)
+        return NULL;
     int out_state[DFG_CHAIN_MAX_EXTRA + 1];
     if (int32_values(outs_o, out_state, n_extra + 1, -1, n_states - 1, fn, "out_states") < 0)
         return NULL;
