@@ -12,6 +12,12 @@ Python around the two compiled kernels. Here the loop's iterations run in C
 the direct kernel the MatMul's array form takes for these shapes), the same chain sweep
 (``Sweep``, the one the chain's array form runs) on the same operands, so the same bits.
 
+A masked layer (after ``Embedding(mask_zero=True)``) also reads a mask row from a second
+list each iteration (tiled, or broadcast by SelectV2) and makes each state with ``Select(mask,
+the chain's output, the state)``: the compiled loop then copies each state's rows from the
+chain's output or its own value by the mask's bytes (recurrent.c), the output row being one
+of the states (the layer's previous output).
+
 :func:`match` reads a loop's IR once, when its program is compiled; it answers a
 :class:`Runner` only for exactly that shape (anything else: None, and the loop runs as
 generated code). The runner is called where the loop starts, on the values of the slots it
@@ -54,11 +60,19 @@ class Runner(NamedTuple):
     chain: KernelStep   # the cell
     chain_fn: Any       # the chain's array form (its ``sweep_for``)
     put: KernelStep     # the output row
-    states: tuple       # (state slot, the chain output that is its next value)
+    # (state slot, the chain output that is its next value, whether chosen by the mask)
+    states: tuple
     list_var: int       # the output list's slot
     item_out: int       # the chain output stored in the list
     index: int          # the counter the input row is read at
     put_index: int      # where the output row goes: ``index``, or an outside value
+    # a masked layer (Keras's ``mask_zero``): the mask's TensorListGetItem, the Tile of its
+    # row (or None), the state whose new value is the output row, and whether a Select (not
+    # SelectV2: no broadcasting) needs the mask tiled across the units; else None, -1
+    mask: KernelStep | None
+    tile: KernelStep | None
+    item_state: int
+    full_mask: bool
     # shapes, the matrix and the budget -> ``_setup``'s answer (entries set and dropped
     # whole under the GIL; cleared past 64)
     memo: dict
@@ -89,14 +103,23 @@ def match(lp: LoopIR, invariant: set[int]) -> Runner | None:
             return None
         by_op.setdefault(st.item.op, []).append(st)
     if set(by_op) - {"Less", "LogicalAnd", "AddV2", "Add", "MatMul", "TensorListGetItem",
-                     "_DfgElementwiseChain", "TensorListSetItem"}:
+                     "_DfgElementwiseChain", "TensorListSetItem", "SelectV2", "Select",
+                     "Tile"}:
         return None
-    if any(len(by_op.get(op, ())) != 1 for op in ("MatMul", "TensorListGetItem",
-                                                  "_DfgElementwiseChain",
-                                                  "TensorListSetItem")):
+    if any(len(by_op.get(op, ())) != 1 for op in ("MatMul", "_DfgElementwiseChain",
+                                                  "TensorListSetItem")) \
+            or len(by_op.get("TensorListGetItem", ())) not in (1, 2) \
+            or len(by_op.get("Tile", ())) > 1:
         return None
-    (mm,), (get,), (chain,), (put,) = (by_op[op] for op in (
-        "MatMul", "TensorListGetItem", "_DfgElementwiseChain", "TensorListSetItem"))
+    (mm,), (chain,), (put,) = (by_op[op] for op in (
+        "MatMul", "_DfgElementwiseChain", "TensorListSetItem"))
+    # the input rows' list, and a masked layer's list of masks (bool rows)
+    gets = by_op["TensorListGetItem"]
+    masks = [g for g in gets if _is_bool(g.item.attrs.get("element_dtype"))]
+    if len(gets) - len(masks) != 1 or len(masks) > 1:
+        return None
+    (get,) = (g for g in gets if g not in masks)
+    mask = masks[0] if masks else None
     # the counters: loop variables stepped by an outside increment
     counters = []
     for st in [*by_op.get("AddV2", ()), *by_op.get("Add", ())]:
@@ -138,20 +161,51 @@ def match(lp: LoopIR, invariant: set[int]) -> Runner | None:
         return None
     n_out = chain.item.num_outputs
     outs = {chain.out + k: k for k in range(n_out)}
-    if pitem not in outs:
+    # a masked layer: the mask row (tiled across the units) chooses, row by row, between a
+    # chain output and the state's own value: Select(mask, output, state)
+    tile = by_op.get("Tile", [None])[0]
+    cond = None
+    if mask is not None:
+        if mask.args[1] != gindex or not outside(mask.args[0]) or not outside(mask.args[2]):
+            return None
+        cond = mask.out
+        if tile is not None:
+            if tile.args[0] != mask.out or not outside(tile.args[1]):
+                return None
+            cond = tile.out
+    elif tile is not None:
+        return None
+    selects = {st.out: st for op in ("SelectV2", "Select") for st in by_op.get(op, ())}
+    if selects and cond is None:
         return None
     # every loop variable: a counter, an outside value, the list, or a state the chain makes
+    # (through the mask's Select on a masked layer)
     states = []
     for vs, _ix, _init, nx, _i0, _i1 in lp.merges:
         if vs in counter_slots or nx == vs or vs == plist:
             continue
-        if nx not in outs:
+        if nx in outs:
+            states.append((vs, outs[nx], False))
+            continue
+        sel = selects.get(nx)
+        if sel is None or sel.args[0] != cond or sel.args[1] not in outs or sel.args[2] != vs:
             return None
-        states.append((vs, outs[nx]))
-    state_slots = {s for s, _k in states}
-    if mm.args[0] not in state_slots or len(states) > 8 or len({k for _s, k in states}) \
-            != len(states):
+        states.append((vs, outs[sel.args[1]], True))
+    state_slots = {s for s, _k, _m in states}
+    next_of = {m[3]: m[0] for m in lp.merges}
+    if mm.args[0] not in state_slots or len(states) > 8:
         return None
+    if len({nx for nx in next_of if nx in selects}) != len(selects):
+        return None                         # a Select that makes no state
+    item_state = -1
+    if mask is None:
+        if pitem not in outs or len({k for _s, k, _m in states}) != len(states):
+            return None
+    else:
+        # the output row is a state's new value (the layer's previous output, masked)
+        if next_of.get(pitem) not in state_slots:
+            return None
+        item_state = [s for s, _k, _m in states].index(next_of[pitem])
     for a in chain.args:
         if a not in (get.out, mm.out) and a not in state_slots and not outside(a):
             return None
@@ -159,13 +213,22 @@ def match(lp: LoopIR, invariant: set[int]) -> Runner | None:
         if chain.item.spec.array is not None else None
     if fn is None or getattr(fn, "sweep_for", None) is None:
         return None
+    masked = () if mask is None else (mask.args[0], *(() if tile is None else tile.args[1:]))
     reads = tuple(dict.fromkeys([
         *(c for c, _i in counters), *(i for _c, i in counters),
         *(b for _o, _c, b in terms), mm.args[1], glist, plist, pindex,
-        *(s for s, _k in states), *(a for a in chain.args if outside(a))]))
-    writes = (*(c for c, _i in counters), *(s for s, _k in states), plist)
+        *(s for s, _k, _m in states), *(a for a in chain.args if outside(a)), *masked]))
+    writes = (*(c for c, _i in counters), *(s for s, _k, _m in states), plist)
     return Runner(reads, writes, tuple((c, b) for _o, c, b in terms), tuple(counters), mm,
-                  get, chain, fn, put, tuple(states), plist, outs[pitem], gindex, pindex, {})
+                  get, chain, fn, put, tuple(states), plist, outs.get(pitem, -1), gindex,
+                  pindex, mask, tile, item_state, bool(by_op.get("Select")), {})
+
+
+def _is_bool(dtype: Any) -> bool:
+    try:
+        return np.dtype(dtype) == np.bool_
+    except TypeError:
+        return False
 
 
 def _int(v: Any) -> int | None:
@@ -201,7 +264,7 @@ def _setup(r: Runner, val: dict, rows0: np.ndarray, max_bytes: int | None) -> tu
     if sweep is None or 4 in sweep.kinds:
         return None
     out_shape = sweep.out_shape
-    states = [s for s, _k in r.states]
+    states = [s for s, _k, _m in r.states]
     if any(val[s].__class__ is not np.ndarray or val[s].shape != out_shape for s in states):
         return None     # every state is made by the chain: of its outputs' shape
     if max_bytes is not None and 4 * max(int(np.prod(out_shape)), int(np.prod(p_shape))) \
@@ -217,11 +280,45 @@ def _setup(r: Runner, val: dict, rows0: np.ndarray, max_bytes: int | None) -> tu
     # the chain's outputs in the sweep's order: the extra ones, then the last (the node's
     # outputs are in that order too: ``hit`` returns (*more, out))
     out_state = [-1] * (n_extra + 1)
-    for s, k in r.states:
-        out_state[k] = slot_state[s]
-    scratch = tuple(k != r.item_out for _s, k in r.states)
+    if r.mask is None:
+        for s, k, _m in r.states:
+            out_state[k] = slot_state[s]
+        scratch = tuple(k != r.item_out for _s, k, _m in r.states)
+        masking = None
+    else:
+        # a masked layer: every state from its output row by row (module.c: state_src,
+        # state_sel), the item state's new value written to the output row
+        scratch = tuple(i != r.item_state for i in range(len(r.states)))
+        masking = (np.array([k for _s, k, _m in r.states], np.int32).tobytes(),
+                   np.array([m for _s, _k, m in r.states], np.int32).tobytes(), n_extra + 1)
+        if len(out_shape) != 2 or any(s[0] != out_shape[0] for s in shapes if len(s) == 2):
+            return None
     return (ref, wb, geometry, p_shape, sweep, np.array(roles, np.int32).tobytes(), fixed,
-            np.array(out_state, np.int32).tobytes(), slot_state[mm_state], scratch)
+            np.array(out_state, np.int32).tobytes(), slot_state[mm_state], scratch, masking)
+
+
+def _mask_rows(r: Runner, val: dict, t0: int, n: int, out_shape: tuple) -> tuple | None:
+    """A masked layer's mask rows for iterations t0..t0+n-1: bool, one value per state row,
+    broadcast across its units (a Tile by (1, units) of (rows, 1), or SelectV2's broadcast of
+    (rows, 1)); None when they are anything else."""
+    got = get_rows(val[r.mask.args[0]], t0, n, r.mask.item.attrs["element_dtype"])
+    if got is None or len(out_shape) != 2:
+        return None
+    rows, units = out_shape
+    # Keras tiles it by (1, 1) and leaves the broadcast to SelectV2, or by (1, units)
+    if r.tile is not None:
+        mult = val[r.tile.args[1]]
+        if mult.__class__ is not np.ndarray or mult.shape != (2,) or mult.dtype.kind not in "iu" \
+                or int(mult[0]) != 1 or int(mult[1]) not in (1, units) \
+                or (r.full_mask and int(mult[1]) != units):
+            return None
+    elif r.full_mask:
+        return None
+    want = (rows, 1)
+    for m in got:
+        if m.dtype != np.bool_ or m.shape != want or not m.flags.c_contiguous:
+            return None
+    return tuple(got)
 
 
 def _stepped(v: Any, inc: Any, n: int) -> Any:
@@ -266,7 +363,7 @@ def run(r: Runner, ctl: Any, max_bytes: int | None, values: tuple) -> Any:
         return None     # (their dtype and layout module.c checks)
     key = (id(val[r.mm.args[1]]), shape0,
            *(val[a].shape if a in val and val[a].__class__ is np.ndarray else None
-             for a in r.chain.args), *(val[s].shape for s, _k in r.states), max_bytes)
+             for a in r.chain.args), *(val[s].shape for s, _k, _m in r.states), max_bytes)
     setup = r.memo.get(key)
     if setup is None or setup[0]() is not val[r.mm.args[1]]:
         setup = _setup(r, val, rows[0], max_bytes)
@@ -275,15 +372,22 @@ def run(r: Runner, ctl: Any, max_bytes: int | None, values: tuple) -> Any:
         if len(r.memo) > 64:
             r.memo.clear()
         r.memo[key] = setup
-    _ref, wb, geometry, p_shape, sweep, roles_b, fixed_slots, outs_b, mm_index, scratch = setup
+    (_ref, wb, geometry, p_shape, sweep, roles_b, fixed_slots, outs_b, mm_index, scratch,
+     masking) = setup
     fixed = tuple(None if a is None else val[a] for a in fixed_slots)
     out_shape = sweep.out_shape
+    masks = tmp = None
+    if masking is not None:
+        masks = _mask_rows(r, val, t0, n, out_shape)
+        if masks is None:
+            return None
+        tmp = tuple(np.empty(out_shape, _F32) for _ in range(masking[2]))
     product = np.empty(p_shape, _F32)
     # every output row stays in the list, or only the last (a layer returning its last
     # output): then one chunk's rows, written again by each chunk
     ring = r.put_index != r.index
     items = np.empty((min(n, CHUNK) if ring else n, *out_shape), _F32)
-    states = [s for s, _k in r.states]
+    states = [s for s, _k, _m in r.states]
     scratch_a = tuple(np.empty(out_shape, _F32) if x else None for x in scratch)
     scratch_b = tuple(np.empty(out_shape, _F32) if x else None for x in scratch)
     current = [val[s] for s in states]
@@ -299,7 +403,9 @@ def run(r: Runner, ctl: Any, max_bytes: int | None, values: tuple) -> Any:
                 tuple(rows[done:done + k]), wb, geometry, product, mm_index, roles_b,
                 sweep.kinds, sweep.layout, fixed, sweep.code, sweep.rows, sweep.cols,
                 sweep.extra, outs_b, r.item_out, items[at:at + k], tuple(current),
-                scratch_a, scratch_b)
+                scratch_a, scratch_b,
+                *(() if masks is None else (masks[done:done + k], *masking[:2], r.item_state,
+                                            tmp)))
         except (TypeError, ValueError, MemoryError):
             return None     # what the kernels would say, they say when the loop runs them
         last = items[at + k - 1]

@@ -712,7 +712,12 @@ PyDoc_STRVAR(recurrent_doc,
 "each becomes (-1: none, only for item_out), item_out (or -1) the output written to row i of\n"
 "items. init: each state's first value (read only); scratch_a, scratch_b: two writable\n"
 "buffers per state (None for a state only ever an output row). Returns, per state, where its\n"
-"last value is: 0 init, 1 scratch_a, 2 scratch_b, 3 the last row of items.");
+"last value is: 0 init, 1 scratch_a, 2 scratch_b, 3 the last row of items.\n\n"
+"A masked layer adds masks (one buffer of rows bytes per iteration), state_src and state_sel\n"
+"(int32 per state), item_state and tmp (one writable rows x cols buffer per chain output):\n"
+"the chain's outputs then go to tmp, each state's next value is, row by row, output\n"
+"state_src[s] where the mask's byte is set or state_sel[s] is 0, else its own value, and\n"
+"items' row i is state item_state's new value (out_states and item_out are not read).");
 
 /* `obj` as a float32 buffer of at least `need` floats (exactly `exact` when >= 0) */
 static int f32_at_least(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t need,
@@ -751,18 +756,21 @@ static int int32_values(PyObject *obj, int *out, Py_ssize_t n, int lo, int hi,
 
 static PyObject *recurrent_f32(PyObject *self, PyObject *args) {
     PyObject *rows_o, *wo, *po, *roles_o, *kinds_o, *lay_o, *fixed_o, *code_o, *extra_o,
-             *outs_o, *items_o, *init_o, *sa_o, *sb_o;
+             *outs_o, *items_o, *init_o, *sa_o, *sb_o, *masks_o = Py_None, *src_o = NULL,
+             *sel_o = NULL, *tmp_o = NULL;
     long g[15], rows, cols;
-    int mm_state, item_out;
+    int mm_state, item_out, item_state = -1;
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!O(lllllllllllllll)OiOOOO!OllOOiOO!O!O!:recurrent_f32",
+    if (!PyArg_ParseTuple(args, "O!O(lllllllllllllll)OiOOOO!OllOOiOO!O!O!|OOOiO!:recurrent_f32",
                           &PyTuple_Type, &rows_o, &wo, &g[0], &g[1], &g[2], &g[3], &g[4],
                           &g[5], &g[6], &g[7], &g[8], &g[9], &g[10], &g[11], &g[12], &g[13],
                           &g[14], &po, &mm_state, &roles_o, &kinds_o, &lay_o, &PyTuple_Type,
                           &fixed_o, &code_o, &rows, &cols, &extra_o, &outs_o, &item_out,
                           &items_o, &PyTuple_Type, &init_o, &PyTuple_Type, &sa_o,
-                          &PyTuple_Type, &sb_o))
+                          &PyTuple_Type, &sb_o, &masks_o, &src_o, &sel_o, &item_state,
+                          &PyTuple_Type, &tmp_o))
         return NULL;
+    const int masked = masks_o != Py_None;
     const char *fn = "recurrent_f32";
     Py_ssize_t n = PyTuple_GET_SIZE(rows_o);
     int n_states = (int)PyTuple_GET_SIZE(init_o);
@@ -806,12 +814,30 @@ static PyObject *recurrent_f32(PyObject *self, PyObject *args) {
     if (n_extra < 0)
         return NULL;
     int out_state[DFG_CHAIN_MAX_EXTRA + 1];
+    int updated[DFG_RECURRENT_MAX_STATES] = {0}, via_row[DFG_RECURRENT_MAX_STATES] = {0};
+    int state_src[DFG_RECURRENT_MAX_STATES], state_sel[DFG_RECURRENT_MAX_STATES];
+    if (masked) {
+        /* every state is made each iteration (from an output, row by row), one of them the
+         * output row */
+        if (!PyTuple_Check(masks_o) || PyTuple_GET_SIZE(masks_o) != PyTuple_GET_SIZE(rows_o)
+            || !src_o || !sel_o || !tmp_o || PyTuple_GET_SIZE(tmp_o) != n_extra + 1
+            || item_state < 0 || item_state >= n_states)
+            return PyErr_Format(PyExc_ValueError, "%s: a masked layer takes one mask per "
+                                "input row, state_src, state_sel, item_state (a state) and "
+                                "one tmp buffer per chain output", fn);
+        if (int32_values(src_o, state_src, n_states, 0, n_extra, fn, "state_src") < 0
+            || int32_values(sel_o, state_sel, n_states, 0, 1, fn, "state_sel") < 0)
+            return NULL;
+        for (int s = 0; s < n_states; s++)
+            updated[s] = 1;
+        via_row[item_state] = 1;
+        item_out = 0;   /* items holds rows x cols floats a row */
+    } else {
     if (int32_values(outs_o, out_state, n_extra + 1, -1, n_states - 1, fn, "out_states") < 0)
         return NULL;
     if (item_out < -1 || item_out > n_extra)
         return PyErr_Format(PyExc_ValueError, "%s: item_out must be an output or -1", fn);
     /* each state the output of at most one output; an output of no state is the item */
-    int updated[DFG_RECURRENT_MAX_STATES] = {0}, via_row[DFG_RECURRENT_MAX_STATES] = {0};
     for (int k = 0; k <= n_extra; k++) {
         int s = out_state[k];
         if (s < 0 ? k != item_out : updated[s]++ > 0)
@@ -819,6 +845,7 @@ static PyObject *recurrent_f32(PyObject *self, PyObject *args) {
                                 "an output of no state is item_out", fn);
         if (s >= 0 && k == item_out)
             via_row[s] = 1;
+    }
     }
     Py_ssize_t out_len = rows * cols;
     if (rows != 0 && out_len / rows != cols)
@@ -850,13 +877,19 @@ static PyObject *recurrent_f32(PyObject *self, PyObject *args) {
     if (product_need > no)
         return PyErr_Format(PyExc_ValueError, "%s: the chain reads %zd floats of a product of "
                             "%zd", fn, product_need, no);
-    if (item_out >= 0 && via_row[mm_state] && out_len != nx)
+    if (via_row[mm_state] && out_len != nx)
         return PyErr_Format(PyExc_ValueError, "%s: the product's state is an output row of "
                             "%zd floats, the product reads %zd", fn, out_len, nx);
     Py_buffer *rb = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(Py_buffer));
     const float **row_ptr = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(float *));
+    Py_buffer *mb = PyMem_Calloc((size_t)(n > 0 && masked ? n : 1), sizeof(Py_buffer));
+    const unsigned char **mask_ptr =
+        PyMem_Calloc((size_t)(n > 0 && masked ? n : 1), sizeof(unsigned char *));
     Py_buffer wb = {0}, pb = {0}, ib = {0}, fb[DFG_CHAIN_MAX_IN], sb0[DFG_RECURRENT_MAX_STATES],
-              sba[DFG_RECURRENT_MAX_STATES], sbb[DFG_RECURRENT_MAX_STATES];
+              sba[DFG_RECURRENT_MAX_STATES], sbb[DFG_RECURRENT_MAX_STATES],
+              tb[DFG_CHAIN_MAX_EXTRA + 1];
+    float *tmp_ptr[DFG_CHAIN_MAX_EXTRA + 1] = {0};
+    memset(tb, 0, sizeof(tb));
     memset(fb, 0, sizeof(fb));
     memset(sb0, 0, sizeof(sb0));
     memset(sba, 0, sizeof(sba));
@@ -865,8 +898,8 @@ static PyObject *recurrent_f32(PyObject *self, PyObject *args) {
     float *a_ptr[DFG_RECURRENT_MAX_STATES] = {0}, *b_ptr[DFG_RECURRENT_MAX_STATES] = {0};
     int final_where[DFG_RECURRENT_MAX_STATES];
     PyObject *ret = NULL;
-    Py_ssize_t got_rows = 0;
-    if (!rb || !row_ptr) {
+    Py_ssize_t got_rows = 0, got_masks = 0;
+    if (!rb || !row_ptr || !mb || !mask_ptr) {
         PyErr_NoMemory();
         goto done;
     }
@@ -875,6 +908,23 @@ static PyObject *recurrent_f32(PyObject *self, PyObject *args) {
                          fn, "an input row") < 0)
             goto done;
         row_ptr[got_rows] = rb[got_rows].buf;
+    }
+    for (; masked && got_masks < n; got_masks++) {
+        /* a row's mask: exactly one byte a row */
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(masks_o, got_masks), &mb[got_masks],
+                               PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        mask_ptr[got_masks] = mb[got_masks].buf;
+        if (mb[got_masks].len != rows || mb[got_masks].itemsize != 1) {
+            got_masks++;
+            PyErr_Format(PyExc_ValueError, "%s: a mask must be %ld bytes", fn, rows);
+            goto done;
+        }
+    }
+    for (int k = 0; masked && k <= n_extra; k++) {
+        if (f32_buffer(PyTuple_GET_ITEM(tmp_o, k), &tb[k], 1, out_len, fn, "tmp") < 0)
+            goto done;
+        tmp_ptr[k] = tb[k].buf;
     }
     if (f32_buffer(wo, &wb, 0, nw, fn, "wb") < 0 || f32_buffer(po, &pb, 1, no, fn, "product") < 0)
         goto done;
@@ -920,7 +970,8 @@ static PyObject *recurrent_f32(PyObject *self, PyObject *args) {
     struct dfg_recurrent r = {row_ptr, wb.buf, g, pb.buf, mm_state, n_in, role, kind, offset,
                               stride, fixed_ptr, ops, n_ops, n_extra, extra_op, rows, cols,
                               out_state, item_out, ib.buf, out_len, n_states, init_ptr, a_ptr,
-                              b_ptr, final_where};
+                              b_ptr, final_where, masked ? mask_ptr : NULL, state_src,
+                              state_sel, item_state, tmp_ptr};
     int err;
     Py_BEGIN_ALLOW_THREADS
     err = dfg_recurrent_f32(&r, n);
@@ -937,6 +988,12 @@ done:
         PyBuffer_Release(&rb[i]);
     PyMem_Free(rb);
     PyMem_Free(row_ptr);
+    for (Py_ssize_t i = 0; i < got_masks; i++)
+        PyBuffer_Release(&mb[i]);
+    PyMem_Free(mb);
+    PyMem_Free(mask_ptr);
+    for (int k = 0; k <= DFG_CHAIN_MAX_EXTRA; k++)
+        release(&tb[k]);
     release(&wb);
     release(&pb);
     release(&ib);

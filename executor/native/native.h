@@ -107,6 +107,16 @@ struct dfg_recurrent {
     const float *const *init;     /* each state's first value (never written) */
     float *const *scratch_a, *const *scratch_b;
     int *final_where;             /* out: 0 init, 1 scratch_a, 2 scratch_b, 3 the last row */
+    /* a masked layer (Keras's mask_zero): NULL, or each iteration's mask (rows bytes), and
+     * then each state's next value is chosen row by row, as the layer's Select does: its
+     * chain output state_src[s] where the row's mask is set (everywhere when !state_sel[s]),
+     * else its own current value. The chain's outputs go to tmp (n_extra + 1 buffers of rows
+     * x cols, in the chain's order), out_state and item_out are unused, and the output row
+     * is state item_state's new value. */
+    const unsigned char *const *masks;
+    const int *state_src, *state_sel;
+    int item_state;
+    float *const *tmp;
 };
 int dfg_recurrent_f32(const struct dfg_recurrent *r, long n);
 

@@ -6,8 +6,41 @@
  * iteration's output row. The same kernels on the same operands as the program's steps, so
  * the same bits. module.c checks every buffer's length before the call. */
 #include <stddef.h>
+#include <string.h>
 
 #include "native.h"
+
+/* iteration i of a masked layer: the chain into r->tmp, then each state's next value row
+ * by row (the mask's row set: the chain's output, else the state's own value) into the
+ * output row or the scratch buffer not holding its current value */
+static void masked_step(const struct dfg_recurrent *r, long i, const float *const *in,
+                        const float **cur, int *where) {
+    float *extra[DFG_CHAIN_MAX_EXTRA];
+    for (int k = 0; k < r->n_extra; k++)
+        extra[k] = r->tmp[k];
+    dfg_chain_f32(in, r->kind, r->offset, r->stride, r->n_in, r->code, r->n_ops,
+                  r->tmp[r->n_extra], r->rows, r->cols, r->n_extra, r->extra_op, extra);
+    const unsigned char *m = r->masks[i];
+    const size_t row_bytes = (size_t)r->cols * sizeof(float);
+    for (int s = 0; s < r->n_states; s++) {
+        float *dst;
+        int next;
+        if (s == r->item_state) {
+            dst = r->items + i * r->item_len;
+            next = 3;
+        } else {
+            next = where[s] == 1 ? 2 : 1;
+            dst = next == 1 ? r->scratch_a[s] : r->scratch_b[s];
+        }
+        const float *t = r->tmp[r->state_src[s]], *e = cur[s];
+        for (long row = 0; row < r->rows; row++) {
+            const float *src = !r->state_sel[s] || m[row] ? t : e;
+            memcpy(dst + row * r->cols, src + row * r->cols, row_bytes);
+        }
+        cur[s] = dst;
+        where[s] = next;
+    }
+}
 
 int dfg_recurrent_f32(const struct dfg_recurrent *r, long n) {
     const float *in[DFG_CHAIN_MAX_IN];
@@ -32,6 +65,10 @@ int dfg_recurrent_f32(const struct dfg_recurrent *r, long n) {
             in[j] = role == DFG_RC_FIXED ? r->fixed[j]
                     : role == DFG_RC_ROW ? r->rows_in[i]
                     : role == DFG_RC_PRODUCT ? r->product : cur[role];
+        }
+        if (r->masks) {
+            masked_step(r, i, in, cur, where);
+            continue;
         }
         /* each output's buffer: the output row, else the scratch buffer of its state that
          * does not hold the state's current value */
