@@ -341,6 +341,60 @@ def test_compiled_elementwise_chains_give_the_bits_of_the_ops_kernels(native, mo
                 (trial, program, k)
 
 
+def test_a_chain_split_on_the_pool_gives_one_threads_bits():
+    """A large chain's rows split on the native pool (``_native.chain_split``): every
+    split gives the one-thread call's bits (full, row, scalar and column inputs, a second
+    output); the kernel on such a chain equals the ops' kernels applied one by one; bad
+    splits are refused."""
+    from dfg.executor.kernels import _native
+
+    ext = _native.extension()
+    if ext is None:
+        pytest.skip("native kernels not built")
+    rng = np.random.default_rng(3)
+    rows, cols = 97, 700
+    x = (rng.standard_normal((rows, cols)) * 3).astype(np.float32)
+    x.flat[rng.integers(0, x.size, 40)] = _SPECIAL[rng.integers(0, len(_SPECIAL), 40)]
+    y = rng.standard_normal((rows, cols)).astype(np.float32)
+    row = rng.standard_normal(cols).astype(np.float32)
+    scalar = np.array([1.5], np.float32)
+    col = rng.standard_normal(rows).astype(np.float32)
+    ins, kinds = (x, y, row, scalar, col), bytes([0, 0, 1, 2, 3])
+    # (x + y) * row, sigmoid, - scalar, tanh, * col, + x  (op codes: native.h's DFG_CH_*)
+    code = np.array([0, 0, 1, 2, 5, 2, 11, 6, -1, 1, 7, 3, 12, 8, -1, 2, 9, 4, 0, 10, 0],
+                    np.int32).tobytes()
+    extra_op = np.array([3], np.int32).tobytes()
+
+    def call(chunks: int, threads: int) -> tuple:
+        out, more = np.empty((rows, cols), np.float32), np.empty((rows, cols), np.float32)
+        ext.chain_f32(ins, kinds, code, out, rows, cols, None, extra_op, (more,), chunks,
+                      threads)
+        return out, more
+
+    one = call(1, 1)
+    for chunks, threads in ((2, 2), (7, 2), (97, 3), (200, 8)):
+        for a, b in zip(one, call(chunks, threads)):
+            assert a.tobytes() == b.tobytes(), (chunks, threads)
+    with pytest.raises(ValueError):
+        call(0, 2)
+    with pytest.raises(ValueError):
+        call(4, 0)
+    assert _native.chain_split(1, 10**6, 9) == (1, 1)     # one row: nothing to split
+    # the kernel, split (rows * cols * ops over CHAIN_SPLIT_WORK), against the ops one by one
+    program = ["AddV2 i0 i1", "Sigmoid r0", "Mul r1 i2", "Tanh r2", "Sub r3 i1"]
+    assert rows * cols * len(program) >= _native.CHAIN_SPLIT_WORK
+    got = invoke("_DfgElementwiseChain", x, y, row,
+                 attrs={"program": program, "N": 3, "T": np.float32})
+    r = invoke("AddV2", x, y)
+    r = invoke("Sigmoid", r)
+    r = invoke("Mul", r, row)
+    r = invoke("Tanh", r)
+    want = invoke("Sub", r, y)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))
+
+
 @pytest.mark.parametrize("outputs,m", [([0, 2], 2), ([1, 2], 3), ([2, 1], 2), ([1, 1, 2], 3),
                                        ([2], 2), ([], 2), ([0, 1, 2, 3], 4)])
 def test_a_chains_outputs_are_checked(outputs, m):

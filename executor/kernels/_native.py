@@ -326,6 +326,24 @@ def _split(rows: int, flops: float) -> tuple[int, int]:
     return (min(rows, 4 * k) if k > 1 else 1), max(k, 1)
 
 
+# a chain's elements times its ops from which its rows are split on the pool. Measured on
+# this 2-vCPU machine, one thread against two: a 5-op chain with a sigmoid and a tanh at
+# 64 x 1024 48 -> 25 us and 128 x 512 65 -> 31 every time, at 64 x 256 (82k) 12.5 -> 6.9 or
+# no gain from run to run, 5 cheap ops at 512 x 64 (164k) 11.4 -> 7.6 or none: the Transformer
+# bench's chains (512 x 64, 2 to 5 ops) no faster split (paired steps 1.03-1.18x)
+CHAIN_SPLIT_WORK = 1 << 18
+
+
+def chain_split(rows: int, cols: int, n_ops: int) -> tuple[int, int]:
+    """(chunks, threads) for ``chain_f32`` over ``rows`` x ``cols`` with ``n_ops`` ops: one
+    thread below CHAIN_SPLIT_WORK, else _threads(), 4 row chunks each (a thread slowed by
+    other work takes fewer)."""
+    if rows < 2 or rows * cols * n_ops < CHAIN_SPLIT_WORK:
+        return 1, 1
+    threads = _threads()
+    return (min(rows, 4 * threads) if threads > 1 else 1), threads
+
+
 def softmax_f32(x: np.ndarray, as_log: bool) -> np.ndarray:
     """Softmax (or log-softmax) over the last axis of float32 ``x`` (size > 0), one sweep
     per row."""

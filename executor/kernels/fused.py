@@ -582,16 +582,17 @@ def _native_chain(code: bytes, inputs: tuple) -> np.ndarray | None:
         return None
     shape, kinds, rows, cols, layout = lay
     out = np.empty(shape, _F32)
+    split = _native.chain_split(rows, cols, len(code) // 12)
     try:
         # the interface checks each buffer: float32 and C-contiguous (an RNN step's inputs
         # are; asking numpy first costs more than the sweep on a small gate)
-        ext.chain_f32(inputs, kinds, code, out, rows, cols, layout)
+        ext.chain_f32(inputs, kinds, code, out, rows, cols, layout, None, None, *split)
     except (TypeError, ValueError):
         if not all(x.__class__ is np.ndarray and x.dtype == _F32 for x in inputs):
             return None
         # a strided view: copied
         ext.chain_f32(tuple(np.ascontiguousarray(x) for x in inputs), kinds, code, out, rows,
-                      cols, layout)
+                      cols, layout, None, None, *split)
     return out
 
 
@@ -913,12 +914,14 @@ def _compile(program: tuple[str, ...], n_inputs: int,
                 # the sweep's operands picked from the inputs in one C call (an LSTM cell's
                 # gates read 10 operands from 4 inputs: a comprehension cost 0.6 us a call)
                 pick = None if sweep is None else _picker(sweep[0])
-                got = plans[shapes] = (plan, out_shape, sweep, pick)
+                split = None if sweep is None else \
+                    _native.chain_split(sweep[3], sweep[4], len(code) // 12)
+                got = plans[shapes] = (plan, out_shape, sweep, pick, split)
             return got
 
         def sweep_for(shapes: tuple) -> Sweep | None:
             try:
-                _plan, out_shape, sweep, _pick = plan_of(shapes)
+                _plan, out_shape, sweep, _pick, _split = plan_of(shapes)
             except (InvalidArgumentError, ValueError):
                 return None
             if sweep is None:
@@ -931,17 +934,17 @@ def _compile(program: tuple[str, ...], n_inputs: int,
                 shapes = tuple([x.shape for x in inputs])
             except AttributeError:
                 shapes = tuple(getattr(x, "shape", ()) for x in inputs)
-            plan, out_shape, sweep, pick = plan_of(shapes)
+            plan, out_shape, sweep, pick, split = plan_of(shapes)
             if sweep is not None and (ext := _native.extension()) is not None:
                 out = np.empty(out_shape, _F32)
                 try:    # (the interface checks each buffer: float32, C-contiguous, long enough)
                     if extra is None:
                         ext.chain_f32(pick(inputs), sweep[1], code, out,
-                                      sweep[3], sweep[4], sweep[2])
+                                      sweep[3], sweep[4], sweep[2], None, None, *split)
                         return out
                     more = tuple([np.empty(out_shape, _F32) for _ in out_ops[1:]])
                     ext.chain_f32(pick(inputs), sweep[1], code, out,
-                                  sweep[3], sweep[4], sweep[2], extra, more)
+                                  sweep[3], sweep[4], sweep[2], extra, more, *split)
                     return (*more, out)
                 except (TypeError, ValueError):
                     pass        # views of them, copied, below

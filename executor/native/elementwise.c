@@ -458,6 +458,52 @@ void dfg_chain_f32(const float *const *in, const int *kind, const long *offset,
     }
 }
 
+/* dfg_chain_f32 with its rows split on the pool: each element goes through the same ops
+ * whatever rows share its block, so any split gives the same bits. A row per group of rows
+ * reads by the row's own index: such a chain runs on one thread. */
+struct chain_args {
+    const float *const *in;
+    const int *kind;
+    const long *offset, *stride;
+    int n_in;
+    const int *code;
+    int n_ops;
+    float *out;
+    long cols;
+    int n_extra;
+    const int *extra_op;
+    float *const *extra_out;
+};
+
+static int chain_range(const void *p, long r0, long r1) {
+    const struct chain_args *a = p;
+    const float *in[DFG_CHAIN_MAX_IN];
+    float *extra[DFG_CHAIN_MAX_EXTRA];
+    for (int j = 0; j < a->n_in; j++)
+        in[j] = a->kind[j] == DFG_CH_IN_FULL ? a->in[j] + r0 * a->stride[j]
+                : a->kind[j] == DFG_CH_IN_COL ? a->in[j] + r0 : a->in[j];
+    for (int e = 0; e < a->n_extra; e++)
+        extra[e] = a->extra_out[e] + r0 * a->cols;
+    dfg_chain_f32(in, a->kind, a->offset, a->stride, a->n_in, a->code, a->n_ops,
+                  a->out + r0 * a->cols, r1 - r0, a->cols, a->n_extra, a->extra_op, extra);
+    return 0;
+}
+
+void dfg_chain_f32_mt(const float *const *in, const int *kind, const long *offset,
+                      const long *stride, int n_in, const int *code, int n_ops, float *out,
+                      long rows, long cols, int n_extra, const int *extra_op,
+                      float *const *extra_out, long chunks, int threads) {
+    struct chain_args a = {in, kind, offset, stride, n_in, code, n_ops, out, cols, n_extra,
+                           extra_op, extra_out};
+    int split = rows > 1 && threads > 1 && chunks > 1;
+    for (int j = 0; j < n_in && split; j++)
+        split = kind[j] != DFG_CH_IN_GROUP;
+    if (split)
+        dfg_pool_run(chain_range, &a, rows, chunks < rows ? chunks : rows, threads);
+    else
+        chain_range(&a, 0, rows);
+}
+
 /* erf/erfc and softmax over dfg's native pool (threadpool.c), through run_spans: erf's rows
  * are blocks of DFG_ACT_BLOCK elements, softmax's its own rows. */
 static void erf_span(const float *x, float *out, long n, long width, int complement) {

@@ -266,7 +266,8 @@ static PyObject *activation_f32(PyObject *self, PyObject *args) {
 }
 
 PyDoc_STRVAR(chain_doc,
-"chain_f32(inputs, kinds, code, out, rows, cols, layout=None, extra_ops=None, extra_outs=None)"
+"chain_f32(inputs, kinds, code, out, rows, cols, layout=None, extra_ops=None, extra_outs=None,\n"
+"          chunks=1, threads=1)"
 "\n--\n\n"
 "out (rows x cols float32) = a chain of elementwise ops on `inputs` (a tuple of float32\n"
 "buffers); kinds: bytes, one per input (0 full rows x cols, 1 a row of cols, 2 a scalar,\n"
@@ -276,7 +277,8 @@ PyDoc_STRVAR(chain_doc,
 "group) per input,\n"
 "in floats (default: 0 and cols), so a full input may be a column block of a wider array;\n"
 "extra_ops: int32 indices of ops before the last whose results are also written, each into\n"
-"the float32 rows x cols buffer of extra_outs (a tuple) at its position.");
+"the float32 rows x cols buffer of extra_outs (a tuple) at its position; chunks, threads:\n"
+"the rows split on dfg's pool (the same bits on any split).");
 
 /* --- a chain's arguments, as chain_f32 and recurrent_f32 both take them --------------------- */
 
@@ -403,11 +405,12 @@ static PyObject *chain_f32(PyObject *self, PyObject *args) {
     PyObject *ins, *oo, *lo = Py_None, *xo = Py_None, *xouts = Py_None;
     const char *kinds, *code;
     Py_ssize_t n_kinds, code_len;
-    long dims[2];
+    long dims[2], chunks = 1;
+    int threads = 1;
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!y#y#Oll|OOO:chain_f32", &PyTuple_Type, &ins, &kinds,
+    if (!PyArg_ParseTuple(args, "O!y#y#Oll|OOOli:chain_f32", &PyTuple_Type, &ins, &kinds,
                           &n_kinds, &code, &code_len, &oo, &dims[0], &dims[1], &lo, &xo,
-                          &xouts))
+                          &xouts, &chunks, &threads))
         return NULL;
     const char *fn = "chain_f32";
     Py_ssize_t n_in = PyTuple_GET_SIZE(ins);
@@ -461,13 +464,18 @@ static PyObject *chain_f32(PyObject *self, PyObject *args) {
     }
     if (f32_buffer(oo, &out, 1, total, fn, "out") < 0)
         goto done;
+    if (chunks < 1 || threads < 1 || threads > 64) {
+        PyBuffer_Release(&out);
+        PyErr_Format(PyExc_ValueError, "%s: chunks >= 1 and threads 1 to 64", fn);
+        goto done;
+    }
     if (total * n_ops < (1 << 16)) {
         dfg_chain_f32(ptrs, kind, offset, stride, (int)n_in, ops, n_ops, out.buf, dims[0],
                       dims[1], n_extra, extra_op, xptrs);
     } else {
         Py_BEGIN_ALLOW_THREADS
-        dfg_chain_f32(ptrs, kind, offset, stride, (int)n_in, ops, n_ops, out.buf, dims[0],
-                      dims[1], n_extra, extra_op, xptrs);
+        dfg_chain_f32_mt(ptrs, kind, offset, stride, (int)n_in, ops, n_ops, out.buf, dims[0],
+                         dims[1], n_extra, extra_op, xptrs, chunks, threads);
         Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&out);

@@ -80,6 +80,12 @@ void dfg_chain_f32(const float *const *in, const int *kind, const long *offset,
                    const long *stride, int n_in, const int *code, int n_ops, float *out,
                    long rows, long cols, int n_extra, const int *extra_op,
                    float *const *extra_out);
+/* dfg_chain_f32 over its rows split in `chunks` pieces on up to `threads` threads (one
+ * thread for a chain with a row-per-group input) */
+void dfg_chain_f32_mt(const float *const *in, const int *kind, const long *offset,
+                      const long *stride, int n_in, const int *code, int n_ops, float *out,
+                      long rows, long cols, int n_extra, const int *extra_op,
+                      float *const *extra_out, long chunks, int threads);
 
 /* recurrent.c: n iterations of a recurrent cell (see there). A chain input's role: one of
  * these, or k >= 0 for state k's current value. module.c checked every length. */
