@@ -23,7 +23,7 @@ from dfg.graphdef.io import load_graph
 DATA = Path(__file__).resolve().parent / "data"
 CASES = ["rnn/rnn_lstm_sequences", "rnn/rnn_bilstm", "rnn/rnn_simple", "rnn/rnn_gru",
          "rnn/rnn_lstm_long", "bench/bench_lstm_classifier", "rnn/rnn_lstm_masked",
-         "rnn/rnn_gru_masked", "rnn/rnn_bilstm_masked"]
+         "rnn/rnn_gru_masked", "rnn/rnn_bilstm_masked", "rnn/rnn_lstm_b1"]
 
 needs_native = pytest.mark.skipif(not _native.enabled(), reason="native kernels not built")
 

@@ -1,6 +1,7 @@
 """A few rows times a constant matrix through the compiled direct kernel
 (executor/kernels/_native.py's ``small_matmul_f32``): the rule that sends a MatMul there
-(2 to 32 rows, up to 4.5e6 FLOPs, a frozen float32 matrix, no transposed first operand),
+(1 to 32 rows, up to 4.5e6 FLOPs and one row up to SMALL_GEMV_MAX_FLOPS, a frozen float32
+matrix, no transposed first operand),
 its values against the float64 definition, the kernel and its array form agreeing bit for
 bit, and a fed or variable matrix (not frozen) staying with BLAS, so changing it changes the
 next result. Values are checked against float64 math, never against another path's output."""
@@ -50,7 +51,8 @@ def _matmul(attrs: dict, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 @pytest.mark.parametrize("m,k,n", [(16, 64, 256), (2, 128, 512), (4, 128, 256), (7, 100, 80),
-                                   (16, 16, 200), (32, 128, 384), (4, 8, 16), (2, 3, 20)])
+                                   (16, 16, 200), (32, 128, 384), (4, 8, 16), (2, 3, 20),
+                                   (1, 64, 256), (1, 100, 70), (1, 3, 20), (1, 256, 1024)])
 @pytest.mark.parametrize("transpose_b", [False, True])
 def test_small_products_take_the_direct_kernel_with_the_definitions_values(
         m: int, k: int, n: int, transpose_b: bool) -> None:
@@ -81,12 +83,33 @@ def test_nan_and_inf_propagate_as_in_a_product() -> None:
     assert np.allclose(out[finite], want[finite], rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("case", ["one row", "large", "many rows", "fed matrix",
+def test_one_row_has_the_bits_of_a_row_among_several() -> None:
+    """The one-row product (conv.c's one-pixel path, several channel blocks at a time) sums
+    each output as the several-row blocks do: the bits of that row in a larger product, for
+    widths with and without a partial last block, and a fused bias and ReLU."""
+    for k, n in ((64, 256), (37, 200), (5, 16), (128, 72)):
+        a, b = _rand((3, k), 11), _const(_rand((k, n), 12))
+        for row in range(3):
+            one = _native.small_matmul_f32(a[row:row + 1].copy(), b, False)
+            many = _native.small_matmul_f32(a, b, False)
+            assert one is not None and many is not None
+            assert one.tobytes() == many[row:row + 1].tobytes(), (k, n, row)
+        bias = _const(_rand((n,), 13))
+        attrs = {"fused_ops": ["BiasAdd", "Relu"], "num_args": 1}
+        k1 = bind_op("_FusedMatMul", complete_attrs("_FusedMatMul", dict(attrs),
+                                                    [a[:1], b, bias]))
+        one = np.asarray(call(k1, [a[:1].copy(), b, bias], context(k1)))
+        km = bind_op("_FusedMatMul", complete_attrs("_FusedMatMul", dict(attrs), [a, b, bias]))
+        many = np.asarray(call(km, [a, b, bias], context(km)))
+        assert one.shape == (1, n) and one.tobytes() == many[:1].tobytes()
+
+
+@pytest.mark.parametrize("case", ["one long row", "large", "many rows", "fed matrix",
                                   "float64", "transposed a", "strided a"])
 def test_what_the_rule_leaves_to_blas(case: str) -> None:
     a, b = _rand((16, 64), 5), _const(_rand((64, 256), 6))
-    if case == "one row":
-        a = a[:1].copy()
+    if case == "one long row":       # past SMALL_GEMV_MAX_FLOPS: BLAS's two threads
+        a, b = _rand((1, 512), 5), _const(_rand((512, 2048), 6))
     elif case == "large":
         b = _const(_rand((64, 2560), 6))                        # 5.2 MFLOP
     elif case == "many rows":

@@ -575,10 +575,16 @@ def runner(prep: Prepared, depthwise: bool = False) -> Any:
 # 12.7 -> 6.4 ms, an LSTM(128) on 32 rows 11.3 -> 7.4 ms, the LSTM classifier of
 # tests/data/bench (16 rows) 1772 -> 1697 us. Split in two halves on the native pool it was
 # faster still when the other core was idle, and 15% slower on a whole step when that core
-# was busy: one thread.
-SMALL_MATMUL_ROWS = (2, 32)
+# was busy: one thread. One row (a GEMV: conv.c's one-pixel path, four channel blocks at a
+# time, each output summed as the block path sums it) is faster than numpy's BLAS up to where
+# BLAS takes two threads (2^18 multiply-adds: blas.THREADED_MACS), medians on a 2-core AVX-512
+# EPYC: (1,64,256) 1.10 against 1.53 us, (1,128,512) 2.70 / 3.42, (1,256,1024) 11.0 / 12.4;
+# past it BLAS ((1,512,2048) 47 / 31), so one row comes here up to SMALL_GEMV_MAX_FLOPS (and
+# a recurrent layer's loop at batch 1 runs in compiled code).
+SMALL_MATMUL_ROWS = (1, 32)
 SMALL_MATMUL_MIN_FLOPS = 0.0
 SMALL_MATMUL_MAX_FLOPS = 4.5e6
+SMALL_GEMV_MAX_FLOPS = 2.0 * blas.THREADED_MACS
 
 
 # (id of b, a's shape, transpose_b) -> (weak reference to b, its packed blocks, geometry,
@@ -594,7 +600,7 @@ _SMALL_MAX = 4096
 
 def small_matmul_f32(a: np.ndarray, b: np.ndarray, transpose_b: bool) -> np.ndarray | None:
     """``a @ b`` (``b.T`` when ``transpose_b``) of float32 matrices, computed by the direct
-    kernel when that is faster (the rule above): ``a`` a C-contiguous float32 (M, K) of 2 to
+    kernel when that is faster (the rule above): ``a`` a C-contiguous float32 (M, K) of 1 to
     32 rows, ``b`` frozen (``tensors.frozen``, so packed once) and the product between
     SMALL_MATMUL_MIN_FLOPS and SMALL_MATMUL_MAX_FLOPS; else None (the caller's BLAS product).
     The decision reads the shapes and whether ``b`` is frozen, never timing, so the kernel
@@ -637,6 +643,7 @@ def _small_plan(a: np.ndarray, b: np.ndarray, transpose_b: bool, key: tuple) -> 
     ref = weakref.ref(b, drop)
     (m, k), (kb, n) = a.shape, (b.shape[::-1] if transpose_b else b.shape)
     if k != kb or not SMALL_MATMUL_MIN_FLOPS <= 2.0 * m * k * n <= SMALL_MATMUL_MAX_FLOPS \
+            or (m == 1 and 2.0 * k * n > SMALL_GEMV_MAX_FLOPS) \
             or b.dtype is not _F32 or not frozen(b):
         return ref, None
     wb = packed(b, _matrix_blocks_t if transpose_b else _matrix_blocks)

@@ -68,6 +68,44 @@ typedef float vhu __attribute__((vector_size(VH * sizeof(float)), aligned(4)));
         }                                                                        \
     }
 
+/* Store nr pixels' accumulators (acc[r]: channels ob.. of pixel r, width of them) at o
+ * (pixels OC floats apart) with the fused epilogue, while the block is in registers: scale,
+ * shift, residual; then the activation. */
+static inline __attribute__((always_inline))
+void store_block(float *o, vf *acc, long nr, long width, long ob, long OC, float *out,
+                 const float *scale, const float *shift, const float *res, int act)
+{
+    if (scale || shift || res) {
+        const float *rp = res ? res + (o - out) : NULL;
+        for (long r = 0; r < nr; r++) {
+            vf v = acc[r];
+            if (scale) v *= *(const vfu *)(scale + ob);
+            if (shift) v += *(const vfu *)(shift + ob);
+            if (rp) {
+                vf t = {0};
+                memcpy(&t, rp + r * OC, width * sizeof(float));
+                v += t;
+            }
+            acc[r] = v;
+        }
+    }
+    for (long r = 0; r < nr; r++) memcpy(o + r * OC, &acc[r], width * sizeof(float));
+    /* The activation on the stored block (in L1), as a plain loop GCC vectorizes for each
+     * clone's target: written with vector-extension selects it ran several times slower in
+     * the AVX-512 clone (measured). As numpy's max/min: 0 where v < 0, 6 where v > 6; NaN
+     * and -0.0 stay. */
+    if (act >= DFG_ACT_SIGMOID_FN)
+        for (long r = 0; r < nr; r++) dfg_act_span_f32(o + r * OC, width, act);
+    else if (act)
+        for (long r = 0; r < nr; r++) {
+            float *op = o + r * OC;
+            for (long j = 0; j < width; j++) {
+                float t = op[j] < 0 ? 0.0f : op[j];
+                op[j] = act == 2 && t > 6 ? 6.0f : t;
+            }
+        }
+}
+
 static inline __attribute__((always_inline))
 int conv_rows(const float *x, const float *wb, float *out,
               long H, long W, long C, long KH, long KW, long OC, long OH, long OW,
@@ -85,6 +123,75 @@ int conv_rows(const float *x, const float *wb, float *out,
     /* padded column q holds input column q - pl: input in [lo, hi), zeros elsewhere */
     const long lo = pl < Wp ? pl : Wp;
     const long hi = pl + W < Wp ? pl + W : Wp;
+    /* One pixel by a 1x1 filter (a one-row matrix product: a GEMV): the block of RB pixels
+     * would compute RB - 1 pixels of padding, so here four blocks of channels at once, each
+     * output's sum in the same order and form as below (the same bits) */
+    if (OW == 1 && OH == 1 && W == 1 && H == 1 && KH == 1 && KW == 1 && pt == 0 && pl == 0) {
+        for (long row = r0; row < r1; row++) {
+            const float *xp = x + row * C;
+            float *o = out + row * OC;
+            long ob = 0;
+            for (; ob + 4 * VW <= OC; ob += 4 * VW) {
+                const float *w0 = wb + ob * C;
+                vf acc[4];
+                if (RB == 8) {
+                    vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+                    for (long c = 0; c < C; c++) {
+                        const float v = xp[c];
+                        a0 += v * *(const vfu *)(w0 + c * VW);
+                        a1 += v * *(const vfu *)(w0 + (C + c) * VW);
+                        a2 += v * *(const vfu *)(w0 + (2 * C + c) * VW);
+                        a3 += v * *(const vfu *)(w0 + (3 * C + c) * VW);
+                    }
+                    acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+                } else {
+                    vh l0 = {0}, l1 = {0}, l2 = {0}, l3 = {0};
+                    vh h0 = {0}, h1 = {0}, h2 = {0}, h3 = {0};
+                    for (long c = 0; c < C; c++) {
+                        const float v = xp[c];
+                        const float *w = w0 + c * VW;
+                        l0 += v * *(const vhu *)w; h0 += v * *(const vhu *)(w + VH);
+                        w += C * VW;
+                        l1 += v * *(const vhu *)w; h1 += v * *(const vhu *)(w + VH);
+                        w += C * VW;
+                        l2 += v * *(const vhu *)w; h2 += v * *(const vhu *)(w + VH);
+                        w += C * VW;
+                        l3 += v * *(const vhu *)w; h3 += v * *(const vhu *)(w + VH);
+                    }
+                    const vh lo_[4] = {l0, l1, l2, l3}, hi_[4] = {h0, h1, h2, h3};
+                    for (int r = 0; r < 4; r++) {
+                        memcpy(&acc[r], &lo_[r], sizeof(vh));
+                        memcpy((char *)&acc[r] + sizeof(vh), &hi_[r], sizeof(vh));
+                    }
+                }
+                for (int b = 0; b < 4; b++)
+                    store_block(o + ob + b * VW, &acc[b], 1, VW, ob + b * VW, OC, out, scale,
+                                shift, res, act);
+            }
+            for (; ob < OC; ob += VW) {     /* the last blocks, one at a time */
+                const long width = OC - ob < VW ? OC - ob : VW;
+                const float *wk = wb + ob * C;
+                vf acc;
+                if (RB == 8) {
+                    vf a0 = {0};
+                    for (long c = 0; c < C; c++)
+                        a0 += xp[c] * *(const vfu *)(wk + c * VW);
+                    acc = a0;
+                } else {
+                    vh l0 = {0}, h0 = {0};
+                    for (long c = 0; c < C; c++) {
+                        const float v = xp[c];
+                        l0 += v * *(const vhu *)(wk + c * VW);
+                        h0 += v * *(const vhu *)(wk + c * VW + VH);
+                    }
+                    memcpy(&acc, &l0, sizeof(vh));
+                    memcpy((char *)&acc + sizeof(vh), &h0, sizeof(vh));
+                }
+                store_block(o + ob, &acc, 1, width, ob, OC, out, scale, shift, res, act);
+            }
+        }
+        return 0;
+    }
     float *rows = malloc(KH * Wp * C * sizeof(float));
     if (!rows) return -1;
     for (long row = r0; row < r1; row++) {
@@ -151,37 +258,8 @@ int conv_rows(const float *x, const float *wb, float *out,
                         memcpy((char *)&acc[r] + sizeof(vh), &hi_[r], sizeof(vh));
                     }
                 }
-                float *o = orow + ox * OC + ob;
-                /* the epilogue while the block is in registers: scale, shift, residual */
-                if (scale || shift || res) {
-                    const float *rp = res ? res + (o - out) : NULL;
-                    for (long r = 0; r < nr; r++) {
-                        vf v = acc[r];
-                        if (scale) v *= *(const vfu *)(scale + ob);
-                        if (shift) v += *(const vfu *)(shift + ob);
-                        if (rp) {
-                            vf t = {0};
-                            memcpy(&t, rp + r * OC, width * sizeof(float));
-                            v += t;
-                        }
-                        acc[r] = v;
-                    }
-                }
-                for (long r = 0; r < nr; r++) memcpy(o + r * OC, &acc[r], width * sizeof(float));
-                /* The activation on the stored block (in L1), as a plain loop GCC vectorizes
-                 * for each clone's target: written with vector-extension selects it ran
-                 * several times slower in the AVX-512 clone (measured). As numpy's max/min:
-                 * 0 where v < 0, 6 where v > 6; NaN and -0.0 stay. */
-                if (act >= DFG_ACT_SIGMOID_FN)
-                    for (long r = 0; r < nr; r++) dfg_act_span_f32(o + r * OC, width, act);
-                else if (act)
-                    for (long r = 0; r < nr; r++) {
-                        float *op = o + r * OC;
-                        for (long j = 0; j < width; j++) {
-                            float t = op[j] < 0 ? 0.0f : op[j];
-                            op[j] = act == 2 && t > 6 ? 6.0f : t;
-                        }
-                    }
+                store_block(orow + ox * OC + ob, acc, nr, width, ob, OC, out, scale, shift,
+                            res, act);
             }
         }
     }

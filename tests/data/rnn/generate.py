@@ -3,12 +3,13 @@
 Each is a Keras layer over float features, frozen as tests/data/bench/generate.py freezes its
 Keras cases (the same helpers, seeds and weight treatment; TensorFlow's outputs are the
 expected values, in the conformance case format). They are sized so the recurrent product
-(batch rows by the units) is one the compiled loop takes (2 to 32 rows, at least 1e5 FLOPs:
+(batch rows by the units) is one the compiled loop takes (1 to 32 rows:
 executor/kernels/_native.py's small-product rule) and kept small to commit (tens of KB):
 an LSTM returning sequences, a Bidirectional LSTM, a SimpleRNN, a GRU, an LSTM over
-300 steps (more than one of the loop's chunks of iterations), and masked layers after
-Embedding(mask_zero=True) (an LSTM, a GRU, a Bidirectional LSTM: the mask's Select in the
-loop). Rebuild with TensorFlow's Python (never in CI; dfg never imports TensorFlow):
+300 steps (more than one of the loop's chunks of iterations), an LSTM at batch 1, and masked
+layers after Embedding(mask_zero=True) (an LSTM, a GRU, a Bidirectional LSTM: the mask's
+Select in the loop). Rebuild with TensorFlow's Python (never in CI; dfg never imports
+TensorFlow):
 
     /tmp/tfvenv/bin/python tests/data/rnn/generate.py [--only NAME,...]
 
@@ -64,6 +65,8 @@ CASES = {
                 lambda: _over(12, 8, L.GRU(48), L.Dense(3))),
     "rnn_lstm_long": (16, 300, 4, "LSTM(32) over 300 steps, Dense 1",
                       lambda: _over(300, 4, L.LSTM(32), L.Dense(1))),
+    "rnn_lstm_b1": (1, 40, 8, "LSTM(32) on one sequence (a one-row product), Dense 1",
+                    lambda: _over(40, 8, L.LSTM(32), L.Dense(1))),
     "rnn_lstm_masked": (16, 12, None, "Embedding(mask_zero=True), LSTM(32) returning "
                         "sequences, Dense 3",
                         lambda: _tokens(12, TOKENS, L.LSTM(32, return_sequences=True),
