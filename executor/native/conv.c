@@ -79,8 +79,15 @@ void store_block(float *o, vf *acc, long nr, long width, long ob, long OC, float
         const float *rp = res ? res + (o - out) : NULL;
         for (long r = 0; r < nr; r++) {
             vf v = acc[r];
-            if (scale) v *= *(const vfu *)(scale + ob);
-            if (shift) v += *(const vfu *)(shift + ob);
+            /* scale and shift in one expression: contracted to an FMA wherever the target
+             * has one, whichever path inlined this (as two statements, GCC fused them in
+             * the pixel-block path and not in the one-pixel path) */
+            if (scale && shift)
+                v = v * *(const vfu *)(scale + ob) + *(const vfu *)(shift + ob);
+            else if (scale)
+                v *= *(const vfu *)(scale + ob);
+            else if (shift)
+                v += *(const vfu *)(shift + ob);
             if (rp) {
                 vf t = {0};
                 memcpy(&t, rp + r * OC, width * sizeof(float));
