@@ -60,7 +60,7 @@ typedef float vhu __attribute__((vector_size(VH * sizeof(float)), aligned(4)));
     for (long ky = 0; ky < KH; ky++) {                                           \
         const long iy = iy0 + ky * dh;                                           \
         if (iy < 0 || iy >= H) continue;                                         \
-        const float *base = rows + (ky * Wp + ox * sw) * C;                      \
+        const float *base = rows + (slot[ky] * Wp + ox * sw) * C;                \
         for (long kx = 0; kx < KW; kx++) {                                       \
             const float *xp = base + kx * dw * C;                                \
             const float *wk = wblock + (ky * KW + kx) * C * VW;                  \
@@ -121,10 +121,11 @@ int conv_rows(const float *x, const float *wb, float *out,
               long r0, long r1, const int RB)
 {
     const long xs = sw * C;                          /* input step between output pixels */
-    /* Each output row first copies the KH input rows it reads into a zero-padded buffer,
-     * wide enough for whole blocks (the row's last, partial block computes a few pixels it
-     * does not store): the inner loop never tests bounds and no block takes a slow path.
-     * The copy is KH * Wp * C floats per row against OW * OC * KH * KW * C FMAs. */
+    /* Each output row first has the KH input rows it reads in zero-padded buffers, wide
+     * enough for whole blocks (the row's last, partial block computes a few pixels it does
+     * not store): the inner loop never tests bounds and no block takes a slow path. An input
+     * row is copied once for the output rows in a thread's range that read it in turn: Wp * C
+     * floats per input row against OW * OC * KH * KW * C FMAs per output row. */
     const long blocks = (OW + RB - 1) / RB;
     const long Wp = (blocks * RB - 1) * sw + (KW - 1) * dw + 1;   /* padded columns read */
     /* padded column q holds input column q - pl: input in [lo, hi), zeros elsewhere */
@@ -199,8 +200,19 @@ int conv_rows(const float *x, const float *wb, float *out,
         }
         return 0;
     }
-    float *rows = malloc(KH * Wp * C * sizeof(float));
-    if (!rows) return -1;
+    /* The padded rows are a ring of the S consecutive input rows one output row reads: input
+     * row iy of image n sits in slot iy % S, copied once for every output row that reads it
+     * (a 3x3 stride-1 layer copied each row three times: with 16 output channels the copies
+     * cost as much as the FMAs) */
+    const long S = (KH - 1) * dh + 1;
+    float *rows = malloc(S * Wp * C * sizeof(float));
+    long *slot = malloc((KH + S) * sizeof(long)), *held = slot + KH;
+    if (!rows || !slot) {
+        free(rows);
+        free(slot);
+        return -1;
+    }
+    for (long i = 0; i < S; i++) held[i] = -1;     /* which (n, iy) each slot holds */
     for (long row = r0; row < r1; row++) {
         const long n = row / OH, oy = row % OH;
         const long iy0 = oy * sh - pt;
@@ -208,7 +220,10 @@ int conv_rows(const float *x, const float *wb, float *out,
         for (long ky = 0; ky < KH; ky++) {
             const long iy = iy0 + ky * dh;
             if (iy < 0 || iy >= H) continue;        /* a row of padding: its taps are skipped */
-            float *d = rows + ky * Wp * C;
+            slot[ky] = iy % S;
+            if (held[slot[ky]] == n * H + iy) continue;
+            held[slot[ky]] = n * H + iy;
+            float *d = rows + slot[ky] * Wp * C;
             memset(d, 0, lo * C * sizeof(float));
             if (hi > lo)
                 memcpy(d + lo * C, x + (n * H + iy) * W * C, (hi - lo) * C * sizeof(float));
@@ -271,6 +286,7 @@ int conv_rows(const float *x, const float *wb, float *out,
         }
     }
     free(rows);
+    free(slot);
     return 0;
 }
 
