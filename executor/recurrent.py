@@ -291,8 +291,8 @@ def _setup(r: Runner, val: dict, rows0: np.ndarray, max_bytes: int | None) -> tu
         scratch = tuple(i != r.item_state for i in range(len(r.states)))
         masking = (np.array([k for _s, k, _m in r.states], np.int32).tobytes(),
                    np.array([m for _s, _k, m in r.states], np.int32).tobytes(), n_extra + 1)
-        if len(out_shape) != 2 or any(s[0] != out_shape[0] for s in shapes if len(s) == 2):
-            return None
+        if len(out_shape) != 2:
+            return None     # the mask selects rows of (rows, units) states
     return (ref, wb, geometry, p_shape, sweep, np.array(roles, np.int32).tobytes(), fixed,
             np.array(out_state, np.int32).tobytes(), slot_state[mm_state], scratch, masking)
 
