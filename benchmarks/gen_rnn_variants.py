@@ -41,6 +41,9 @@ VARIANTS = {
     "v_gru_b32_u128": (32, 40, 128, "gru", False),
     "v_bilstm_b16_u64": (16, 40, 64, "lstm", True),
     "v_rnn_b16_u64": (16, 40, 64, "rnn", False),
+    # batch inference: more rows than the direct kernel's 32 (BLAS's product each step)
+    "v_lstm_b128_u64": (128, 40, 64, "lstm", False),
+    "v_gru_b64_u128": (64, 40, 128, "gru", False),
 }
 
 

@@ -379,10 +379,10 @@ def test_a_chain_split_on_the_pool_gives_one_threads_bits():
         call(0, 2)
     with pytest.raises(ValueError):
         call(4, 0)
-    assert _native.chain_split(1, 10**6, 9) == (1, 1)     # one row: nothing to split
+    assert _native.chain_split(1, 10**6, code) == (1, 1)     # one row: nothing to split
     # the kernel, split (rows * cols * ops over CHAIN_SPLIT_WORK), against the ops one by one
     program = ["AddV2 i0 i1", "Sigmoid r0", "Mul r1 i2", "Tanh r2", "Sub r3 i1"]
-    assert rows * cols * len(program) >= _native.CHAIN_SPLIT_WORK
+    assert _native.chain_split(rows, cols, code)[1] == _native._threads()
     got = invoke("_DfgElementwiseChain", x, y, row,
                  attrs={"program": program, "N": 3, "T": np.float32})
     r = invoke("AddV2", x, y)

@@ -337,19 +337,28 @@ def _split(rows: int, flops: float) -> tuple[int, int]:
     return (min(rows, 4 * k) if k > 1 else 1), max(k, 1)
 
 
-# a chain's elements times its ops from which its rows are split on the pool. Measured on
-# this 2-vCPU machine, one thread against two: a 5-op chain with a sigmoid and a tanh at
-# 64 x 1024 48 -> 25 us and 128 x 512 65 -> 31 every time, at 64 x 256 (82k) 12.5 -> 6.9 or
-# no gain from run to run, 5 cheap ops at 512 x 64 (164k) 11.4 -> 7.6 or none: the Transformer
-# bench's chains (512 x 64, 2 to 5 ops) no faster split (paired steps 1.03-1.18x)
+# a chain's elements times its ops' weights (a sigmoid or tanh CHAIN_ACT_WEIGHT, any other op
+# 1) from which its rows are split on the pool. Measured on this 2-vCPU machine, paired
+# in-process steps: a GRU(128) cell at 64 rows (8k elements, 3 activations and 12 other ops)
+# 0.66x its one-thread time, an LSTM(64) at 128 rows 0.85x; the Transformer bench's chains
+# (512 x 64, 2 to 5 cheap ops: 65-164k) 1.15x slower split, so they are not
 CHAIN_SPLIT_WORK = 1 << 18
+CHAIN_ACT_WEIGHT = 8
+_CHAIN_WEIGHTS: dict[bytes, int] = {}       # a chain's code -> its ops' weight
 
 
-def chain_split(rows: int, cols: int, n_ops: int) -> tuple[int, int]:
-    """(chunks, threads) for ``chain_f32`` over ``rows`` x ``cols`` with ``n_ops`` ops: one
+def chain_split(rows: int, cols: int, code: bytes) -> tuple[int, int]:
+    """(chunks, threads) for ``chain_f32`` running ``code`` over ``rows`` x ``cols``: one
     thread below CHAIN_SPLIT_WORK, else _threads(), 4 row chunks each (a thread slowed by
     other work takes fewer)."""
-    if rows < 2 or rows * cols * n_ops < CHAIN_SPLIT_WORK:
+    weight = _CHAIN_WEIGHTS.get(code)
+    if weight is None:
+        ops = np.frombuffer(code, np.int32)[::3]
+        weight = int(len(ops) + (CHAIN_ACT_WEIGHT - 1) * np.isin(ops, (11, 12)).sum())
+        if len(_CHAIN_WEIGHTS) > 4096:
+            _CHAIN_WEIGHTS.clear()
+        _CHAIN_WEIGHTS[code] = weight
+    if rows < 2 or rows * cols * weight < CHAIN_SPLIT_WORK:
         return 1, 1
     threads = _threads()
     return (min(rows, 4 * threads) if threads > 1 else 1), threads

@@ -582,7 +582,7 @@ def _native_chain(code: bytes, inputs: tuple) -> np.ndarray | None:
         return None
     shape, kinds, rows, cols, layout = lay
     out = np.empty(shape, _F32)
-    split = _native.chain_split(rows, cols, len(code) // 12)
+    split = _native.chain_split(rows, cols, code)
     try:
         # the interface checks each buffer: float32 and C-contiguous (an RNN step's inputs
         # are; asking numpy first costs more than the sweep on a small gate)
@@ -915,7 +915,7 @@ def _compile(program: tuple[str, ...], n_inputs: int,
                 # gates read 10 operands from 4 inputs: a comprehension cost 0.6 us a call)
                 pick = None if sweep is None else _picker(sweep[0])
                 split = None if sweep is None else \
-                    _native.chain_split(sweep[3], sweep[4], len(code) // 12)
+                    _native.chain_split(sweep[3], sweep[4], code)
                 got = plans[shapes] = (plan, out_shape, sweep, pick, split)
             return got
 
