@@ -227,7 +227,7 @@ def match(lp: LoopIR, invariant: set[int]) -> Runner | None:
 def _is_bool(dtype: Any) -> bool:
     try:
         return np.dtype(dtype) == np.bool_
-    except TypeError:
+    except (TypeError, ValueError):     # a DataType numpy has no dtype for
         return False
 
 

@@ -469,7 +469,9 @@ static PyObject *chain_f32(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "%s: chunks >= 1 and threads 1 to 64", fn);
         goto done;
     }
-    if (total * n_ops < (1 << 16)) {
+    /* a split asked for (_native.chain_split, the one rule) is honoured; else the GIL is kept
+     * for a small chain */
+    if (threads == 1 && total * n_ops < (1 << 16)) {
         dfg_chain_f32(ptrs, kind, offset, stride, (int)n_in, ops, n_ops, out.buf, dims[0],
                       dims[1], n_extra, extra_op, xptrs);
     } else {
