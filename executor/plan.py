@@ -370,9 +370,10 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
     roots = [k for i, k in enumerate(fetch_keys) if i not in fetched_feeds]
     needed = needed_nodes(graph, roots, feed_set, list(targets))
 
-    missing = sorted({graph.node(n).op for n in needed
-                      if kernels.lookup(graph.node(n).op, device) is None
-                      and kernels.lookup(graph.node(n).op) is None})
+    by_node = graph.by_name
+    ops = {by_node[n].op for n in needed}   # each distinct op looked up once
+    missing = sorted(op for op in ops if kernels.lookup(op, device) is None
+                     and kernels.lookup(op) is None)
     if missing:
         from dfg.graphdef.op_sets import no_kernel_reason
 
@@ -385,14 +386,37 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
             f"no {device} kernel for op{'s' if len(missing) > 1 else ''} "
             + ", ".join(missing) + " (see `dfg ops --missing GRAPH`)" + why)
 
+    # A plan's build is most of the first step a Session runs as written (a few hundred
+    # nodes: about as long as the step itself), so each pass below reads a node's fields
+    # once: items, their frame layouts and control-flow kinds in one; edges, deref flags,
+    # pending counts and the in-edge lists in another.
     order = graph.topological_order(needed)
     items: list[NodeItem] = []
     by_name: dict[str, NodeItem] = {}
+    node_frame = frames.node_frame
+    layouts: dict[str, FrameLayout] = {ROOT: FrameLayout(ROOT)}  # root even if empty
+    has_cf = in_frames = False
     for node in order:
         item = _make_item(node, len(items), device, max_bytes)
-        item.frame = frames.node_frame.get(node.name, ROOT)
         items.append(item)
         by_name[node.name] = item
+        frame = item.frame = node_frame.get(node.name, ROOT)
+        lay = layouts.get(frame)
+        if lay is None:
+            lay = layouts[frame] = FrameLayout(frame)
+        item.local_id = len(lay.items)
+        item.in_offset = lay.num_inputs
+        lay.num_inputs += item.num_inputs
+        lay.items.append(item)
+        if item.is_exit:
+            lay.exits.append(item)
+        if frame != ROOT or item.is_enter or item.is_exit or item.is_next_iteration:
+            in_frames = True     # frames to check (_check_frames): not in a plain graph
+        if item.is_enter or item.is_exit or item.is_next_iteration:
+            item.cf_kind = (CF_ENTER if item.is_enter else CF_EXIT if item.is_exit
+                            else CF_NEXT_ITERATION)
+        if item.is_merge or item.is_switch or in_frames or item.runs_dead:  # Recv: deadness
+            has_cf = True
 
     # output slot checks for fetches and feeds
     for node, slot in fetch_keys + feed_keys:
@@ -413,19 +437,6 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
                 node=node, op=item.op)
         item.fetch_slots.append((i, fetch_keys[i][1]))
 
-    # frame layouts: local ids, input offsets
-    layouts: dict[str, FrameLayout] = {ROOT: FrameLayout(ROOT)}  # root even if empty
-    for item in items:
-        lay = layouts.get(item.frame)
-        if lay is None:
-            lay = layouts[item.frame] = FrameLayout(item.frame)
-        item.local_id = len(lay.items)
-        item.in_offset = lay.num_inputs
-        lay.num_inputs += item.num_inputs
-        lay.items.append(item)
-        if item.is_exit:
-            lay.exits.append(item)
-
     for item in items:
         if item.is_enter:  # an Enter is scheduled in the parent; it opens its child frame
             lay = layouts.get(item.enter_frame)
@@ -436,72 +447,70 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
             lay.num_enters += 1
             lay.parallel_iterations = item.parallel_iterations
 
-    # edges; fed tensors cut data edges
+    # edges (out-edges address the consumer's input slot directly: offset + input index);
+    # fed tensors cut data edges. A non-ref input fed by a ref output is dereferenced (the
+    # variable's value). TensorFlow's pending counts: see below.
     feed_edges: dict[tuple[str, int], list[tuple[NodeItem, int]]] = {k: [] for k in feed_keys}
-    n_data_in: dict[int, int] = {}
-    for item in items:
-        node = graph.node(item.name)
-        data_in = ctrl_in = 0
-        for e in node.in_edges:
-            src = by_name.get(e.src)
-            if e.dst_input == CONTROL_SLOT:
-                if src is not None:
-                    src.out_control.append(item)
-                    ctrl_in += 1
-                continue
-            key = (e.src, e.src_output)
-            if key in feed_set:
-                feed_edges[key].append((item, e.dst_input))
-                continue
-            if src is None:
-                raise InvalidArgumentError(f"input '{e.src}:{e.src_output}' is not in the step",
-                                           node=item.name, op=item.op)
-            src.out_data.append((item, e.dst_input, e.src_output))
-            data_in += 1
+    inputs: dict[int, list[Any]] = {}
+    controls: dict[int, list[NodeItem]] = {}
+    initial: list[NodeItem] = []
+    for lay in layouts.values():
+        lay.pending_template = [0] * len(lay.items)
+    ref = D.REF_OFFSET
+    for item, node in zip(items, order):
         if len(node.inputs) != item.num_inputs:
             raise InvalidArgumentError(
                 f"expected {item.num_inputs} data inputs for {item.op}, found "
                 f"{len(node.inputs)}", node=item.name, op=item.op)
-        item.num_control_inputs = ctrl_in
-        n_data_in[item.id] = data_in
-        _check_frames(item, by_name, node, frames)
-
-    # out-edges address the consumer's input slot directly (offset + input index)
-    for item in items:
-        item.out_data = [(dst, dst.in_offset + k, slot) for dst, k, slot in item.out_data]
-        item.cf_kind = (CF_ENTER if item.is_enter else CF_EXIT if item.is_exit
-                        else CF_NEXT_ITERATION if item.is_next_iteration else CF_NONE)
-
-    # deref flags: a non-ref input fed by a ref output gets the variable's value
-    for item in items:
-        node = graph.node(item.name)
-        deref = []
-        for k, (src, slot) in enumerate(node.inputs):
-            si = by_name.get(src)
-            if si is None or (src, slot) in feed_set:
+        data_in = ctrl_in = 0
+        ins: list[Any] = [None] * item.num_inputs
+        ctl: list[NodeItem] = []
+        deref: list[int] = []
+        for e in node.in_edges:
+            src = by_name.get(e.src)
+            k = e.dst_input
+            if k == CONTROL_SLOT:
+                if src is not None:
+                    src.out_control.append(item)
+                    ctl.append(src)
+                    ctrl_in += 1
                 continue
-            if D.is_ref(si.out_types[slot]) and not D.is_ref(item.input_dtypes[k]):
+            key = (e.src, e.src_output)
+            if key in feed_set:
+                feed_edges[key].append((item, k))
+                continue
+            if src is None:
+                raise InvalidArgumentError(f"input '{e.src}:{e.src_output}' is not in the step",
+                                           node=item.name, op=item.op)
+            slot = e.src_output
+            src.out_data.append((item, item.in_offset + k, slot))
+            data_in += 1
+            ins[k] = (src, slot)
+            if slot >= src.num_outputs:
+                raise InvalidArgumentError(
+                    f"input {k} reads '{e.src}:{slot}', which does not exist: "
+                    f"'{e.src}' has {src.num_outputs} output(s)", node=item.name, op=item.op)
+            if src.out_types[slot] > ref and not item.input_dtypes[k] > ref:
                 deref.append(k)
-        item.deref = tuple(deref)
+        item.num_control_inputs = ctrl_in
+        if in_frames:
+            _check_frames(item, by_name, node, frames)
         if deref:
+            item.deref = tuple(deref)
             item.transfer = 0  # reading a ref variable is work for the kernel
-
-    has_cf = any(it.is_merge or it.is_switch or it.is_enter or it.is_exit
-                 or it.is_next_iteration or it.runs_dead for it in items)  # Recv: deadness
-    initial: list[NodeItem] = []
-    for lay in layouts.values():
-        lay.pending_template = [0] * len(lay.items)
-    for item in items:
-        lay = layouts[item.frame]
+        inputs[item.id] = ins
+        if len(ctl) > 1:
+            ctl.sort(key=_item_id)     # producers in plan order, as in_edges() lists them
+        controls[item.id] = ctl
         if item.is_merge:
             # TensorFlow's encoding: bit 0 set while no live data input has arrived; each
             # control input counts 2. Ready at 0, or at 1 when every data input is dead.
-            p = (item.num_control_inputs << 1) | 1
-            if n_data_in[item.id] == 0 and item.num_inputs > 0:
+            p = (ctrl_in << 1) | 1
+            if data_in == 0 and item.num_inputs > 0:
                 p &= ~1  # every data input fed
         else:
-            p = n_data_in[item.id] + item.num_control_inputs
-        lay.pending_template[item.local_id] = p
+            p = data_in + ctrl_in
+        layouts[item.frame].pending_template[item.local_id] = p
         if p == 0 and item.frame == ROOT:
             initial.append(item)
 
@@ -524,7 +533,6 @@ def build_plan(graph: Graph, frames: FrameAnalysis, fetches: list[str],
     # An unfed Placeholder is no error until it runs (TensorFlow's rule: one inside an
     # untaken cond branch never does); its kernel raises MissingFeedError then.
 
-    inputs, controls = in_edges(items)
     # programs.add_programs (run by the Session) compiles loop and straight-line programs
     return Plan(items, layouts, has_cf, initial, fetch_keys, feed_edges, feed_dtypes,
                 feed_shapes, fetched_feeds, list(targets), by_name, len(items), None, inputs,
@@ -542,6 +550,10 @@ def in_edges(items: list[NodeItem]) -> tuple[dict[int, list[Any]], dict[int, lis
         for dst in src.out_control:
             controls[dst.id].append(src)
     return inputs, controls
+
+
+def _item_id(item: NodeItem) -> int:
+    return item.id
 
 
 def _num_outputs(reg, graph: Graph, node: str) -> int:

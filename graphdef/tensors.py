@@ -91,9 +91,10 @@ _CONTENT_AS_IS: dict[int, np.dtype] = {} if sys.byteorder != "little" else {
 
 def to_numpy(t: Any) -> np.ndarray:
     """Decode a TensorProto into a numpy array (strings as an object array of bytes)."""
-    np_dtype = D.to_numpy(t.dtype)
+    dtype = t.dtype     # each upb field read is a call: read once
+    np_dtype = D.to_numpy(dtype)
     shape = shape_from_proto(t.tensor_shape) or ()
-    if any(d is None for d in shape):
+    if None in shape:
         raise InvalidArgumentError(f"tensor has a partially unknown shape {format_shape(shape)}")
     # Python ints: a product of hostile dims must not wrap around to a small number
     n = math.prod(shape) if shape else 1
@@ -101,10 +102,10 @@ def to_numpy(t: Any) -> np.ndarray:
     limit = MAX_MATERIALIZE_BYTES if limit is None else limit
     if n * max(np_dtype.itemsize, 1) > limit:
         raise ResourceExhaustedError(
-            f"tensor of shape {format_shape(shape)} and dtype {D.name(t.dtype)} would need "
+            f"tensor of shape {format_shape(shape)} and dtype {D.name(dtype)} would need "
             f"{n * np_dtype.itemsize:,} bytes; refusing to materialize more than "
             f"{limit:,}")
-    base = D.base(t.dtype)
+    base = D.base(dtype)
     if base == D.DT_BFLOAT16:   # 2-byte patterns (tensor_content or half_val), held as float32
         if t.tensor_content:
             if len(t.tensor_content) != n * 2:
