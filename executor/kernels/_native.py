@@ -364,6 +364,112 @@ def chain_split(rows: int, cols: int, code: bytes) -> tuple[int, int]:
     return (min(rows, 4 * threads) if threads > 1 else 1), threads
 
 
+# ops -> chain_f32's op codes (native.h's DFG_CH_*): the ops a compiled chain computes
+CHAIN_OPS = {"Add": 0, "AddV2": 0, "BiasAdd": 0, "AddN": 0, "Sub": 1, "Mul": 2, "RealDiv": 3,
+             "Div": 3, "SquaredDifference": 4, "Neg": 5, "Abs": 6, "Square": 7,
+             "Reciprocal": 8, "Sqrt": 9, "Rsqrt": 10, "Sigmoid": 11, "Tanh": 12, "Relu": 13,
+             "Relu6": 14}
+
+
+# input shapes -> (output shape, input kinds, rows, cols, layout) of a compiled chain, or
+# None when an input is neither full, a row, one element, a column nor a row per group of
+# rows; a loop asks for the same shapes each iteration. Cleared past _LAYOUT_MAX entries.
+_LAYOUTS: dict[tuple, tuple | None] = {}
+_LAYOUT_MAX = 4096
+# rows of a chain with nothing broadcast along rows (full inputs and scalars, any split of
+# the elements reads them alike): one long row when small, else rows of the first of these
+# that divides it, so the pool can split it (chain_split splits rows)
+_SPLIT_COLS = (4096, 2048, 1024, 512, 256)
+
+
+def chain_layout(shapes: tuple) -> tuple | None:
+    """How ``chain_f32`` reads inputs of ``shapes`` (a tuple of shape tuples): (output
+    shape, kinds, rows, cols, layout) or None (numpy's broadcasting decides: the caller's
+    numpy code runs, and raises for shapes that do not broadcast)."""
+    hit = _LAYOUTS.get(shapes, False)
+    if hit is not False:
+        return hit
+    shape = shapes[0]
+    res = None
+    try:
+        for s in shapes[1:]:
+            if s != shape:
+                shape = np.broadcast_shapes(shape, s)
+    except ValueError:
+        shape = ()                  # the numpy function reports the shapes
+    if shape and 0 not in shape:
+        cols, size = shape[-1], math.prod(shape)
+        # 0 full, 1 a row, 2 a scalar, 3 a column (a (..., 1) of the leading axes: a layer
+        # norm's mean), 4 a row per group of rows (a squeeze-excite gate), 9 none of them
+        column = shape[:-1] + (1,)
+        groups = [group_rows((1,) * (len(shape) - len(s)) + s, shape) for s in shapes]
+        kinds = bytes(0 if s == shape else 2 if math.prod(s) == 1
+                      else 1 if s[-1] == cols and math.prod(s) == cols
+                      else 3 if (1,) * (len(shape) - len(s)) + s == column
+                      else 4 if g is not None else 9
+                      for s, g in zip(shapes, groups))
+        if 9 not in kinds:
+            layout = None
+            if 4 in kinds:      # (offset, rows per group) for a group, (0, cols) elsewhere
+                layout = np.array([(0, g if k == 4 else cols) for k, g in zip(kinds, groups)],
+                                  np.int64).tobytes()
+            elif 1 not in kinds and 3 not in kinds:
+                cols = size         # nothing broadcast along rows: one long row ...
+                if size >= CHAIN_SPLIT_WORK:    # ... or rows the pool can share
+                    cols = next((c for c in _SPLIT_COLS if size % c == 0), size)
+            res = (shape, kinds, size // cols, cols, layout)
+    if len(_LAYOUTS) >= _LAYOUT_MAX:
+        _LAYOUTS.clear()
+    _LAYOUTS[shapes] = res
+    return res
+
+
+def group_rows(shape: tuple, out_shape: tuple) -> int | None:
+    """The rows of ``out_shape`` (its last axis a row) that share each row of an operand of
+    ``shape``: the operand's leading dims are the output's, then ones, then the output's
+    last dim (a squeeze-excite gate (N, 1, 1, C) against (N, H, W, C): H * W), so row r
+    reads the operand's row r // that. None for any other shape."""
+    if len(shape) != len(out_shape) or not shape or shape[-1] != out_shape[-1]:
+        return None
+    k = len(shape) - 1
+    while k and shape[k - 1] == 1:
+        k -= 1
+    if shape[:k] != out_shape[:k]:
+        return None
+    group = math.prod(out_shape[k:-1])
+    return group if group > 1 else None
+
+
+def chain_on(code: bytes, inputs: tuple) -> np.ndarray | None:
+    """``code`` (chain_f32's int32 triples) run compiled on float32 ``inputs``, each of the
+    broadcast shape, a row of its last axis, one element, a column (one element per row) or
+    a row per group of rows (``group_rows``), its rows split on the pool by ``chain_split``;
+    None for anything else (the caller's numpy code runs)."""
+    ext = extension()
+    if ext is None:
+        return None
+    try:
+        lay = chain_layout(tuple([x.shape for x in inputs]))
+    except AttributeError:
+        return None
+    if lay is None:
+        return None
+    shape, kinds, rows, cols, layout = lay
+    out = np.empty(shape, _F32)
+    split = chain_split(rows, cols, code)
+    try:
+        # the interface checks each buffer: float32 and C-contiguous (an RNN step's inputs
+        # are; asking numpy first costs more than the sweep on a small gate)
+        ext.chain_f32(inputs, kinds, code, out, rows, cols, layout, None, None, *split)
+    except (TypeError, ValueError):
+        if not all(x.__class__ is np.ndarray and x.dtype == _F32 for x in inputs):
+            return None
+        # a strided view: copied
+        ext.chain_f32(tuple(np.ascontiguousarray(x) for x in inputs), kinds, code, out, rows,
+                      cols, layout, None, None, *split)
+    return out
+
+
 def softmax_f32(x: np.ndarray, as_log: bool) -> np.ndarray:
     """Softmax (or log-softmax) over the last axis of float32 ``x`` (size > 0), one sweep
     per row."""

@@ -475,10 +475,7 @@ def _fits(buf: Any, other: np.ndarray) -> np.ndarray | None:
 # Maximum/Minimum of two operands (which of two zeros numpy keeps is its loop's choice).
 # Relu/Relu6 compare with a constant 0 and 6 as numpy's maximum and minimum do: NaN is kept
 # and a zero result is +0 (tests/test_native.py checks both against the numpy kernels).
-NATIVE_CHAIN_OPS = {"Add": 0, "AddV2": 0, "BiasAdd": 0, "AddN": 0, "Sub": 1, "Mul": 2,
-                    "RealDiv": 3, "Div": 3, "SquaredDifference": 4, "Neg": 5, "Abs": 6,
-                    "Square": 7, "Reciprocal": 8, "Sqrt": 9, "Rsqrt": 10, "Sigmoid": 11, "Tanh": 12,
-                    "Relu": 13, "Relu6": 14}
+NATIVE_CHAIN_OPS = _native.CHAIN_OPS
 _F32 = np.dtype(np.float32)
 
 
@@ -523,77 +520,7 @@ def _native_code(parsed: list, n_inputs: int) -> bytes | None:
     return np.array(code, np.int32).tobytes()
 
 
-# input shapes -> (output shape, input kinds, rows, cols) of the compiled chain, or None
-# when an input is neither full, a row nor one element; a loop asks for the same shapes each
-# iteration. Cleared when it grows past _LAYOUT_MAX entries.
-_LAYOUTS: dict[tuple, tuple | None] = {}
-_LAYOUT_MAX = 4096
-
-
-def _layout(shapes: tuple) -> tuple | None:
-    hit = _LAYOUTS.get(shapes, False)
-    if hit is not False:
-        return hit
-    shape = shapes[0]
-    res = None
-    try:
-        for s in shapes[1:]:
-            if s != shape:
-                shape = np.broadcast_shapes(shape, s)
-    except ValueError:
-        shape = ()                  # the numpy function reports the shapes
-    if shape and 0 not in shape:
-        cols, size = shape[-1], math.prod(shape)
-        # 0 full, 1 a row, 2 a scalar, 3 a column (a (..., 1) of the leading axes: a layer
-        # norm's mean), 4 a row per group of rows (a squeeze-excite gate), 9 none of them
-        column = shape[:-1] + (1,)
-        groups = [_group_rows((1,) * (len(shape) - len(s)) + s, shape) for s in shapes]
-        kinds = bytes(0 if s == shape else 2 if math.prod(s) == 1
-                      else 1 if s[-1] == cols and math.prod(s) == cols
-                      else 3 if (1,) * (len(shape) - len(s)) + s == column
-                      else 4 if g is not None else 9
-                      for s, g in zip(shapes, groups))
-        if 9 not in kinds:
-            layout = None
-            if 4 in kinds:      # (offset, rows per group) for a group, (0, cols) elsewhere
-                layout = np.array([(0, g if k == 4 else cols) for k, g in zip(kinds, groups)],
-                                  np.int64).tobytes()
-            elif 1 not in kinds and 3 not in kinds:
-                cols = size         # nothing broadcast along rows: one long row
-            res = (shape, kinds, size // cols, cols, layout)
-    if len(_LAYOUTS) >= _LAYOUT_MAX:
-        _LAYOUTS.clear()
-    _LAYOUTS[shapes] = res
-    return res
-
-
-def _native_chain(code: bytes, inputs: tuple) -> np.ndarray | None:
-    """The chain run compiled on float32 ``inputs``, each of the broadcast shape, a row of
-    its last axis, one element, a column (one element per row) or a row per group of rows
-    (``_group_rows``) (None for anything else: the numpy function runs)."""
-    ext = _native.extension()
-    if ext is None:
-        return None
-    try:
-        lay = _layout(tuple([x.shape for x in inputs]))
-    except AttributeError:
-        return None
-    if lay is None:
-        return None
-    shape, kinds, rows, cols, layout = lay
-    out = np.empty(shape, _F32)
-    split = _native.chain_split(rows, cols, code)
-    try:
-        # the interface checks each buffer: float32 and C-contiguous (an RNN step's inputs
-        # are; asking numpy first costs more than the sweep on a small gate)
-        ext.chain_f32(inputs, kinds, code, out, rows, cols, layout, None, None, *split)
-    except (TypeError, ValueError):
-        if not all(x.__class__ is np.ndarray and x.dtype == _F32 for x in inputs):
-            return None
-        # a strided view: copied
-        ext.chain_f32(tuple(np.ascontiguousarray(x) for x in inputs), kinds, code, out, rows,
-                      cols, layout, None, None, *split)
-    return out
+_LAYOUT_MAX = 4096    # entries of a cache here before it is cleared
 
 
 # ops whose shape rule is not numpy's broadcasting: checked by _shape_plan
@@ -754,22 +681,6 @@ def _shape_plan(parsed: list, shapes: tuple) -> tuple:
     return plan, results
 
 
-def _group_rows(shape: tuple, out_shape: tuple) -> int | None:
-    """The rows of ``out_shape`` (its last axis a row) that share each row of an operand of
-    ``shape``: the operand's leading dims are the output's, then ones, then the output's
-    last dim (a squeeze-excite gate (N, 1, 1, C) against (N, H, W, C): H * W), so row r
-    reads the operand's row r // that. None for any other shape."""
-    if len(shape) != len(out_shape) or not shape or shape[-1] != out_shape[-1]:
-        return None
-    k = len(shape) - 1
-    while k and shape[k - 1] == 1:
-        k -= 1
-    if shape[:k] != out_shape[:k]:
-        return None
-    group = math.prod(out_shape[k:-1])
-    return group if group > 1 else None
-
-
 def _sweep_layout(parsed: list, used: list[int], slices: list[int], shapes: tuple,
                   plan: list, out_shape: tuple) -> tuple | None:
     """How the compiled sweep reads the chain's operands (the inputs it uses, then the
@@ -788,7 +699,7 @@ def _sweep_layout(parsed: list, used: list[int], slices: list[int], shapes: tupl
         kind = 0 if shape == out_shape else 2 if n == 1 else \
             1 if shape and shape[-1] == cols and n == cols else -1
         if kind < 0:
-            group = _group_rows(shape, out_shape)
+            group = _native.group_rows(shape, out_shape)
             if group is None:
                 return False
             kind, stride = 4, group
@@ -835,7 +746,7 @@ def _outputs_of(parsed: list, outputs: tuple[int, ...]) -> tuple[int, ...]:
 def _compile(program: tuple[str, ...], n_inputs: int,
              outputs: tuple[int, ...] = ()) -> Callable[..., Any]:
     """The function running ``program`` on its inputs, cached: the compiled sweep where every
-    op has one and the inputs allow (``_native_chain``), else straight-line numpy code in
+    op has one and the inputs allow (``_native.chain_on``), else straight-line numpy code in
     which each op writes into the buffer of a result operand that dies there (when the shapes
     allow), so the chain allocates about once. Pieces become further inputs (views of theirs,
     from the shape plan); a program with pieces, a BiasAdd or an AddN is checked once per
@@ -893,7 +804,7 @@ def _compile(program: tuple[str, ...], n_inputs: int,
         run = numpy_chain       # several outputs: the sweep runs from ``hit`` below
     else:
         def run(*args: Any) -> Any:
-            out = _native_chain(code, args)
+            out = _native.chain_on(code, args)
             return numpy_chain(*args) if out is None else out
     if pieces or extra is not None or any(op in _CHECKED for op, _r, _p in parsed):
         sources = [int(parsed[k][1][0][1:]) for k in pieces]
@@ -958,7 +869,7 @@ def _compile(program: tuple[str, ...], n_inputs: int,
         def sweep_for(shapes: tuple) -> Sweep | None:
             if code is None:
                 return None
-            lay = _layout(tuple(shapes[j] for j in used))
+            lay = _native.chain_layout(tuple(shapes[j] for j in used))
             if lay is None:
                 return None
             out_shape, kinds, rows, cols, layout = lay

@@ -260,6 +260,29 @@ _COMPARE: dict[str, Callable[[Array, Array], Any]] = {
 }
 
 
+def _split_f32(op: str, fn: Callable[[Array, Array], Any]) -> Callable[[Array, Array], Any]:
+    """``fn`` (numpy's sum, difference, product or quotient), but on float32 operands of at
+    least CHAIN_SPLIT_WORK elements a one-op compiled chain split on the native pool: each
+    element is the same one IEEE single operation, so the bits are numpy's, and a sweep
+    bound by memory is twice as fast on two cores (a 1024x1024 product by a scalar 294 ->
+    150 us, a sum 458 -> 222)."""
+    code = np.array([_native.CHAIN_OPS[op], 0, 1], np.int32).tobytes()
+    big = _native.CHAIN_SPLIT_WORK
+
+    def run(x: Array, y: Array) -> Any:
+        if (x.size >= big or y.size >= big) and x.dtype is _F32 and y.dtype is _F32:
+            r = _native.chain_on(code, (x, y))
+            if r is not None:
+                return r
+        return fn(x, y)
+
+    return run
+
+
+for _op in ("Add", "AddV2", "Sub", "Mul", "Div", "RealDiv"):
+    _BINARY[_op] = (_split_f32(_op, _BINARY[_op][0]), _BINARY[_op][1])
+
+
 def _binary_kernel(fns: tuple[Callable, Callable]) -> Callable[..., Array]:
     real_fn, int_fn = fns
 
