@@ -398,7 +398,7 @@ def _rows_copied(values: Sequence[np.ndarray], shape: tuple, outer: int) -> np.n
     out = np.empty(shape, dt)
     if not out.size:
         return None
-    ext.concat_rows(tuple(values), out, outer)
+    ext.concat_rows(tuple(values), out, outer, *_native.copy_split(out.nbytes))
     return out
 
 
@@ -438,7 +438,7 @@ def _kept_rows(shapes: tuple, dt: np.dtype, shape: tuple, outer: int,
             return None
         out = np.empty(shape, dt)
         # (the copy refuses a value that is not C-contiguous: the caller runs the kernel)
-        ext.concat_rows(args[:n], out, outer)
+        ext.concat_rows(args[:n], out, outer, *_native.copy_split(out.nbytes))
         if out.size <= _SMALL_VECTOR and all(_immutable(a) for a in args):
             known[0] = (args, _kept_value(out))
         return out

@@ -647,22 +647,28 @@ done:
 }
 
 PyDoc_STRVAR(concat_doc,
-"concat_rows(values, out, outer)\n--\n\n"
+"concat_rows(values, out, outer, chunks=1, threads=1)\n--\n\n"
 "out = the C-contiguous buffers `values` (of out's format) joined along an axis: each\n"
 "value is `outer` equal rows, and out's row o is every value's row o in turn (ConcatV2 with\n"
-"outer the product of the axes before the concatenated one).");
+"outer the product of the axes before the concatenated one); rows split in `chunks` on up to\n"
+"`threads` threads of the pool.");
 
 #define DFG_CONCAT_MAX 1024
 static PyObject *concat_rows(PyObject *self, PyObject *args) {
     PyObject *vals, *oo;
     Py_ssize_t outer;
+    long chunks = 1;
+    int threads = 1;
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!On:concat_rows", &PyTuple_Type, &vals, &oo, &outer))
+    if (!PyArg_ParseTuple(args, "O!On|li:concat_rows", &PyTuple_Type, &vals, &oo, &outer,
+                          &chunks, &threads))
         return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(vals);
     if (n < 1 || n > DFG_CONCAT_MAX || outer < 1)
         return PyErr_Format(PyExc_ValueError, "concat_rows: 1 to %d values and outer >= 1",
                             DFG_CONCAT_MAX);
+    if (chunks < 1 || threads < 1 || threads > 64)
+        return PyErr_Format(PyExc_ValueError, "concat_rows: chunks >= 1 and threads 1 to 64");
     Py_buffer out, bufs[DFG_CONCAT_MAX];
     if (PyObject_GetBuffer(oo, &out, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
         return NULL;
@@ -689,15 +695,22 @@ static PyObject *concat_rows(PyObject *self, PyObject *args) {
         goto done;
     }
     {
-        char *dst = out.buf;
-        /* a small copy keeps the GIL: handing it over costs more */
-        PyThreadState *ts = total >= (1 << 16) ? PyEval_SaveThread() : NULL;
-        for (Py_ssize_t o = 0; o < outer; o++)
-            for (Py_ssize_t j = 0; j < n; j++) {
-                Py_ssize_t row = bufs[j].len / outer;
-                memcpy(dst, (const char *)bufs[j].buf + o * row, (size_t)row);
-                dst += row;
-            }
+        static const char *src[DFG_CONCAT_MAX];
+        static long row[DFG_CONCAT_MAX];
+        /* (src and row are static: the GIL, held until the copy starts, guards them, and a
+         * copy that lets it go keeps it till the arrays are read: see below) */
+        const char *s_local[64];
+        long r_local[64];
+        const char **sp = n <= 64 ? s_local : src;
+        long *rp = n <= 64 ? r_local : row;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            sp[j] = bufs[j].buf;
+            rp[j] = (long)(bufs[j].len / outer);
+        }
+        /* a small copy keeps the GIL: handing it over costs more. A copy of more than 64
+         * values uses the static arrays and keeps it too */
+        PyThreadState *ts = total >= (1 << 16) && n <= 64 ? PyEval_SaveThread() : NULL;
+        dfg_concat_rows_mt(sp, rp, (int)n, out.buf, (long)outer, chunks, threads);
         if (ts)
             PyEval_RestoreThread(ts);
     }

@@ -82,6 +82,10 @@ void dfg_chain_f32(const float *const *in, const int *kind, const long *offset,
                    float *const *extra_out);
 /* dfg_chain_f32 over its rows split in `chunks` pieces on up to `threads` threads (one
  * thread for a chain with a row-per-group input) */
+/* elementwise.c: out's row o of `outer` is each of the n values' row o (row[j] bytes) in
+ * turn; split by rows on the pool with chunks and threads > 1. */
+void dfg_concat_rows_mt(const char *const *src, const long *row, int n, char *dst, long outer,
+                        long chunks, int threads);
 void dfg_chain_f32_mt(const float *const *in, const int *kind, const long *offset,
                       const long *stride, int n_in, const int *code, int n_ops, float *out,
                       long rows, long cols, int n_extra, const int *extra_op,
