@@ -112,3 +112,78 @@ def test_graph_modes_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DFG_NATIVE", "0")
     with Session(g.as_graph_def(), threads=2) as sess:
         _same_bits(sess.run("q", {"a": av, "s": sv}), want)
+
+
+@pytest.mark.parametrize("shape", [(4, 64, 64, 16), (4, 32, 32, 32), (3, 5, 7, 3),
+                                   (2, 128, 96, 80)])
+def test_bias_add_gives_numpys_bits(shape: tuple) -> None:
+    x = _values(shape, 6)
+    b = _values((shape[-1],), 7)
+    with np.errstate(all="ignore"):
+        _same_bits(invoke("BiasAdd", x, b), np.add(x, b))
+        # and a row broadcast of a binary op, either side
+        _same_bits(invoke("Mul", x, b), np.multiply(x, b))
+        _same_bits(invoke("Sub", b, x), np.subtract(b, x))
+
+
+@pytest.mark.parametrize("widths", [(16, 16), (64, 32, 3), (1, 7), (300, 17), (64, 64)])
+@pytest.mark.parametrize("outer", [1, 5, 4096, 16384])
+def test_concat_rows_split_copies_every_row(widths: tuple, outer: int) -> None:
+    """The inline 16-byte copy (rows of up to 256 bytes), memcpy otherwise, and the split
+    on the pool (from 256 KB) all give np.concatenate's result."""
+    values = [np.arange(outer * w, dtype=np.float32).reshape(outer, w) + 1000 * j
+              for j, w in enumerate(widths)]
+    want = np.concatenate(values, axis=1)
+    got = invoke("ConcatV2", *values, np.array(1, np.int32))
+    np.testing.assert_array_equal(got, want)
+    ext = _native.extension()
+    for chunks, threads in ((1, 1), (3, 2), (16, 4)):
+        out = np.empty_like(want)
+        ext.concat_rows(tuple(values), out, outer, chunks, threads)
+        np.testing.assert_array_equal(out, want)
+
+
+def test_transposed_conv_keeps_only_a_frozen_filter() -> None:
+    """Conv2DBackpropInput's W^T is kept for a filter that cannot change; a writable filter
+    changed between runs of one node gives the new product."""
+    from dfg.executor import Session
+    from dfg.graphdef import builder as B
+
+    rng = np.random.default_rng(8)
+    fv = rng.standard_normal((2, 2, 3, 5)).astype(np.float32)
+    dy = rng.standard_normal((1, 4, 4, 5)).astype(np.float32)
+
+    def expect(f: np.ndarray) -> np.ndarray:
+        # each input pixel takes one tap of one output pixel's window (kernel == stride)
+        out = np.zeros((1, 8, 8, 3), np.float64)
+        for i in range(4):
+            for j in range(4):
+                for a in range(2):
+                    for b in range(2):
+                        out[0, 2 * i + a, 2 * j + b] = f[a, b].astype(np.float64) @ dy[0, i, j]
+        return out
+
+    g = B.Graph()
+    with g.as_default():
+        f = B.placeholder("float32", [2, 2, 3, 5], name="f")
+        d = B.placeholder("float32", [1, 4, 4, 5], name="dy")
+        sizes = B.constant(np.array([1, 8, 8, 3], np.int32))
+        g.create_op("Conv2DBackpropInput", [sizes, f, d],
+                    {"strides": [1, 2, 2, 1], "padding": "VALID", "T": "float32"}, "t")
+    with Session(g.as_graph_def(), threads=2) as sess:
+        for scale in (1.0, -2.0, 0.5):
+            got = sess.run("t", {"f": fv * np.float32(scale), "dy": dy})
+            np.testing.assert_allclose(got, expect(fv * np.float32(scale)), rtol=1e-5,
+                                       atol=1e-5)
+    # a Const filter (frozen: its W^T kept by the node) gives the same product every run
+    g = B.Graph()
+    with g.as_default():
+        d = B.placeholder("float32", [1, 4, 4, 5], name="dy")
+        g.create_op("Conv2DBackpropInput",
+                    [B.constant(np.array([1, 8, 8, 3], np.int32)), B.constant(fv), d],
+                    {"strides": [1, 2, 2, 1], "padding": "VALID", "T": "float32"}, "t")
+    with Session(g.as_graph_def(), threads=2) as sess:
+        for scale in (1.0, 3.0):
+            got = sess.run("t", {"dy": dy * np.float32(scale)})
+            want = expect(fv) * scale
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
