@@ -1,0 +1,81 @@
+"""The direct convolution's wide tiles (conv.c: 6 pixels by four blocks of 16 output
+channels on AVX-512) against float64 math and against the same convolution computed a
+block of 16 channels at a time (the 8-pixel block path): each output's sum runs over the
+taps and channels in the same order and form, so the bits must be equal, epilogue
+included, whatever the row's last partial tile, the channel tail, strides, dilation and
+padding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dfg.executor.kernels import _conv, _native
+
+pytestmark = pytest.mark.skipif(not _native.built(), reason="native kernels not built")
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    return np.frombuffer(np.ascontiguousarray(a).tobytes(), a.dtype).reshape(a.shape)
+
+
+def _conv_native(x, f, strides, padding, dilations, scale=None, shift=None, res=None,
+                 act=_native.ACT_NONE):
+    p = _conv.conv2d_plan(x.shape, f.shape, 4, strides, padding, dilations)
+    ep = None if scale is None and shift is None and res is None and act == _native.ACT_NONE \
+        else _native.Epilogue(scale, shift, res, act)
+    return _native.conv2d_nhwc_f32(x, f, p.g, ep)
+
+
+def _direct_f64(x, f, strides, padding, dilations):
+    return _conv.conv2d_nhwc(x.astype(np.float64), f.astype(np.float64), strides, padding,
+                             dilations)
+
+
+GEOMETRIES = [
+    # x shape, filter shape, strides, padding, dilations
+    ((1, 14, 14, 64), (3, 3, 64, 128), (1, 1, 1, 1), "SAME", (1, 1, 1, 1)),
+    ((2, 7, 9, 32), (3, 3, 32, 80), (1, 1, 1, 1), "SAME", (1, 1, 1, 1)),       # tail block
+    ((1, 15, 13, 16), (3, 3, 16, 64), (1, 2, 2, 1), "VALID", (1, 1, 1, 1)),
+    ((1, 9, 11, 8), (3, 3, 8, 64), (1, 1, 1, 1), "SAME", (1, 2, 2, 1)),        # dilated
+    ((1, 5, 5, 24), (1, 1, 24, 192), (1, 1, 1, 1), "VALID", (1, 1, 1, 1)),
+    ((1, 3, 3, 40), (5, 5, 40, 64), (1, 1, 1, 1), "SAME", (1, 1, 1, 1)),       # mostly padding
+    ((1, 1, 7, 64), (1, 3, 64, 128), (1, 1, 1, 1), "SAME", (1, 1, 1, 1)),
+    ((3, 8, 13, 20), (3, 3, 20, 200), (1, 1, 2, 1), "SAME", (1, 1, 1, 1)),     # 3 tiles + tail
+]
+
+
+@pytest.mark.parametrize("xs,fs,strides,padding,dil", GEOMETRIES)
+def test_wide_tiles_match_math_and_the_block_path(xs, fs, strides, padding, dil) -> None:
+    rng = np.random.default_rng(sum(xs) + sum(fs))
+    x = rng.standard_normal(xs).astype(np.float32)
+    f = _frozen(rng.standard_normal(fs).astype(np.float32))
+    got = _conv_native(x, f, strides, padding, dil)
+    want = _direct_f64(x, f, strides, padding, dil)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
+    blocks = [_conv_native(x, _frozen(f[..., i:i + 16]), strides, padding, dil)
+              for i in range(0, fs[3], 16)]
+    assert np.array_equal(np.concatenate(blocks, axis=-1).view(np.uint32), got.view(np.uint32))
+
+
+@pytest.mark.parametrize("act", [_native.ACT_NONE, _native.ACT_RELU, _native.ACT_RELU6])
+def test_wide_tiles_epilogue_matches_the_block_path(act: int) -> None:
+    rng = np.random.default_rng(7)
+    xs, fs = (2, 10, 11, 24), (3, 3, 24, 96)
+    x = rng.standard_normal(xs).astype(np.float32)
+    f = _frozen(rng.standard_normal(fs).astype(np.float32))
+    scale = _frozen(rng.standard_normal(96).astype(np.float32))
+    shift = _frozen(rng.standard_normal(96).astype(np.float32) * 4)
+    res = rng.standard_normal((2, 10, 11, 96)).astype(np.float32)
+    args = ((1, 1, 1, 1), "SAME", (1, 1, 1, 1))
+    got = _conv_native(x, f, *args, scale, shift, res, act)
+    blocks = [_conv_native(x, _frozen(f[..., i:i + 16]), *args, _frozen(scale[i:i + 16]),
+                           _frozen(shift[i:i + 16]), np.ascontiguousarray(res[..., i:i + 16]),
+                           act) for i in range(0, 96, 16)]
+    assert np.array_equal(np.concatenate(blocks, axis=-1).view(np.uint32), got.view(np.uint32))
+    y = _direct_f64(x, f, *args) * scale + shift + res
+    if act == _native.ACT_RELU:
+        y = np.maximum(y, 0)
+    elif act == _native.ACT_RELU6:
+        y = np.clip(y, 0, 6)
+    np.testing.assert_allclose(got, y, rtol=2e-5, atol=1e-4)
