@@ -79,3 +79,50 @@ def test_wide_tiles_epilogue_matches_the_block_path(act: int) -> None:
     elif act == _native.ACT_RELU6:
         y = np.clip(y, 0, 6)
     np.testing.assert_allclose(got, y, rtol=2e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("act", ["Relu", "Relu6", None])
+@pytest.mark.parametrize("residual", [False, True])
+def test_blas_path_epilogue_in_one_compiled_pass(monkeypatch: pytest.MonkeyPatch, act,
+                                                 residual: bool) -> None:
+    """A 1x1 convolution (BLAS's GEMM) with bias, residual and activation: its epilogue
+    runs as one compiled chain (fused._chain_epilogue); the values must be the numpy
+    passes' (DFG_NATIVE=0), NaN where they have NaN, and the math's."""
+    from dfg.executor import Session
+    from dfg.graphdef import builder as B
+
+    rng = np.random.default_rng(11)
+    xv = rng.standard_normal((2, 12, 12, 64)).astype(np.float32)
+    xv[0, 0, 0, :] = np.nan
+    fv = rng.standard_normal((1, 1, 64, 128)).astype(np.float32)
+    bv = rng.standard_normal(128).astype(np.float32)
+    rv = rng.standard_normal((2, 12, 12, 128)).astype(np.float32) * 3
+    g = B.Graph()
+    with g.as_default():
+        x = B.placeholder("float32", [2, 12, 12, 64], name="x")
+        r = B.placeholder("float32", [2, 12, 12, 128], name="r")
+        y = B.conv2d(x, B.constant(fv), 1, "VALID")
+        y = g.create_op("BiasAdd", [y, B.constant(bv)], {"T": "float32"},
+                        "bias").outputs[0]
+        if residual:
+            y = y + r
+        if act is not None:
+            y = g.create_op(act, [y], {"T": "float32"}, "act").outputs[0]
+        B.identity(y, name="out")
+    feed = {"x": xv, "r": rv}
+    with Session(g.as_graph_def(), threads=2, optimize="eager") as sess:
+        got = sess.run("out", feed)
+    monkeypatch.setenv("DFG_NATIVE", "0")
+    with Session(g.as_graph_def(), threads=2, optimize="eager") as sess:
+        want = sess.run("out", feed)
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.isnan(got).any()
+    assert np.array_equal(np.nan_to_num(got), np.nan_to_num(want))
+    math = np.einsum("nhwc,co->nhwo", xv.astype(np.float64), fv[0, 0].astype(np.float64)) + bv
+    if residual:
+        math = math + rv
+    if act == "Relu":
+        math = np.maximum(math, 0)
+    elif act == "Relu6":
+        math = np.clip(math, 0, 6)
+    ok = ~np.isnan(math)
+    np.testing.assert_allclose(got[ok], math[ok], rtol=1e-4, atol=1e-4)
