@@ -72,10 +72,13 @@ def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
     and the top nodes. Only kernels are timed: Identity, Switch, Merge, Enter, Exit,
     NextIteration and Const are resolved by the scheduler (their cost is the difference
     between the wall time and the kernel total, printed as "kernels ... of the wall time").
-    With several threads kernels overlap, so their total may exceed the wall time.
+    The tracer's own recording (work an untraced step does not do) is measured and left out
+    of that share, and shown. With several threads kernels overlap, so their total may
+    exceed the wall time.
 
     \b
-    JSON keys (stable): graph, fetches, threads, steps, wall_s, kernel_s, ops [{op, count,
+    JSON keys (stable): graph, fetches, threads, steps, wall_s, tracing_s (the tracer's own
+    share of wall_s), kernel_s, ops [{op, count,
     total_s, mean_us, share, peak_bytes}], nodes [{node, op, count, total_s, mean_us,
     share, peak_bytes}] (the top --top nodes).
 
@@ -115,6 +118,7 @@ def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
     nodes = tracer.node_stats()
     ops = op_stats(nodes)
     kernel_s = sum(s.total_s for s in nodes.values())
+    tracing_s = min(sum(tracer.own_seconds), wall)
 
     def row(s, key: str) -> dict:
         return {key: s.name, **({"op": s.op} if key == "node" else {}), "count": s.count,
@@ -125,9 +129,10 @@ def profile(graph: str, fetches: tuple[str, ...], feeds: tuple[str, ...],
     node_rows = [row(s, "node") for s in _sorted(nodes.values(), sort)[:top]]
     if as_json:
         emit_json({"graph": graph, "fetches": fetch_list, "threads": used, "steps": iters,
-                   "wall_s": wall, "kernel_s": kernel_s, "ops": op_rows, "nodes": node_rows})
+                   "wall_s": wall, "tracing_s": tracing_s, "kernel_s": kernel_s,
+                   "ops": op_rows, "nodes": node_rows})
         return
-    _print(graph, used, iters, wall, kernel_s, op_rows, node_rows)
+    _print(graph, used, iters, wall, tracing_s, kernel_s, op_rows, node_rows)
 
 
 def _sorted(stats, sort: str) -> list:
@@ -146,14 +151,17 @@ def _bytes(n: int) -> str:
     return str(n)
 
 
-def _print(graph: str, threads: int, steps: int, wall: float, kernel_s: float,
-           op_rows: list[dict], node_rows: list[dict]) -> None:
+def _print(graph: str, threads: int, steps: int, wall: float, tracing: float,
+           kernel_s: float, op_rows: list[dict], node_rows: list[dict]) -> None:
     from rich.table import Table
 
     con = console()
+    untraced = wall - tracing
     con.print(f"{graph}: {steps} step(s) on {threads} thread(s): wall {wall * 1e3:.3f} ms "
-              f"({wall / steps * 1e3:.3f} ms/step); kernels {kernel_s * 1e3:.3f} ms "
-              f"({kernel_s / wall * 100 if wall else 0:.1f}% of the wall time)")
+              f"({wall / steps * 1e3:.3f} ms/step, {tracing * 1e3:.3f} ms of it tracing); "
+              f"kernels {kernel_s * 1e3:.3f} ms "
+              f"({kernel_s / untraced * 100 if untraced > 0 else 0:.1f}% of the wall time "
+              "without tracing)")
     for title, rows, key in (("per op type", op_rows, "op"), ("top nodes", node_rows, "node")):
         table = Table(title=title, title_justify="left")
         cols = [key] + (["op"] if key == "node" else []) + ["count", "total ms", "mean µs",

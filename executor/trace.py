@@ -89,8 +89,8 @@ def describe(v: Any) -> str:
 def _raw(vals: Any) -> tuple:
     """What ``describe`` needs of each value, without formatting: (dtype, shape) of an
     array, else the value's type (or None for a dead one)."""
-    return tuple((v.dtype, v.shape) if type(v) is np.ndarray else
-                 None if v is None else type(v) for v in vals)
+    return tuple([(v.dtype, v.shape) if type(v) is np.ndarray else
+                  None if v is None else type(v) for v in vals])
 
 
 def _describe_raw(r: Any) -> str:
@@ -147,11 +147,18 @@ class Tracer:
         self._live = 0
         self._counter: list[tuple[int, int]] = []   # (t_ns, live bytes)
         self._tracked: dict[int, Any] = {}           # id(array) -> its finalizer
+        self._refs: dict[int, tuple[int, int]] = {}  # id(its weakref) -> (id(array), bytes)
         self._place = _Place()
         self._steps = 0
         self._step_t0 = 0
         self._active = False
         self.step_seconds: list[float] = []          # wall time of each traced step
+        # of each step's wall time, what the tracer's own recording took (kernel records,
+        # live-byte tracking: work an untraced step does not do); _own_ns accumulates it,
+        # added to from any thread without a lock (an estimate: a lost update loses a record's
+        # microseconds)
+        self.own_seconds: list[float] = []
+        self._own_ns = 0
 
     # --- clock and threads -----------------------------------------------------------------
     def _now(self) -> int:
@@ -171,6 +178,7 @@ class Tracer:
     # --- steps -------------------------------------------------------------------------------
     def begin_step(self) -> None:
         self._active = True
+        self._own_ns = 0
         self._step_t0 = self._now()
         self._step_tid = self._tid()
 
@@ -180,6 +188,7 @@ class Tracer:
         self._slices.append((self._step_tid, t0, t1, f"step {self._steps}", "step",
                              {"step": self._steps}))
         self.step_seconds.append((t1 - t0) / 1e9)
+        self.own_seconds.append(min(self._own_ns, t1 - t0) / 1e9)
         # lay this step's aggregated runs end to end on their own track
         cur = max(t0, self._agg_cursor)
         for (node, frame), (op, count, total, first, last) in self._agg.items():
@@ -229,6 +238,14 @@ class Tracer:
     def kernel(self, item: Any, frame: str, iteration: int, full: bool, t0: int, t1: int,
                args: Any, outputs: Any) -> None:
         """Record one kernel run that took [t0, t1] (ns since the tracer's origin)."""
+        start = time.perf_counter_ns()
+        try:
+            self._record(item, frame, iteration, full, t0, t1, args, outputs)
+        finally:
+            self._own_ns += time.perf_counter_ns() - start
+
+    def _record(self, item: Any, frame: str, iteration: int, full: bool, t0: int, t1: int,
+                args: Any, outputs: Any) -> None:
         nb = self._track(outputs)
         with self._lock:   # pool threads may run iterations of one node at the same time
             st = self._stats.get(item.name)
@@ -248,10 +265,12 @@ class Tracer:
                     a[2] += t1 - t0
                     a[4] = max(a[4], t1)
                 return
-        tid = self._tid()
-        self._slices.append((tid, t0, t1, item.name, "kernel", {
-            "node": item.name, "op": item.op, "thread": self._threads[
-                threading.get_ident()][1], "frame": frame, "iter": iteration,
+        t = self._threads.get(threading.get_ident())
+        if t is None:
+            self._tid()
+            t = self._threads[threading.get_ident()]
+        self._slices.append((t[0], t0, t1, item.name, "kernel", {
+            "node": item.name, "op": item.op, "thread": t[1], "frame": frame, "iter": iteration,
             # shapes and dtypes are kept raw and worded when the trace is written: the
             # step pays for a tuple, not for formatting strings
             "inputs": _raw(args), "outputs": _raw(outputs or ())}))
@@ -284,10 +303,19 @@ class Tracer:
                 if len(self._counter) < 2 * self.max_slices:   # bounded like the slices
                     self._counter.append((self._now(), self._live))
                 # a weak reference's callback (cheaper than weakref.finalize) tells when the
-                # array is freed; the dict keeps the reference itself alive until then
-                key = id(o)
-                self._tracked[key] = weakref.ref(o, lambda _r, k=key, b=n: self._freed(k, b))
+                # array is freed; the dict keeps the reference, and the array's id and size,
+                # alive until then (one bound callback for all: no closure per array)
+                ref = weakref.ref(o, self._on_free)
+                self._tracked[id(o)] = ref
+                self._refs[id(ref)] = (id(o), n)
         return total
+
+    def _on_free(self, ref: Any) -> None:
+        start = time.perf_counter_ns()
+        key, n = self._refs.pop(id(ref), (None, 0))
+        if key is not None:
+            self._freed(key, n)
+        self._own_ns += time.perf_counter_ns() - start
 
     def _freed(self, key: int, n: int) -> None:
         with self._lock:

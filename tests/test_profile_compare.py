@@ -77,11 +77,13 @@ def test_profile_op_totals_add_up_to_the_step_time():
             for _ in range(5):
                 sess.run(case["fetch"], feeds, trace=rnd)
             kernels = sum(s.total_s for s in op_stats(rnd.node_stats()).values())
-            ratios.append(kernels / sum(rnd.step_seconds))
+            # the step as `dfg profile` shows it: the tracer's own recording (measured,
+            # Tracer.own_seconds) left out, since an untraced step does not do it
+            ratios.append(kernels / (sum(rnd.step_seconds) - sum(rnd.own_seconds)))
             if ratios[-1] >= 0.9:
                 break
-    # the tracer's own bookkeeping (shapes and dtypes kept raw, live bytes through weak
-    # references) is inside the step but outside the kernels: the 10% line
+    # what is left outside the kernels is the scheduling of the program's steps (and the
+    # part of the tracer's bookkeeping its own clock misses): the 10% line
     assert 0.9 <= max(ratios) <= 1.0, ratios
     # each kernel node ran once per traced step: 3 Conv2D nodes x 5 steps
     assert ops["Conv2D"].count == 15 and ops["Softmax"].count == 5
@@ -96,8 +98,9 @@ def test_profile_cli_json_tables_sorting_and_top():
                "--no-optimize")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert set(doc) == {"graph", "fetches", "threads", "steps", "wall_s", "kernel_s", "ops",
-                        "nodes"}
+    assert set(doc) == {"graph", "fetches", "threads", "steps", "wall_s", "tracing_s",
+                        "kernel_s", "ops", "nodes"}
+    assert 0 <= doc["tracing_s"] < doc["wall_s"]
     assert doc["steps"] == 2 and len(doc["nodes"]) == 3
     totals = [o["total_s"] for o in doc["ops"]]
     assert totals == sorted(totals, reverse=True)
