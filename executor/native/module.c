@@ -1045,7 +1045,20 @@ static PyObject *pool_spin(PyObject *self, PyObject *args) {
     return PyLong_FromLong(dfg_pool_spin(us));
 }
 
+PyDoc_STRVAR(pool_rest_doc,
+"pool_rest()\n--\n\n"
+"Idle pool workers that are polling for the next job sleep now (before a threaded BLAS\n"
+"product, whose own threads want the cores).");
+
+static PyObject *pool_rest(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    dfg_pool_rest();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"pool_rest", pool_rest, METH_NOARGS, pool_rest_doc},
     {"pool_spin", pool_spin, METH_VARARGS, pool_spin_doc},
     {"recurrent_f32", recurrent_f32, METH_VARARGS, recurrent_doc},
     {"erf_f32", erf_f32, METH_VARARGS, erf_doc},

@@ -10,6 +10,7 @@
 typedef int (*dfg_range_fn)(const void *args, long r0, long r1);
 int dfg_pool_run(dfg_range_fn fn, const void *args, long rows, long chunks, int threads);
 long dfg_pool_spin(long us);
+void dfg_pool_rest(void);   /* polling workers sleep now */
 
 /* conv.c: direct float32 NHWC convolutions (the layouts are described there), over all
  * N * OH output rows split on the pool. conv2d returns 0, or -1 when out of memory. */

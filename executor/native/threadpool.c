@@ -9,7 +9,9 @@
  * product's, numpy's on the executor's other thread) gets it. An LSTM(256) at 64 rows, its
  * recurrent product by BLAS after each cell's chain split on this pool, took 11.2 ms a step
  * with PAUSE (the product ran beside the spinning worker) and 6.9 with sched_yield; the
- * Transformer, U-Net, ResNet-style and CNN benches 0.93-0.98x of their PAUSE times.
+ * Transformer, U-Net, ResNet-style and CNN benches 0.93-0.98x of their PAUSE times. Still,
+ * a yielding poller takes turns on the core: a threaded BLAS product right after a split job
+ * calls dfg_pool_rest first (bench_matmul_branches 19.4-20.2 -> 17.5 ms with no poll at all).
  *
  * One job at a time (guarded by job_lock): a second caller that finds the pool busy runs its
  * whole job itself. Chunks are handed out by an atomic counter, so a slow worker takes fewer.
@@ -56,6 +58,10 @@ struct job {
  * whose other work needs the cores more); a worker reads it each time it starts to wait. */
 static atomic_long spin_ns = 500000L;
 
+/* Bumped by dfg_pool_rest: a worker polling since before the bump stops polling and sleeps
+ * (a threaded BLAS product about to start wants both cores for its own threads). */
+static atomic_long rest;
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -89,8 +95,11 @@ static void *worker(void *unused) {
          * ~25 ns against 64 sched_yield calls of a few tenths of a microsecond each), then
          * sleep */
         long until = now_ns() + atomic_load(&spin_ns);
+        const long rested = atomic_load(&rest);
         for (unsigned s = 1; (g = atomic_load(&gen)) == seen; s++) {
             sched_yield();
+            if (atomic_load(&rest) != rested)
+                break;
             if ((s & 63) == 0 && now_ns() >= until)
                 break;
         }
@@ -127,6 +136,11 @@ long dfg_pool_spin(long us) {
     if (us >= 0)
         atomic_store(&spin_ns, us * 1000L);
     return old;
+}
+
+/* Idle workers that are polling go to sleep now (the next job wakes them). */
+void dfg_pool_rest(void) {
+    atomic_fetch_add(&rest, 1);
 }
 
 /* Run fn(args, r0, r1) over [0, rows) in `chunks` pieces on up to `threads` threads, the
