@@ -179,7 +179,7 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
                     setter(before)
         if macs >= REST_MACS:
             rest()
-    elif a.size * b.shape[-1] >= REST_MACS:
+    elif b.ndim and a.size * b.shape[-1] >= REST_MACS:
         rest()
     return np.matmul(a, b, out=out)
 
