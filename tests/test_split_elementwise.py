@@ -187,3 +187,23 @@ def test_transposed_conv_keeps_only_a_frozen_filter() -> None:
             got = sess.run("t", {"dy": dy * np.float32(scale)})
             want = expect(fv) * scale
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_pool_rest_then_split_work_and_products() -> None:
+    """blas.rest puts the native pool's polling workers to sleep (before a large BLAS
+    product); the next split job wakes them and still computes numpy's bits, and the
+    product itself is numpy's."""
+    from dfg.executor import blas
+
+    x, y = _values((1024, 1024), 9), _values((1024, 1024), 10)
+    a = np.linspace(-1, 1, 256 * 512, dtype=np.float32).reshape(256, 512)
+    b = np.linspace(2, -2, 512 * 512, dtype=np.float32).reshape(512, 512)
+    assert a.shape[0] * a.shape[1] * b.shape[1] >= blas.REST_MACS
+    with np.errstate(all="ignore"):
+        want = np.multiply(x, y)
+        for _ in range(5):
+            _native.extension().pool_rest()
+            _same_bits(invoke("Mul", x, y), want)
+            np.testing.assert_allclose(blas.matmul(a, b), a.astype(np.float64) @ b,
+                                       rtol=1e-4, atol=1e-3)
+            _same_bits(invoke("AddV2", x, y), np.add(x, y))
