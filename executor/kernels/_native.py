@@ -357,6 +357,11 @@ def _split(rows: int, flops: float) -> tuple[int, int]:
 # 0.66x its one-thread time, an LSTM(64) at 128 rows 0.85x; the Transformer bench's chains
 # (512 x 64, 2 to 5 cheap ops: 65-164k) 1.15x slower split, so they are not
 CHAIN_SPLIT_WORK = 1 << 18
+# float32 elements from which an elementwise op with an operand broadcast along rows (a bias
+# row, a layer norm's column) runs as a compiled chain (chain_on): numpy's broadcast loop
+# restarts per row (a (4, 16, 16, 64) product by a row 15.9 us, compiled 8.9; (128, 128)
+# 5.8 against 3.9), where with equal shapes it is as fast as the chain below the split
+BROADCAST_MIN = 8192
 CHAIN_ACT_WEIGHT = 8
 _CHAIN_WEIGHTS: dict[bytes, int] = {}       # a chain's code -> its ops' weight
 

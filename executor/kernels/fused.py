@@ -148,8 +148,7 @@ def _epilogue(ctx: KernelContext, y: np.ndarray, args: tuple[np.ndarray, ...],
     in the output dtype. ``inputs``: arrays ``y`` must not alias (a contraction that returned
     a view of its input would otherwise have that input overwritten)."""
     out_dtype = y.dtype
-    if (first == "BiasAdd" and act in _CHAIN_ACTS and y.dtype is _F32 and fmt == "NHWC"
-            and y.size >= _CHAIN_EPILOGUE_MIN):
+    if first == "BiasAdd" and fmt == "NHWC":
         r = _chain_epilogue(y, args, add, act)
         if r is not None:
             return r
@@ -203,10 +202,7 @@ _NATIVE_ACT = {None: _native.ACT_NONE, "Relu": _native.ACT_RELU, "Relu6": _nativ
 
 # activations a compiled chain applies as the numpy path's passes do (NaN kept; a -0.0 sum
 # comes out +0.0, as the compiled convolutions' own epilogue gives it)
-_CHAIN_ACTS = {None: None, "Relu": "Relu", "Relu6": "Relu6"}
-# from this many output elements (numpy's broadcast bias add restarts its loop per pixel:
-# math.BROADCAST_MIN)
-_CHAIN_EPILOGUE_MIN = 8192
+_CHAIN_ACTS = frozenset({None, "Relu", "Relu6"})
 _EPILOGUE_CODES: dict[tuple[bool, str | None], bytes] = {}
 
 
@@ -216,8 +212,11 @@ def _chain_epilogue(y: np.ndarray, args: tuple, add: bool, act: str | None
     one compiled chain over its output, split on the pool, instead of a numpy pass per op
     (a BLAS-path convolution of a full-size ResNet50 spent 7 of its 55 ms in those): the
     same float32 operations in the same order, each rounded as numpy rounds it. None where
-    the operands are not plain float32 of the shapes the chain takes (the numpy path runs
-    and words any error)."""
+    the operands are not plain float32 of the shapes the chain takes, the output is under
+    _native.BROADCAST_MIN elements or the activation is another (the numpy path runs and
+    words any error)."""
+    if act not in _CHAIN_ACTS or y.dtype is not _F32 or y.size < _native.BROADCAST_MIN:
+        return None
     bias = args[0]
     if bias.__class__ is not np.ndarray or bias.dtype is not _F32 or bias.ndim != 1 \
             or not y.ndim or bias.shape[0] != y.shape[-1]:
@@ -312,11 +311,9 @@ def _conv_call(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
             r = args[1] if add else y
             if type(b) is np.ndarray and b.dtype is y.dtype and b.shape == (p.oc,) \
                     and type(r) is np.ndarray and r.dtype is y.dtype and r.shape == y.shape:
-                if act in _CHAIN_ACTS and y.dtype is _F32 and y.size >= _CHAIN_EPILOGUE_MIN:
-                    # one compiled pass, split on the pool (_chain_epilogue)
-                    out = _chain_epilogue(y, args, add, act)
-                    if out is not None:
-                        return out
+                out = _chain_epilogue(y, args, add, act)   # one compiled pass, if it can
+                if out is not None:
+                    return out
                 np.add(y, b, out=y)
                 if add:
                     np.add(y, r, out=y)

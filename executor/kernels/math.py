@@ -260,19 +260,12 @@ _COMPARE: dict[str, Callable[[Array, Array], Any]] = {
 }
 
 
-# float32 elements from which a broadcast operand other than one element (a bias row, a
-# layer norm's column) makes the compiled chain worth its call: numpy's broadcast loop
-# restarts per row (a (4, 16, 16, 64) product by a row 15.9 us, compiled 8.9; (128, 128)
-# 5.8 against 3.9), where with equal shapes it is as fast as the chain below the split
-BROADCAST_MIN = 8192
-
-
 def _split_f32(op: str, fn: Callable[[Array, Array], Any]) -> Callable[[Array, Array], Any]:
     """``fn`` (numpy's sum, difference, product or quotient), but on float32 operands the
     compiled chain of this one op (``_native.chain_on``) where it is faster: from
     CHAIN_SPLIT_WORK elements, split on the native pool (a sweep bound by memory is twice
     as fast on two cores: a 1024x1024 product by a scalar 294 -> 150 us, a sum 458 -> 222),
-    and from BROADCAST_MIN with an operand broadcast along rows. Each element is the same
+    and from _native.BROADCAST_MIN with an operand broadcast along rows. Each element is the same
     one IEEE single operation, so the bits are numpy's."""
     code = np.array([_native.CHAIN_OPS[op], 0, 1], np.int32).tobytes()
     big = _native.CHAIN_SPLIT_WORK
@@ -281,7 +274,7 @@ def _split_f32(op: str, fn: Callable[[Array, Array], Any]) -> Callable[[Array, A
         if x.dtype is _F32 and y.dtype is _F32:
             n, m = x.size, y.size
             if n >= big or m >= big or (n != m and min(n, m) > 1
-                                          and max(n, m) >= BROADCAST_MIN):
+                                          and max(n, m) >= _native.BROADCAST_MIN):
                 r = _native.chain_on(code, (x, y))
                 if r is not None:
                     return r
@@ -934,7 +927,7 @@ def _bias_add(value: Array, bias: Array, channels_first: bool) -> Array:
             f"{_fmt(bias.shape)} vs. {_fmt(value.shape)}")
     if axis != value.ndim - 1:
         bias = bias.reshape(bias.shape + (1,) * (value.ndim - 2))
-    elif value.dtype is _F32 and bias.dtype is _F32 and value.size >= BROADCAST_MIN:
+    elif value.dtype is _F32 and bias.dtype is _F32 and value.size >= _native.BROADCAST_MIN:
         # a row per pixel: the compiled chain (a U-Net's (4, 64, 64, 16) 132 -> 23 us)
         r = _native.chain_on(_ADD_CODE, (value, bias))
         if r is not None:
