@@ -40,7 +40,17 @@ MODELS = {
     "full_mobilenet_v2_224": ("MobileNetV2", {}, (1, 224, 224, 3)),
     "full_efficientnet_b0_224": ("EfficientNetB0", {}, (1, 224, 224, 3)),
     "full_resnet50_64_b8": ("ResNet50", {"classes": 10}, (8, 64, 64, 3)),
+    # more of the families people run full-size (not in the default set: a minute each)
+    "full_vgg16_224": ("VGG16", {}, (1, 224, 224, 3)),
+    "full_inception_v3_299": ("InceptionV3", {}, (1, 299, 299, 3)),
+    "full_densenet121_224": ("DenseNet121", {}, (1, 224, 224, 3)),
+    "full_xception_299": ("Xception", {}, (1, 299, 299, 3)),
+    "full_mobilenet_v3_large_224": ("MobileNetV3Large", {}, (1, 224, 224, 3)),
+    "full_convnext_tiny_224": ("ConvNeXtTiny", {}, (1, 224, 224, 3)),
+    "full_resnet50_224_b8": ("ResNet50", {}, (8, 224, 224, 3)),
 }
+DEFAULT = ("full_resnet50_224", "full_mobilenet_v2_224", "full_efficientnet_b0_224",
+           "full_resnet50_64_b8")
 
 
 def build(name: str, out: Path) -> None:
@@ -80,7 +90,8 @@ def build(name: str, out: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--only", default=",".join(MODELS))
+    ap.add_argument("--only", default=",".join(DEFAULT),
+                    help=f"comma-separated, of: {', '.join(MODELS)}")
     args = ap.parse_args()
     for name in args.only.split(","):
         build(name, args.out)

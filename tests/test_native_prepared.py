@@ -159,7 +159,12 @@ def test_the_small_rule_sends_overlapping_windows_and_cheap_1x1_layers_to_the_ke
     # by 256)
     assert plan((2, 1, 1, 432), (1, 1, 432, 128)).native
     assert plan((2, 1, 1, 128), (1, 1, 128, 20)).native
-    assert not plan((8, 32, 32, 64), (1, 1, 64, 64)).native_fused   # large 1x1: BLAS
+    # a large 1x1 layer: BLAS's GEMM, but for a multiple of 64 output channels on AVX-512,
+    # where the wide tiles run its pixels as one product (_conv.WIDE_OC)
+    assert not plan((8, 32, 32, 64), (1, 1, 64, 48)).native_fused
+    large = plan((8, 32, 32, 64), (1, 1, 64, 64))
+    assert large.native_fused == _native.wide_vectors()
+    assert _native.flat_conv(large.g, 64) == _native.wide_vectors()
 
 
 def _depthwise_definition(x: np.ndarray, f: np.ndarray) -> np.ndarray:

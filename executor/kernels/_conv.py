@@ -79,6 +79,18 @@ PATCH_BYTES = 64 << 20
 NATIVE_MAX_OC = 64
 NATIVE_MAX_K = 288
 NATIVE_MIN_FLOPS = 5e6
+# With 64 output channels or a multiple of them, AVX-512's wide tiles (6 pixels by 64
+# channels, conv.c) take any such layer: the row kernel where output rows are long, the
+# pixels of all rows as one product (_native.flat_conv) where they are short or the window
+# is 1x1; a weight slice per tile column, packed once, and the epilogue in registers.
+# Full-size layers, 2 threads, GFLOP/s numpy path -> compiled (python benchmarks/
+# bench_native_conv.py --full): VGG16 112x112x128 3x3 103 -> 272, 56x56x256 154 -> 278,
+# 28x28x512 128 -> 237; InceptionV3 73x73x80 by 3x3x192 101 -> 293, 17x17x768 by 1x7x192 93
+# -> 271; ResNet50 14x14x256 3x3 207 -> 265, 7x7x512 3x3 170 -> 250, 7x7x2048 by 1x1x512
+# 187 -> 214, 14x14x1024 by 1x1x2048 stride 2 174 -> 252; 56x56 and 28x28 1x1 layers even
+# (257-289 both), where the compiled kernel still saves the epilogue's pass over the output.
+# Only 14x14x512 3x3 lost (236 -> 197).
+WIDE_OC = 64
 _F32 = np.dtype(np.float32)
 
 
@@ -401,12 +413,17 @@ def _native_pays(g: Geom, oc: int, gather: bool, fused: bool = False) -> bool:
     flops = 2.0 * g.n * g.oh * g.ow * oc * g.kh * g.kw * g.c
     if flops < SMALL_FLOPS:
         return _small_native_pays(g, oc, flops, fused)
-    if g.sh >= g.kh and g.sw >= g.kw:
-        return False    # windows that do not overlap (1x1, patchify): a GEMM (BLAS is better)
     if not _native.wide_vectors():
+        if g.sh >= g.kh and g.sw >= g.kw:
+            return False    # windows that do not overlap (1x1, patchify): BLAS's GEMM
         return _avx2_native_pays(g, oc, gather, flops)
-    skinny = oc <= NATIVE_MAX_OC or g.kh * g.kw * g.c <= NATIVE_MAX_K
-    return skinny and flops >= NATIVE_MIN_FLOPS
+    if flops < NATIVE_MIN_FLOPS:
+        return False
+    if oc % WIDE_OC == 0:
+        return True         # wide tiles (WIDE_OC says why)
+    if g.sh >= g.kh and g.sw >= g.kw:
+        return False
+    return oc <= NATIVE_MAX_OC or g.kh * g.kw * g.c <= NATIVE_MAX_K
 
 
 # Below a million FLOPs a layer costs microseconds, and what each path costs around its

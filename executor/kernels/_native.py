@@ -518,6 +518,7 @@ class Prepared(NamedTuple):
     out_shape: tuple
     flops: float
     split: tuple | None
+    flat: bool = False      # the convolution's pixels as one product's rows (flat_conv)
 
 
 def depthwise_nhwc_f32(x: np.ndarray, f: np.ndarray, g: Any,
@@ -567,6 +568,7 @@ class PoolPrep(NamedTuple):
     out_shape: tuple
     flops: float
     split: tuple | None
+    flat: bool = False      # the convolution's pixels as one product's rows (flat_conv)
 
 
 def prepare_maxpool(g: Any) -> PoolPrep:
@@ -634,7 +636,24 @@ def prepare_conv(f: np.ndarray, g: Any, epilogue: Epilogue | None = None) -> Pre
     rows, p = pixel_rows(g, flops)
     if rows == 1 and p != g.ow:
         geometry = (1, 1, p, c, 1, 1, oc, 1, p, 1, 1, 1, 1, 0, 0)
-    return Prepared(wb, scale, shift, act, geometry, (g.n, g.oh, g.ow, oc), flops, split)
+    return Prepared(wb, scale, shift, act, geometry, (g.n, g.oh, g.ow, oc), flops, split,
+                    split is None and flat_conv(g, oc))
+
+
+# Output pixels up to which a layer's rows are too short for the row kernel's tiles (a 14x14
+# map's rows compute 18 pixels for 14, a 7x7 one's 12 for 7) and its pixels run as one
+# product (conv.c's dfg_conv_flat_f32); 17x17 and larger maps stay with the row kernel
+# (InceptionV3's 17x17 layers: even).
+FLAT_MAX_PIXELS = 256
+
+
+def flat_conv(g: Any, oc: int) -> bool:
+    """Whether the direct convolution computes geometry ``g``'s output pixels as the rows of
+    one product (wide tiles over all rows and images, the thread split over tile columns
+    too): on AVX-512 with ``oc`` a multiple of 64, for windows that do not overlap (1x1) or
+    maps of at most FLAT_MAX_PIXELS."""
+    return wide_vectors() and oc % 64 == 0 and (
+        (g.sh >= g.kh and g.sw >= g.kw) or g.oh * g.ow <= FLAT_MAX_PIXELS)
 
 
 def pixel_rows(g: Any, flops: float) -> tuple[int, int]:
@@ -664,9 +683,10 @@ def conv2d_prepared(x: np.ndarray, prep: Prepared, residual: np.ndarray | None =
     split = prep.split or _split(prep.out_shape[0] * prep.out_shape[1], prep.flops)
     try:
         _ext.conv2d_nhwc_f32(x, prep.weights, out, prep.geometry, prep.scale, prep.shift,
-                             residual, prep.act, *split)
+                             residual, prep.act, *split, prep.flat)
     except MemoryError:
-        raise ResourceExhaustedError("native Conv2D: out of memory for its row buffer") from None
+        raise ResourceExhaustedError(
+            "native Conv2D: out of memory for its row or patch buffer") from None
     return out
 
 
@@ -680,7 +700,7 @@ def runner(prep: Prepared, depthwise: bool = False) -> Any:
     as ``conv2d_prepared`` and ``depthwise_prepared``, so the same bits; without their
     conversions and lookups, which cost a small layer as much as its convolution (NASNet's
     216 convolutions a step: 1.9 us each around 1.6 us of kernel)."""
-    w, scale, shift, act, geometry, out_shape, flops, split = prep
+    w, scale, shift, act, geometry, out_shape, flops, split, flat = prep
     rows = out_shape[0] * out_shape[1]
     empty, f32 = np.empty, _F32
     if depthwise:
@@ -695,7 +715,8 @@ def runner(prep: Prepared, depthwise: bool = False) -> Any:
 
     def go_conv(x: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:
         out = empty(out_shape, f32)
-        conv(x, w, out, geometry, scale, shift, residual, act, *(split or _split(rows, flops)))
+        conv(x, w, out, geometry, scale, shift, residual, act, *(split or _split(rows, flops)),
+             flat)
         return out
     return go_conv
 

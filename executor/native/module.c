@@ -491,24 +491,27 @@ done:
 }
 
 PyDoc_STRVAR(conv_doc,
-"conv2d_nhwc_f32(x, wb, out, geometry, scale, shift, residual, act, chunks, threads)\n--\n\n"
+"conv2d_nhwc_f32(x, wb, out, geometry, scale, shift, residual, act, chunks, threads,\n"
+"                flat=0)\n--\n\n"
 "Direct convolution of float32 NHWC x (N, H, W, C) by the packed filter wb (ceil(OC/16), KH,\n"
 "KW, C, 16) into out (N, OH, OW, OC); geometry = (N, H, W, C, KH, KW, OC, OH, OW, sh, sw,\n"
 "dh, dw, pt, pl). Then out * scale + shift (each None or ceil(OC/16)*16 floats), + residual\n"
 "(None or out's shape), act (0 none, 1 Relu, 2 Relu6, 3 Sigmoid, 4 Tanh, 5 Swish). The N*OH\n"
 "rows run in `chunks` pieces\n"
-"on up to `threads` threads. MemoryError when a row buffer cannot be allocated.");
+"on up to `threads` threads. flat: on AVX-512 with OC a multiple of 64, the output pixels\n"
+"as the rows of one product (conv.c's dfg_conv_flat_f32; its own split over the threads).\n"
+"MemoryError when a row buffer cannot be allocated.");
 
 static PyObject *conv2d_nhwc_f32(PyObject *self, PyObject *args) {
     PyObject *xo, *wo, *oo, *so, *to, *ro;
     long g[15];       /* N, H, W, C, KH, KW, OC, OH, OW, sh, sw, dh, dw, pt, pl */
-    int act, threads;
+    int act, threads, flat = 0;
     long chunks;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOO(lllllllllllllll)OOOili:conv2d_nhwc_f32", &xo, &wo, &oo,
+    if (!PyArg_ParseTuple(args, "OOO(lllllllllllllll)OOOili|p:conv2d_nhwc_f32", &xo, &wo, &oo,
                           &g[0], &g[1], &g[2], &g[3], &g[4], &g[5], &g[6], &g[7], &g[8],
                           &g[9], &g[10], &g[11], &g[12], &g[13], &g[14], &so, &to, &ro, &act,
-                          &chunks, &threads))
+                          &chunks, &threads, &flat))
         return NULL;
     const char *fn = "conv2d_nhwc_f32";
     const long N = g[0], H = g[1], W = g[2], C = g[3], KH = g[4], KW = g[5], OC = g[6],
@@ -536,10 +539,11 @@ static PyObject *conv2d_nhwc_f32(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     err = dfg_conv2d_nhwc_f32_mt(x.buf, wb.buf, out.buf, H, W, C, KH, KW, OC, OH, OW, g[9],
                                  g[10], g[11], g[12], g[13], g[14], scale.buf, shift.buf,
-                                 res.buf, act, N * OH, chunks, threads);
+                                 res.buf, act, N * OH, chunks, threads, flat);
     Py_END_ALLOW_THREADS
     if (err)
-        PyErr_SetString(PyExc_MemoryError, "native Conv2D: out of memory for its row buffer");
+        PyErr_SetString(PyExc_MemoryError,
+                        "native Conv2D: out of memory for its row or patch buffer");
     else
         ret = Py_NewRef(Py_None);
 done:

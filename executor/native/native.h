@@ -24,7 +24,7 @@ int dfg_conv2d_nhwc_f32_mt(const float *x, const float *wb, float *out,
                            long H, long W, long C, long KH, long KW, long OC, long OH, long OW,
                            long sh, long sw, long dh, long dw, long pt, long pl,
                            const float *scale, const float *shift, const float *res, int act,
-                           long rows, long chunks, int threads);
+                           long rows, long chunks, int threads, int flat);
 int dfg_depthwise_nhwc_f32_mt(const float *x, const float *f, float *out, long H, long W,
                               long C, long KH, long KW, long OH, long OW, long sh, long sw,
                               long dh, long dw, long pt, long pl, const float *scale,

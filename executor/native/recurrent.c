@@ -58,7 +58,7 @@ int dfg_recurrent_f32(const struct dfg_recurrent *r, long n) {
         if (dfg_conv2d_nhwc_f32_mt(cur[r->mm_state], r->wb, r->product, g[1], g[2], g[3],
                                    g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12],
                                    g[13], g[14], NULL, NULL, NULL, DFG_ACT_NONE, g[0] * g[7],
-                                   1, 1))
+                                   1, 1, 0))
             return -1;
         for (int j = 0; j < r->n_in; j++) {
             int role = r->role[j];
