@@ -64,32 +64,29 @@ _TAP_MIN_CHANNELS = 16
 # Bound on the im2col matrix of one chunk: large batches are processed a few images at a time
 # so the patch matrix neither exhausts memory nor falls out of cache needlessly.
 PATCH_BYTES = 64 << 20
-# On AVX-512 (8-pixel blocks): with few output channels the GEMM is skinny and BLAS runs at
-# a third to a half of its speed: a KxK float32 convolution with at most NATIVE_MAX_OC of
-# them and overlapping windows goes to the compiled direct convolution (_native.py), from
-# NATIVE_MIN_FLOPS on. Measured with paired in-process runs (DFG_NATIVE alternating):
-# bench_cnn 0.73-0.87x, resnet_style 0.66-0.88x, U-Net 0.84-0.96x the numpy path's step;
-# the Keras zoo's small feature maps even (0.97-1.03x; without the floor one core of the
-# direct kernel lost to BLAS's two there, 1.05-1.13x). 1x1 convolutions stay with BLAS:
-# 2-4x faster than the direct kernel on them.
-# The GEMM is skinny in its depth too when a window holds few values (K = KH*KW*C): any
-# output count then goes to the direct kernel. python benchmarks/bench_native_conv.py,
-# direct/GEMM time: C <= 32 with 64-128 outputs 0.41-0.89 (stems: 224x224x3 by 3x3x64 0.79,
-# 7x7x3x64 stride 2 0.52); C >= 64 with 128+ outputs 1.09-1.87, so those stay with BLAS.
-NATIVE_MAX_OC = 64
-NATIVE_MAX_K = 288
+# On AVX-512 a float32 convolution from NATIVE_MIN_FLOPS on goes to the compiled direct
+# convolution (_native.py) unless its windows do not overlap (1x1, patchify) and its output
+# count is not a multiple of WIDE_OC. Before the wide tiles (conv.c: 6 pixels by 64
+# channels) only skinny layers went (at most 64 outputs, or K = KH*KW*C <= 288: bench_cnn
+# 0.73-0.87x, resnet_style 0.66-0.88x, U-Net 0.84-0.96x the numpy path's step, the Keras
+# zoo's small maps even; without the floor one core of the direct kernel lost to BLAS's two
+# there); C >= 64 with 128+ outputs ran 1.09-1.87x BLAS's time on 8-pixel blocks.
 NATIVE_MIN_FLOPS = 5e6
-# With 64 output channels or a multiple of them, AVX-512's wide tiles (6 pixels by 64
-# channels, conv.c) take any such layer: the row kernel where output rows are long, the
-# pixels of all rows as one product (_native.flat_conv) where they are short or the window
-# is 1x1; a weight slice per tile column, packed once, and the epilogue in registers.
+# With 64 output channels or a multiple of them, the wide tiles take any such layer: the row
+# kernel where output rows are long, the pixels of all rows as one product
+# (_native.flat_conv) where they are short or the window is 1x1; a weight slice per tile
+# column, packed once, and the epilogue in registers.
 # Full-size layers, 2 threads, GFLOP/s numpy path -> compiled (python benchmarks/
 # bench_native_conv.py --full): VGG16 112x112x128 3x3 103 -> 272, 56x56x256 154 -> 278,
 # 28x28x512 128 -> 237; InceptionV3 73x73x80 by 3x3x192 101 -> 293, 17x17x768 by 1x7x192 93
 # -> 271; ResNet50 14x14x256 3x3 207 -> 265, 7x7x512 3x3 170 -> 250, 7x7x2048 by 1x1x512
 # 187 -> 214, 14x14x1024 by 1x1x2048 stride 2 174 -> 252; 56x56 and 28x28 1x1 layers even
 # (257-289 both), where the compiled kernel still saves the epilogue's pass over the output.
-# Only 14x14x512 3x3 lost (236 -> 197).
+# Only 14x14x512 3x3 lost (236 -> 197). With overlapping windows any output count gains
+# (tile columns of 64, then blocks of 16): InceptionV3's 35x35x64 by 3x3x96 131 -> 219,
+# 35x35x96 by 3x3x96 120 -> 208, 17x17x160 by 1x7x160 169 -> 201; but a 1x1 layer of
+# another output count stays with BLAS (35x35x192 by 1x1x48 219 against 173, 17x17x768 by
+# 1x1x160 255 against 181).
 WIDE_OC = 64
 _F32 = np.dtype(np.float32)
 
@@ -419,11 +416,8 @@ def _native_pays(g: Geom, oc: int, gather: bool, fused: bool = False) -> bool:
         return _avx2_native_pays(g, oc, gather, flops)
     if flops < NATIVE_MIN_FLOPS:
         return False
-    if oc % WIDE_OC == 0:
-        return True         # wide tiles (WIDE_OC says why)
-    if g.sh >= g.kh and g.sw >= g.kw:
-        return False
-    return oc <= NATIVE_MAX_OC or g.kh * g.kw * g.c <= NATIVE_MAX_K
+    # wide tiles (WIDE_OC says why); overlapping windows for any output count
+    return oc % WIDE_OC == 0 or g.sh < g.kh or g.sw < g.kw
 
 
 # Below a million FLOPs a layer costs microseconds, and what each path costs around its

@@ -640,20 +640,28 @@ def prepare_conv(f: np.ndarray, g: Any, epilogue: Epilogue | None = None) -> Pre
                     split is None and flat_conv(g, oc))
 
 
-# Output pixels up to which a layer's rows are too short for the row kernel's tiles (a 14x14
-# map's rows compute 18 pixels for 14, a 7x7 one's 12 for 7) and its pixels run as one
-# product (conv.c's dfg_conv_flat_f32); 17x17 and larger maps stay with the row kernel
-# (InceptionV3's 17x17 layers: even).
-FLAT_MAX_PIXELS = 256
+# A layer's rows are too short for the row kernel's 6-pixel tiles when they compute less than
+# FLAT_ROW_USE of what they store (a 14x14 map's rows compute 18 pixels for 14, a 7x7 one's
+# 12 for 7): from FLAT_MIN_K values a window its pixels then run as one product (conv.c's
+# dfg_conv_flat_f32) over a patch matrix built first; with fewer the copy costs more than the
+# waste (a U-Net's (8,8,8,64) by 3x3x64: 199 us by rows, 218 flat). 2 threads, GFLOP/s row ->
+# flat: ResNet50 14x14x256 3x3 212 -> 265, 7x7x512 3x3 159 -> 250, InceptionV3 8x8x448 by
+# 3x3x384 152 -> 190; a 28x28 map's rows even (227 -> 237 at 512 channels).
+FLAT_ROW_USE = 0.85
+FLAT_MIN_K = 1024
 
 
 def flat_conv(g: Any, oc: int) -> bool:
     """Whether the direct convolution computes geometry ``g``'s output pixels as the rows of
     one product (wide tiles over all rows and images, the thread split over tile columns
-    too): on AVX-512 with ``oc`` a multiple of 64, for windows that do not overlap (1x1) or
-    maps of at most FLAT_MAX_PIXELS."""
-    return wide_vectors() and oc % 64 == 0 and (
-        (g.sh >= g.kh and g.sw >= g.kw) or g.oh * g.ow <= FLAT_MAX_PIXELS)
+    too): on AVX-512 with ``oc`` a multiple of 64, for windows that do not overlap (1x1:
+    the input, or its strided pixels, is the matrix) or short rows (FLAT_ROW_USE) of
+    windows of FLAT_MIN_K values or more."""
+    if not wide_vectors() or oc % 64:
+        return False
+    if g.sh >= g.kh and g.sw >= g.kw:
+        return True
+    return g.kh * g.kw * g.c >= FLAT_MIN_K and g.ow < FLAT_ROW_USE * (-(-g.ow // 6) * 6)
 
 
 def pixel_rows(g: Any, flops: float) -> tuple[int, int]:
