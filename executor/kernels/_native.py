@@ -568,7 +568,6 @@ class PoolPrep(NamedTuple):
     out_shape: tuple
     flops: float
     split: tuple | None
-    flat: bool = False      # the convolution's pixels as one product's rows (flat_conv)
 
 
 def prepare_maxpool(g: Any) -> PoolPrep:
