@@ -437,13 +437,19 @@ def _avg_native(x: np.ndarray, prepared: tuple) -> np.ndarray:
     padding adds zeros), then the numpy path's division by its real elements."""
     prep, count = prepared
     out = _native.depthwise_prepared(x, prep)
-    return np.divide(out, count, out=out)
+    # the division as a compiled chain with the count as a column (one per pixel): numpy's
+    # broadcast of (N, OH, OW, 1) took as long as the sums (35x35x288: 119 us, 131 the sums)
+    q = _native.chain_on(_DIV_CODE, (out, count))
+    return q if q is not None else np.divide(out, count, out=out)
+
+
+_DIV_CODE = np.array([_native.CHAIN_OPS["RealDiv"], 0, 1], np.int32).tobytes()
 
 
 def _pool_native(ctx: KernelContext, x: np.ndarray, op: str) -> Any:
     """For a float32 NHWC pool over spatial windows: MaxPool (``op`` "max") the compiled
     kernel's preparation; AvgPool ("avg") (the depthwise kernel's preparation with a filter
-    of ones, the real elements per window as float32 (OH, OW, 1)). None elsewhere (the numpy
+    of ones, the real elements per window as float32 (N, OH, OW, 1)). None elsewhere (the numpy
     path runs, and raises what is wrong)."""
     a = ctx.attrs
     if x.dtype is not _F32 or x.ndim != 4 or (a.get("data_format") or "NHWC") != "NHWC" \
@@ -460,7 +466,8 @@ def _pool_native(ctx: KernelContext, x: np.ndarray, op: str) -> Any:
     if op == "max":
         return _native.prepare_maxpool(g)
     ones = np.ones((g.kh, g.kw, g.c, 1), _F32)
-    count = p.count.reshape(g.oh, g.ow, 1).astype(_F32)
+    count = np.broadcast_to(p.count.reshape(1, g.oh, g.ow, 1).astype(_F32),
+                            (g.n, g.oh, g.ow, 1)).copy()
     return _native.prepare_depthwise(ones, g), count
 
 
