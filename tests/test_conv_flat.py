@@ -96,6 +96,9 @@ def test_the_rule_takes_short_rows_and_1x1_windows_with_whole_tile_columns() -> 
     assert plan((1, 56, 56, 64), (1, 1, 64, 256))[1] == wide
     assert not plan((1, 112, 112, 128), (3, 3, 128, 128))[1]     # long rows: the row kernel
     assert not plan((1, 7, 7, 512), (3, 3, 512, 500))[1]         # not whole tile columns
+    # a patch matrix past FLAT_MAX_PATCH_BYTES is not built: the row kernel copies rows
+    assert not plan((512, 7, 7, 512), (3, 3, 512, 512))[1]
+    assert plan((512, 7, 7, 512), (1, 1, 512, 512))[1] == wide   # the input is the matrix
 
 
 def test_a_layer_through_the_kernels_runner_takes_the_flat_product() -> None:

@@ -648,6 +648,9 @@ def prepare_conv(f: np.ndarray, g: Any, epilogue: Epilogue | None = None) -> Pre
 # 3x3x384 152 -> 190; a 28x28 map's rows even (227 -> 237 at 512 channels).
 FLAT_ROW_USE = 0.85
 FLAT_MIN_K = 1024
+# the patch matrix the flat product builds (conv.c mallocs it) is bounded as the numpy path's
+# im2col is (_conv.PATCH_BYTES): past it the row kernel runs, which copies a few rows
+FLAT_MAX_PATCH_BYTES = 64 << 20
 
 
 def flat_conv(g: Any, oc: int) -> bool:
@@ -655,12 +658,19 @@ def flat_conv(g: Any, oc: int) -> bool:
     one product (wide tiles over all rows and images, the thread split over tile columns
     too): on AVX-512 with ``oc`` a multiple of 64, for windows that do not overlap (1x1:
     the input, or its strided pixels, is the matrix) or short rows (FLAT_ROW_USE) of
-    windows of FLAT_MIN_K values or more."""
+    windows of FLAT_MIN_K values or more, with a patch matrix of at most
+    FLAT_MAX_PATCH_BYTES."""
     if not wide_vectors() or oc % 64:
+        return False
+    k = g.kh * g.kw * g.c
+    if g.kh == g.kw == 1 and g.sh == g.sw == 1 and g.pt == g.pl == 0 \
+            and (g.oh, g.ow) == (g.h, g.w):
+        return True         # the input itself is the matrix: nothing is copied
+    if 4 * g.n * g.oh * g.ow * k > FLAT_MAX_PATCH_BYTES:
         return False
     if g.sh >= g.kh and g.sw >= g.kw:
         return True
-    return g.kh * g.kw * g.c >= FLAT_MIN_K and g.ow < FLAT_ROW_USE * (-(-g.ow // 6) * 6)
+    return k >= FLAT_MIN_K and g.ow < FLAT_ROW_USE * (-(-g.ow // 6) * 6)
 
 
 def pixel_rows(g: Any, flops: float) -> tuple[int, int]:
