@@ -390,6 +390,11 @@ CHAIN_OPS = {"Add": 0, "AddV2": 0, "BiasAdd": 0, "AddN": 0, "Sub": 1, "Mul": 2, 
              "Relu6": 14}
 
 
+def binary_code(op: str) -> bytes:
+    """The code of a chain of one binary op (a CHAIN_OPS name) on inputs 0 and 1."""
+    return np.array([CHAIN_OPS[op], 0, 1], np.int32).tobytes()
+
+
 # input shapes -> (output shape, input kinds, rows, cols, layout) of a compiled chain, or
 # None when an input is neither full, a row, one element, a column nor a row per group of
 # rows; a loop asks for the same shapes each iteration. Cleared past _LAYOUT_MAX entries.

@@ -267,7 +267,7 @@ def _split_f32(op: str, fn: Callable[[Array, Array], Any]) -> Callable[[Array, A
     as fast on two cores: a 1024x1024 product by a scalar 294 -> 150 us, a sum 458 -> 222),
     and from _native.BROADCAST_MIN with an operand broadcast along rows. Each element is the same
     one IEEE single operation, so the bits are numpy's."""
-    code = np.array([_native.CHAIN_OPS[op], 0, 1], np.int32).tobytes()
+    code = _native.binary_code(op)
     big = _native.CHAIN_SPLIT_WORK
 
     def run(x: Array, y: Array) -> Any:
@@ -935,7 +935,7 @@ def _bias_add(value: Array, bias: Array, channels_first: bool) -> Array:
     return _as(np.add(value, bias), value.dtype)
 
 
-_ADD_CODE = np.array([_native.CHAIN_OPS["BiasAdd"], 0, 1], np.int32).tobytes()
+_ADD_CODE = _native.binary_code("BiasAdd")
 
 
 def _bias_add_last(value: Array, bias: Array) -> Array:

@@ -432,6 +432,9 @@ def avg_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
                           a.get("data_format") or "NHWC")
 
 
+_DIV_CODE = _native.binary_code("RealDiv")
+
+
 def _avg_native(x: np.ndarray, prepared: tuple) -> np.ndarray:
     """AvgPool compiled: each window's sum by the depthwise kernel with a filter of ones (the
     padding adds zeros), then the numpy path's division by its real elements."""
@@ -441,9 +444,6 @@ def _avg_native(x: np.ndarray, prepared: tuple) -> np.ndarray:
     # broadcast of (N, OH, OW, 1) took as long as the sums (35x35x288: 119 us, 131 the sums)
     q = _native.chain_on(_DIV_CODE, (out, count))
     return q if q is not None else np.divide(out, count, out=out)
-
-
-_DIV_CODE = np.array([_native.CHAIN_OPS["RealDiv"], 0, 1], np.int32).tobytes()
 
 
 def _pool_native(ctx: KernelContext, x: np.ndarray, op: str) -> Any:

@@ -24,7 +24,6 @@
 #include "native.h"
 
 #define RB_MAX 8        /* output pixels per block, at most */
-#define RT_MAX 6        /* RT, as an array bound */
 #define RT 6            /* output pixels of a wide tile (four channel blocks: AVX-512) */
 #define VW DFG_VW       /* output channels per vector */
 
@@ -401,7 +400,7 @@ void flat_items(const float *a, long lda, const float *wb, float *out, long M, l
                             *x3 = x0 + (nr > 3) * 3 * lda, *x4 = x0 + (nr > 4) * 4 * lda,
                             *x5 = x0 + (nr > 5) * 5 * lda;
                 float *o = out + p0 * OC + ob0;
-                vf acc[4][RT_MAX];
+                vf acc[4][RT];
                 for (int b = 0; b < 4; b++)
                     for (int r = 0; r < RT; r++) {
                         vf v = {0};
@@ -648,11 +647,16 @@ struct conv_args {
     int act;
 };
 
+/* wide_registers(), asked once (a benign race: every thread computes the same answer) */
+static int wide_cpu(void) {
+    static int wide = -1;
+    if (wide < 0) wide = wide_registers();
+    return wide;
+}
+
 static int conv_range(const void *p, long r0, long r1) {
     const struct conv_args *a = p;
-    static int wide = -1;   /* benign race: every thread computes the same answer */
-    if (wide < 0) wide = wide_registers();
-    return (wide ? dfg_conv2d_nhwc_f32 : dfg_conv2d_nhwc_f32_rb6)(
+    return (wide_cpu() ? dfg_conv2d_nhwc_f32 : dfg_conv2d_nhwc_f32_rb6)(
                                a->x, a->wb, a->out, a->H, a->W, a->C, a->KH, a->KW, a->OC,
                                a->OH, a->OW, a->sh, a->sw, a->dh, a->dw, a->pt, a->pl,
                                a->scale, a->shift, a->res, a->act, r0, r1);
@@ -688,9 +692,7 @@ int dfg_conv2d_nhwc_f32_mt(const float *x, const float *wb, float *out,
 {
     struct conv_args a = {x, wb, out, H, W, C, KH, KW, OC, OH, OW, sh, sw, dh, dw, pt, pl,
                           scale, shift, res, act};
-    static int wide = -1;   /* benign race: every thread computes the same answer */
-    if (wide < 0) wide = wide_registers();
-    if (!flat || !wide || OC % (4 * VW))
+    if (!flat || !wide_cpu() || OC % (4 * VW))
         return dfg_pool_run(conv_range, &a, rows, chunks, threads);
     /* the pixels as rows of one product (dfg_conv_flat_f32): the input itself for a 1x1
      * window of stride 1, else its patch matrix */
