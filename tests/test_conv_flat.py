@@ -2,8 +2,10 @@
 AVX-512 with a multiple of 64 output channels: _native.flat_conv) against float64 math and
 against the row kernel: each output is the same sum of float32 FMAs over the taps and
 channels in the same order (a padded tap adds a zero product the row kernel skips: equal
-for finite values), cut into FLAT_KB passes whose partial sums wait in the output as they
-are, so the bits must equal the row kernel's, epilogue included, on any thread split."""
+for finite values), read in place from the input or its padded copy and cut into blocks of
+at most FLAT_KB values within a window's contiguous runs, whose partial sums wait in the
+output as they are, so the bits must equal the row kernel's, epilogue included, on any
+thread split."""
 
 from __future__ import annotations
 
@@ -38,6 +40,11 @@ GEOMETRIES = [
     ((1, 11, 13, 24), (1, 7, 24, 64), 1, "SAME", 1),         # InceptionV3's 1x7
     ((1, 12, 12, 32), (3, 3, 32, 64), 2, "SAME", 1),
     ((1, 1, 1, 512), (1, 1, 512, 256), 1, "VALID", 1),       # one pixel
+    ((1, 10, 10, 200), (3, 3, 200, 64), 1, "SAME", 1),       # rows of 600: 128s and 88
+    ((2, 9, 11, 64), (5, 5, 64, 128), 2, "SAME", 1),         # padding on every side
+    ((1, 12, 12, 80), (3, 3, 80, 64), 2, "VALID", 1),        # windows inside: no copy
+    ((1, 9, 9, 48), (2, 2, 48, 64), 2, "VALID", 1),          # windows do not overlap
+    ((4, 3, 3, 130), (3, 3, 130, 128), 1, "SAME", 1),        # tiles across images
 ]
 
 
@@ -82,23 +89,27 @@ def test_the_flat_products_epilogue_matches_the_row_kernel(act: int) -> None:
     np.testing.assert_allclose(got, y, rtol=1e-4, atol=1e-4 * np.abs(y).max())
 
 
-def test_the_rule_takes_short_rows_and_1x1_windows_with_whole_tile_columns() -> None:
-    def plan(xs: tuple, fs: tuple, stride: int = 1):
-        p = _conv.conv2d_plan(xs, fs, 4, [1, stride, stride, 1], "SAME")
+def test_the_rule_takes_whole_tile_columns_with_long_enough_segments() -> None:
+    def plan(xs: tuple, fs: tuple, stride: int = 1, dil: int = 1):
+        p = _conv.conv2d_plan(xs, fs, 4, [1, stride, stride, 1], "SAME", [1, dil, dil, 1])
         return p, _native.flat_conv(p.g, fs[3])
 
     wide = _native.wide_vectors()
     for xs, fs in [((1, 7, 7, 512), (3, 3, 512, 512)), ((1, 14, 14, 256), (3, 3, 256, 256)),
-                   ((1, 56, 56, 64), (1, 1, 64, 256)), ((1, 112, 112, 128), (3, 3, 128, 128))]:
-        p, _flat = plan(xs, fs)
+                   ((1, 56, 56, 64), (1, 1, 64, 256)), ((1, 56, 56, 64), (3, 3, 64, 64)),
+                   ((1, 112, 112, 128), (3, 3, 128, 128))]:
+        p, flat = plan(xs, fs)
         assert p.native == p.native_fused == wide     # every such layer: the wide tiles
-    assert plan((1, 7, 7, 512), (3, 3, 512, 512))[1] == wide
-    assert plan((1, 56, 56, 64), (1, 1, 64, 256))[1] == wide
-    assert not plan((1, 112, 112, 128), (3, 3, 128, 128))[1]     # long rows: the row kernel
+        assert flat == (wide and xs[1] < 112)         # large maps: the row kernel
     assert not plan((1, 7, 7, 512), (3, 3, 512, 500))[1]         # not whole tile columns
-    # a patch matrix past FLAT_MAX_PATCH_BYTES is not built: the row kernel copies rows
+    # past FLAT_MAX_PIXELS output pixels only a 1x1 window of stride 1, read in place
     assert not plan((512, 7, 7, 512), (3, 3, 512, 512))[1]
-    assert plan((512, 7, 7, 512), (1, 1, 512, 512))[1] == wide   # the input is the matrix
+    assert plan((512, 7, 7, 512), (1, 1, 512, 512))[1] == wide
+    # a segment (a row of taps, KW * C; one tap's C when dilated) under 64 values: rows
+    assert not plan((1, 224, 224, 3), (3, 3, 3, 64))[1]
+    assert not plan((1, 56, 56, 32), (1, 1, 32, 64))[1]
+    assert plan((1, 56, 56, 32), (3, 3, 32, 64))[1] == wide       # 3 * 32 = 96
+    assert not plan((1, 56, 56, 32), (3, 3, 32, 64), dil=2)[1]    # 32 per tap
 
 
 def test_a_layer_through_the_kernels_runner_takes_the_flat_product() -> None:

@@ -73,9 +73,9 @@ PATCH_BYTES = 64 << 20
 # there); C >= 64 with 128+ outputs ran 1.09-1.87x BLAS's time on 8-pixel blocks.
 NATIVE_MIN_FLOPS = 5e6
 # With 64 output channels or a multiple of them, the wide tiles take any such layer: the row
-# kernel where output rows are long, the pixels of all rows as one product
-# (_native.flat_conv) where they are short or the window is 1x1; a weight slice per tile
-# column, packed once, and the epilogue in registers.
+# kernel on large maps, the pixels of all rows as one product read in place
+# (_native.flat_conv) on the others and for 1x1 windows; a weight slice per tile column,
+# packed once, and the epilogue in registers.
 # Full-size layers, 2 threads, GFLOP/s numpy path -> compiled (python benchmarks/
 # bench_native_conv.py --full): VGG16 112x112x128 3x3 103 -> 272, 56x56x256 154 -> 278,
 # 28x28x512 128 -> 237; InceptionV3 73x73x80 by 3x3x192 101 -> 293, 17x17x768 by 1x7x192 93

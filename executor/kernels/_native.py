@@ -644,38 +644,39 @@ def prepare_conv(f: np.ndarray, g: Any, epilogue: Epilogue | None = None) -> Pre
                     split is None and flat_conv(g, oc))
 
 
-# A layer's rows are too short for the row kernel's 6-pixel tiles when they compute less than
-# FLAT_ROW_USE of what they store (a 14x14 map's rows compute 18 pixels for 14, a 7x7 one's
-# 12 for 7): from FLAT_MIN_K values a window its pixels then run as one product (conv.c's
-# dfg_conv_flat_f32) over a patch matrix built first; with fewer the copy costs more than the
-# waste (a U-Net's (8,8,8,64) by 3x3x64: 199 us by rows, 218 flat). 2 threads, GFLOP/s row ->
-# flat: ResNet50 14x14x256 3x3 212 -> 265, 7x7x512 3x3 159 -> 250, InceptionV3 8x8x448 by
-# 3x3x384 152 -> 190; a 28x28 map's rows even (227 -> 237 at 512 channels).
-FLAT_ROW_USE = 0.85
-FLAT_MIN_K = 1024
-# the patch matrix the flat product builds (conv.c mallocs it) is bounded as the numpy path's
-# im2col is (_conv.PATCH_BYTES): past it the row kernel runs, which copies a few rows
-FLAT_MAX_PATCH_BYTES = 64 << 20
+# On AVX-512 a layer with whole tile columns (a multiple of 64 output channels) runs its
+# pixels as the rows of one product (conv.c's dfg_conv_flat_f32): windows read in place
+# from the input (or a zero-padded copy of it), the sum over k in blocks whose slice of the
+# filter stays in L1 across a group of tiles, where the row kernel streams each tile's
+# whole window of weights from L2; and the pixels of all rows in tiles, where a 7x7 map's
+# rows computed 12 pixels for 7. 2 threads, GFLOP/s row kernel -> flat (/tmp harness, the
+# layers of bench_native_conv.py --full): VGG16 28x28x512 3x3 215 -> 234-268, 56x56x256
+# 242 -> 260-296, 14x14x512 197 -> 231-264; ResNet50 7x7x512 137 -> 242, 14x14x256 185 ->
+# 271, 28x28x128 216 -> 275-297, 7x7x2048 by 1x1x512 121 -> 242; InceptionV3 17x17x768 by
+# 1x7x192 226 -> 273; U-Net 16x16x64 by 3x3x128 267 -> 295; the same bits. Not for short
+# segments (a window's contiguous run of values: a row of taps, KW * C, or one tap's C
+# when dilated): each block then holds few FMAs for its partial sums' trip through memory
+# (VGG16's first layer, 3x3x3: 203 -> 109; a 1x1 layer of 32 channels 205 -> 189). Nor
+# for large maps that copy their input (past FLAT_MAX_PIXELS output pixels, padded or
+# strided): there the row kernel's tiles fill their rows, and the copy and the blocks'
+# passes over the output cost more than they save (VGG16 in the model: 112x112x128 3x3
+# 12.2 -> 15.5 ms, 112x112x64 by 3x3x128 6.5 -> 7.2).
+FLAT_MIN_SEGMENT = 64
+FLAT_MAX_PIXELS = 6272
 
 
 def flat_conv(g: Any, oc: int) -> bool:
     """Whether the direct convolution computes geometry ``g``'s output pixels as the rows of
     one product (wide tiles over all rows and images, the thread split over tile columns
-    too): on AVX-512 with ``oc`` a multiple of 64, for windows that do not overlap (1x1:
-    the input, or its strided pixels, is the matrix) or short rows (FLAT_ROW_USE) of
-    windows of FLAT_MIN_K values or more, with a patch matrix of at most
-    FLAT_MAX_PATCH_BYTES."""
-    if not wide_vectors() or oc % 64:
+    too): on AVX-512 with ``oc`` a multiple of 64 and windows whose contiguous runs hold at
+    least FLAT_MIN_SEGMENT values, for a 1x1 window of stride 1 (the input is the matrix)
+    or at most FLAT_MAX_PIXELS output pixels."""
+    if not wide_vectors() or oc % 64 or (g.kw * g.c if g.dw == 1 else g.c) < FLAT_MIN_SEGMENT:
         return False
-    k = g.kh * g.kw * g.c
     if g.kh == g.kw == 1 and g.sh == g.sw == 1 and g.pt == g.pl == 0 \
             and (g.oh, g.ow) == (g.h, g.w):
-        return True         # the input itself is the matrix: nothing is copied
-    if 4 * g.n * g.oh * g.ow * k > FLAT_MAX_PATCH_BYTES:
-        return False
-    if g.sh >= g.kh and g.sw >= g.kw:
         return True
-    return k >= FLAT_MIN_K and g.ow < FLAT_ROW_USE * (-(-g.ow // 6) * 6)
+    return g.n * g.oh * g.ow <= FLAT_MAX_PIXELS
 
 
 def pixel_rows(g: Any, flops: float) -> tuple[int, int]:

@@ -359,46 +359,75 @@ int conv_rows(const float *x, const float *wb, float *out,
 }
 
 /* Pixels as the rows of one product (AVX-512): out[p, o] = sum_k a[p, k] * w[k, o] for the
- * M output pixels p and OC channels o, a (M, K) with rows lda floats apart: a patch matrix
- * (each pixel's taps in (ky, kx, c) order, zeros for padding: im2col below) or, for a 1x1
- * window of stride 1, the input itself. wb is the filter packed as above, (OC / VW, K, VW)
- * seen with KH * KW * C = K; OC a multiple of 4 * VW. Tiles of RT pixels by 4 * VW channels
- * as the wide tiles above, but over the pixels of all rows and images at once: a 7x7 layer
- * computes 54 pixels for its 49 (the row kernel: 84) and its work splits over tile columns
- * too, where the row kernel had 7 rows for its threads. The sum over k runs in passes of
- * FLAT_KB, each over all of an item range's tiles of one tile column, so that column's
- * FLAT_KB x 64 slice of the filter stays in cache for them (a 3x3 layer of 512 channels has
- * 1.2 MB a column, which its nine tiles each read again from L2 and L3 when summed whole);
- * between passes the partial sums wait in the output, stored and loaded as they are, so
- * each output is the same sum of float32 FMAs in the same order however the k are cut.
+ * M output pixels p and OC channels o, where a[p, k] is pixel p's window, its taps in (ky,
+ * kx, c) order (K = KH * KW * C), read in place from the input (struct flat_src: no patch
+ * matrix is built; a padded copy of the input stands in for it when windows cross the
+ * edges). wb is the filter packed as above, (OC / VW, K, VW); OC a multiple of 4 * VW.
+ * Tiles of RT pixels by 4 * VW channels as the wide tiles above, but over the pixels of all
+ * rows and images at once: a 7x7 layer computes 54 pixels for its 49 (the row kernel: 84)
+ * and its work splits over tile columns too, where the row kernel had 7 rows for its
+ * threads. The sum over k runs in blocks of at most FLAT_KB, each over a group of FLAT_GROUP
+ * tiles of one tile column, so the column's FLAT_KB x 64 slice of the filter stays in L1
+ * for the group's tiles (the row kernel reads each tile's whole window of weights from L2:
+ * 256 bytes for 24 FMAs), and the group's partial sums and input in L2. Between blocks the
+ * partial sums wait in the output, stored and loaded as they are, so each output is the
+ * same sum of float32 FMAs in the same order however the k are cut (the row kernel's bits).
  * Work items: tile column j by pixel tile t, item = j * T + t; computes items [i0, i1). */
-#define FLAT_KB 256
+#define FLAT_KB 128
+#define FLAT_GROUP 32
+
+/* Where the flat product reads: output pixel p = (n, oy, ox) starts at x + n * is + oy * sh
+ * * rs + ox * sw * C (rs, is: floats per input row and image), and its window is K / L
+ * segments of L contiguous values, segment s at seg[s] from there (a row of taps, KW * C
+ * values, when the columns are not dilated; else one tap's C). */
+struct flat_src {
+    const float *x;
+    const long *seg;
+    long C, OH, OW, sh, sw, rs, is, L;
+};
 
 static inline __attribute__((always_inline))
-void flat_items(const float *a, long lda, const float *wb, float *out, long M, long K, long OC,
+void flat_items(const struct flat_src *s, const float *wb, float *out, long M, long K, long OC,
                 const float *scale, const float *shift, const float *res, int act,
                 long i0, long i1)
 {
     const long T = (M + RT - 1) / RT;
     const long bs = K * VW;                     /* floats between channel blocks */
+    const long C = s->C, OW = s->OW, HW = s->OH * OW, L = s->L;
+    const long ystep = s->sh * s->rs, xstep = s->sw * C;
     for (long item = i0; item < i1;) {
-        const long j = item / T, t0 = item - j * T;
-        const long t1 = i1 - j * T < T ? i1 - j * T : T;
-        item = j * T + t1;
+        const long j = item / T, ta = item - j * T;
+        const long tb = i1 - j * T < T ? i1 - j * T : T;
+        item = j * T + tb;
         const long ob0 = j * 4 * VW;
         const float *wj = wb + ob0 * K;
-        for (long k0 = 0; k0 < K; k0 += FLAT_KB) {
-            const long kn = K - k0 < FLAT_KB ? K - k0 : FLAT_KB;
+        for (long g0 = ta; g0 < tb; g0 += FLAT_GROUP) {
+        const long g1 = tb - g0 < FLAT_GROUP ? tb : g0 + FLAT_GROUP;
+        for (long k0 = 0; k0 < K;) {
+            const long si = k0 / L, off = k0 - si * L;
+            const long kn = L - off < FLAT_KB ? L - off : FLAT_KB;
             const int first = k0 == 0, last = k0 + kn == K;
-            for (long t = t0; t < t1; t++) {
+            const float *xk = s->x + s->seg[si] + off;
+            for (long t = g0; t < g1; t++) {
                 const long p0 = t * RT;
                 const long nr = M - p0 < RT ? M - p0 : RT;
-                /* a last tile's rows past M read its first row again (their sums are
-                 * dropped): never past the matrix */
-                const float *x0 = a + p0 * lda + k0;
-                const float *x1 = x0 + (nr > 1) * lda, *x2 = x0 + (nr > 2) * 2 * lda,
-                            *x3 = x0 + (nr > 3) * 3 * lda, *x4 = x0 + (nr > 4) * 4 * lda,
-                            *x5 = x0 + (nr > 5) * 5 * lda;
+                /* the tile's pixels' windows; a last tile's pixels past M read its first
+                 * pixel again (their sums are dropped): never past the input */
+                const float *xr[RT];
+                long n = p0 / HW, oy = p0 % HW / OW, ox = p0 % OW;
+                xr[0] = xk + n * s->is + oy * ystep + ox * xstep;
+                for (int r = 1; r < RT; r++) {
+                    if (++ox == OW) {
+                        ox = 0;
+                        if (++oy == s->OH) {
+                            oy = 0;
+                            n++;
+                        }
+                    }
+                    xr[r] = r < nr ? xk + n * s->is + oy * ystep + ox * xstep : xr[0];
+                }
+                const float *x0 = xr[0], *x1 = xr[1], *x2 = xr[2], *x3 = xr[3], *x4 = xr[4],
+                            *x5 = xr[5];
                 float *o = out + p0 * OC + ob0;
                 vf acc[4][RT];
                 for (int b = 0; b < 4; b++)
@@ -443,38 +472,37 @@ void flat_items(const float *a, long lda, const float *wb, float *out, long M, l
                             memcpy(o + r * OC + b * VW, &blk[b][r], sizeof(vf));
                 }
             }
+            k0 += kn;
         }
+        }   /* groups */
     }
 }
 
 CLONES
-void dfg_conv_flat_f32(const float *a, long lda, const float *wb, float *out, long M, long K,
+void dfg_conv_flat_f32(const struct flat_src *s, const float *wb, float *out, long M, long K,
                        long OC, const float *scale, const float *shift, const float *res,
                        int act, long i0, long i1)
 {
-    flat_items(a, lda, wb, out, M, K, OC, scale, shift, res, act, i0, i1);
+    flat_items(s, wb, out, M, K, OC, scale, shift, res, act, i0, i1);
 }
 
-/* The patch matrix of output pixels [p0, p1): row p holds x at pixel p's taps, (ky, kx, c)
- * order, zeros where a tap is padding. */
-static void im2col_rows(const float *x, float *a, long H, long W, long C, long KH, long KW,
-                        long OH, long OW, long sh, long sw, long dh, long dw, long pt, long pl,
-                        long p0, long p1)
+/* Rows [r0, r1) of the zero-padded copy of x the flat product reads: (N, Hp, Wp, C), input
+ * row iy at padded row iy + pt, column ix at ix + pl. */
+static void pad_rows(const float *x, float *xp, long H, long W, long C, long Hp, long Wp,
+                     long pt, long pl, long r0, long r1)
 {
-    const long K = KH * KW * C;
-    for (long p = p0; p < p1; p++) {
-        const long n = p / (OH * OW), oy = p / OW % OH, ox = p % OW;
-        float *d = a + p * K;
-        for (long ky = 0; ky < KH; ky++) {
-            const long iy = oy * sh - pt + ky * dh;
-            for (long kx = 0; kx < KW; kx++, d += C) {
-                const long ix = ox * sw - pl + kx * dw;
-                if (iy < 0 || iy >= H || ix < 0 || ix >= W)
-                    memset(d, 0, C * sizeof(float));
-                else
-                    memcpy(d, x + ((n * H + iy) * W + ix) * C, C * sizeof(float));
-            }
+    for (long r = r0; r < r1; r++) {
+        const long n = r / Hp, iy = r % Hp - pt;
+        float *d = xp + r * Wp * C;
+        if (iy < 0 || iy >= H) {
+            memset(d, 0, Wp * C * sizeof(float));
+            continue;
         }
+        const long lo = pl < Wp ? pl : Wp, hi = pl + W < Wp ? pl + W : Wp;
+        memset(d, 0, lo * C * sizeof(float));
+        if (hi > lo)
+            memcpy(d + lo * C, x + (n * H + iy) * W * C, (hi - lo) * C * sizeof(float));
+        memset(d + hi * C, 0, (Wp - hi) * C * sizeof(float));
     }
 }
 
@@ -663,26 +691,35 @@ static int conv_range(const void *p, long r0, long r1) {
 }
 
 struct flat_args {
-    const float *a, *wb;
+    const struct flat_src *s;
+    const float *wb;
     float *out;
-    long lda, M, K, OC;
+    long M, K, OC;
     const float *scale, *shift, *res;
     int act;
 };
 
 static int flat_range(const void *p, long i0, long i1) {
     const struct flat_args *f = p;
-    dfg_conv_flat_f32(f->a, f->lda, f->wb, f->out, f->M, f->K, f->OC, f->scale, f->shift,
-                      f->res, f->act, i0, i1);
+    dfg_conv_flat_f32(f->s, f->wb, f->out, f->M, f->K, f->OC, f->scale, f->shift, f->res,
+                      f->act, i0, i1);
     return 0;
 }
 
-static int im2col_range(const void *p, long p0, long p1) {
-    const struct conv_args *c = p;
-    im2col_rows(c->x, c->out, c->H, c->W, c->C, c->KH, c->KW, c->OH, c->OW, c->sh, c->sw,
-                c->dh, c->dw, c->pt, c->pl, p0, p1);
+struct pad_args {
+    const float *x;
+    float *xp;
+    long H, W, C, Hp, Wp, pt, pl;
+};
+
+static int pad_range(const void *p, long r0, long r1) {
+    const struct pad_args *a = p;
+    pad_rows(a->x, a->xp, a->H, a->W, a->C, a->Hp, a->Wp, a->pt, a->pl, r0, r1);
     return 0;
 }
+
+/* at most this many taps (KH * KW) for the flat product's segment table; past it, rows */
+#define FLAT_MAX_TAPS 1024
 
 int dfg_conv2d_nhwc_f32_mt(const float *x, const float *wb, float *out,
                            long H, long W, long C, long KH, long KW, long OC, long OH, long OW,
@@ -692,29 +729,37 @@ int dfg_conv2d_nhwc_f32_mt(const float *x, const float *wb, float *out,
 {
     struct conv_args a = {x, wb, out, H, W, C, KH, KW, OC, OH, OW, sh, sw, dh, dw, pt, pl,
                           scale, shift, res, act};
-    if (!flat || !wide_cpu() || OC % (4 * VW))
+    if (!flat || !wide_cpu() || OC % (4 * VW) || KH * KW > FLAT_MAX_TAPS)
         return dfg_pool_run(conv_range, &a, rows, chunks, threads);
-    /* the pixels as rows of one product (dfg_conv_flat_f32): the input itself for a 1x1
-     * window of stride 1, else its patch matrix */
-    const long M = rows * OW, K = KH * KW * C;
-    const int direct = KH == 1 && KW == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0
-                       && OH == H && OW == W;
-    float *patches = NULL;
-    if (!direct) {
-        patches = malloc((size_t)M * K * sizeof(float));
-        if (!patches)
+    /* The pixels as the rows of one product, read in place (dfg_conv_flat_f32): from the
+     * input itself when every window lies inside it, else from a zero-padded copy (the
+     * input plus its border) */
+    const long N = rows / OH, M = rows * OW, K = KH * KW * C;
+    const long Hp = (OH - 1) * sh + (KH - 1) * dh + 1, Wp = (OW - 1) * sw + (KW - 1) * dw + 1;
+    const int inside = pt == 0 && pl == 0 && Hp <= H && Wp <= W;
+    float *xp = NULL;
+    if (!inside) {
+        xp = malloc((size_t)N * Hp * Wp * C * sizeof(float));
+        if (!xp)
             return -1;
-        struct conv_args g = a;
-        g.out = patches;
-        dfg_pool_run(im2col_range, &g, M, threads > 1 ? 2 * threads : 1, threads);
+        struct pad_args pa = {x, xp, H, W, C, Hp, Wp, pt, pl};
+        dfg_pool_run(pad_range, &pa, N * Hp, threads > 1 ? 2 * threads : 1, threads);
     }
+    const long rw = inside ? W : Wp;
+    long seg[FLAT_MAX_TAPS];
+    /* segment offsets: a row of taps when its columns are adjacent, else each tap */
+    long nseg = 0;
+    for (long ky = 0; ky < KH; ky++)
+        for (long kx = 0; kx < (dw == 1 ? 1 : KW); kx++)
+            seg[nseg++] = (ky * dh * rw + kx * dw) * C;
+    struct flat_src s = {inside ? x : xp, seg, C, OH, OW, sh, sw, rw * C,
+                         (inside ? H : Hp) * rw * C, dw == 1 ? KW * C : C};
     const long items = OC / (4 * VW) * ((M + RT - 1) / RT);
-    struct flat_args f = {direct ? x : patches, wb, out, direct ? C : K, M, K, OC, scale,
-                          shift, res, act};
+    struct flat_args f = {&s, wb, out, M, K, OC, scale, shift, res, act};
     const int err = dfg_pool_run(flat_range, &f, items,
                                  threads > 1 ? (items < 4 * threads ? items : 4 * threads) : 1,
                                  threads);
-    free(patches);
+    free(xp);
     return err;
 }
 
