@@ -298,6 +298,8 @@ def _pool_definition(x: np.ndarray, k: int, s: int, pads: tuple, op: str) -> np.
     ((2, 8, 8, 12), 3, 1, "SAME"), ((2, 9, 9, 5), 3, 2, "VALID"), ((1, 5, 6, 3), 2, 2, "SAME"),
     ((2, 15, 15, 33), 3, 2, "SAME"), ((1, 7, 7, 4), 7, 1, "VALID"),
     ((1, 6, 5, 3), 3, 2, [[0, 0], [2, 1], [0, 2], [0, 0]]),
+    # channel blocks of 64 and 16 and a tail; rows split over the pool's threads
+    ((2, 6, 6, 83), 2, 2, "VALID"), ((4, 16, 16, 40), 3, 1, "SAME"),
 ], ids=str)
 def test_pools_equal_tensorflows_definition_run_after_run(xs, k, s, padding, native,
                                                           monkeypatch) -> None:

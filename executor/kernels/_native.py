@@ -578,7 +578,9 @@ class PoolPrep(NamedTuple):
 def prepare_maxpool(g: Any) -> PoolPrep:
     """The :class:`PoolPrep` of a MaxPool over spatial windows of geometry ``g`` (a
     ``_conv.Geom``, no dilation)."""
-    flops = float(g.n * g.oh * g.ow * g.c * g.kh * g.kw)
+    # each value read costs about what 16 FMAs of a convolution do (a compare, its load, and
+    # the loop over taps: measured single-threaded, (64,30,30,32) 2x2 322 us for 1.8M reads)
+    flops = 16.0 * g.n * g.oh * g.ow * g.c * g.kh * g.kw
     split = _split(g.n * g.oh, flops) if flops < _MIN_CHUNK_FLOPS else None
     return PoolPrep((g.n, g.h, g.w, g.c, g.kh, g.kw, g.oh, g.ow, g.sh, g.sw, g.pt, g.pl),
                     (g.n, g.oh, g.ow, g.c), flops, split)

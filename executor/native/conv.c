@@ -642,6 +642,25 @@ void dfg_depthwise_nhwc_f32(const float *x, const float *f, float *out, long H, 
  * NaNs gives -FLT_MAX, and of 0 and -0 the first stays. GCC vectorizes the channel loop
  * with the select as written (MAXPS keeps its second operand on NaN: the same fold).
  * Computes output rows [r0, r1) of the N * OH. */
+/* Channel blocks of 4 vectors, then of one, of output pixel (row, ox) over taps ky in [ky0,
+ * ky1), kx in [kx0, kx1): the fold in vector registers across the taps (a channel loop over
+ * memory stored each tap's result), as a select of bits (GCC's vector ?: is C++ only),
+ * which GCC turns into MAXPS */
+typedef int vi __attribute__((vector_size(VW * sizeof(float))));
+#define FOLD_MAX(acc, v) do {                                                          \
+        const vf v_ = (v);                                                            \
+        const vi m_ = (acc) < v_;                                                     \
+        (acc) = (vf)(((vi)v_ & m_) | ((vi)(acc) & ~m_));                              \
+    } while (0)
+#define MP_TAPS(...)                                                                   \
+    for (long ky = ky0; ky < ky1; ky++) {                                             \
+        const float *xr = x + ((n * H + oy * sh - pt + ky) * W + ox * sw - pl) * C + c0; \
+        for (long kx = kx0; kx < kx1; kx++) {                                         \
+            const float *xt = xr + kx * C;                                            \
+            __VA_ARGS__                                                               \
+        }                                                                             \
+    }
+
 CLONES
 void dfg_maxpool_nhwc_f32(const float *x, float *out, long H, long W, long C, long KH,
                           long KW, long OH, long OW, long sh, long sw, long pt, long pl,
@@ -649,18 +668,39 @@ void dfg_maxpool_nhwc_f32(const float *x, float *out, long H, long W, long C, lo
 {
     for (long row = r0; row < r1; row++) {
         const long n = row / OH, oy = row % OH;
+        /* the taps inside x: rows [ky0, ky1) of the window, and per pixel columns */
+        const long ky0 = pt - oy * sh > 0 ? pt - oy * sh : 0;
+        const long ky1 = H - (oy * sh - pt) < KH ? H - (oy * sh - pt) : KH;
         for (long ox = 0; ox < OW; ox++) {
             float *restrict o = out + (row * OW + ox) * C;
-            for (long c = 0; c < C; c++) o[c] = -FLT_MAX;
-            for (long ky = 0; ky < KH; ky++) {
-                const long iy = oy * sh - pt + ky;
-                if (iy < 0 || iy >= H) continue;
-                for (long kx = 0; kx < KW; kx++) {
-                    const long ix = ox * sw - pl + kx;
-                    if (ix < 0 || ix >= W) continue;
-                    const float *restrict xt = x + ((n * H + iy) * W + ix) * C;
-                    for (long c = 0; c < C; c++) o[c] = o[c] < xt[c] ? xt[c] : o[c];
-                }
+            const long kx0 = pl - ox * sw > 0 ? pl - ox * sw : 0;
+            const long kx1 = W - (ox * sw - pl) < KW ? W - (ox * sw - pl) : KW;
+            long c0 = 0;
+            const vf lowest = (vf){0} - FLT_MAX;
+            for (; c0 + 4 * VW <= C; c0 += 4 * VW) {
+                vf a0 = lowest, a1 = lowest, a2 = lowest, a3 = lowest;
+                MP_TAPS(FOLD_MAX(a0, *(const vfu *)xt); FOLD_MAX(a1, *(const vfu *)(xt + VW));
+                        FOLD_MAX(a2, *(const vfu *)(xt + 2 * VW));
+                        FOLD_MAX(a3, *(const vfu *)(xt + 3 * VW));)
+                *(vfu *)(o + c0) = a0;
+                *(vfu *)(o + c0 + VW) = a1;
+                *(vfu *)(o + c0 + 2 * VW) = a2;
+                *(vfu *)(o + c0 + 3 * VW) = a3;
+            }
+            for (; c0 + VW <= C; c0 += VW) {
+                vf a0 = lowest;
+                MP_TAPS(FOLD_MAX(a0, *(const vfu *)xt);)
+                *(vfu *)(o + c0) = a0;
+            }
+            for (; c0 < C; c0++) {
+                float acc = -FLT_MAX;
+                for (long ky = ky0; ky < ky1; ky++)
+                    for (long kx = kx0; kx < kx1; kx++) {
+                        const float v = x[((n * H + oy * sh - pt + ky) * W + ox * sw - pl + kx)
+                                          * C + c0];
+                        acc = acc < v ? v : acc;
+                    }
+                o[c0] = acc;
             }
         }
     }
