@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -401,6 +401,56 @@ def tiles_exactly(g: Geom) -> bool:
     no dilation, and the input a whole number of windows."""
     return (g.sh, g.sw) == (g.kh, g.kw) and g.dh == g.dw == 1 and g.pt == g.pl == 0 \
         and g.oh * g.kh == g.h and g.ow * g.kw == g.w
+
+
+class Phase(NamedTuple):
+    """One phase of a transposed convolution (:func:`transposed_phases`): the input rows
+    ``py::sh`` and columns ``px::sw`` of the gradient; ``sub`` the forward convolution that
+    computes them from the output gradient cropped by (``cy``, ``cx``) rows and columns, by
+    the filter's taps ``ty`` x ``tx`` (in that order; None: no tap reaches the phase)."""
+    py: int
+    px: int
+    ty: tuple[int, ...]
+    tx: tuple[int, ...]
+    cy: int
+    cx: int
+    sub: Geom | None
+
+
+def _phase_axis(p: int, s: int, k: int, pad: int, size: int, out: int
+                ) -> tuple[tuple[int, ...], int, int, int, int]:
+    """Along one axis, the input positions p, p + s, ... take tap i from output position
+    q + (p + pad - i) / s where that divides: the taps, largest first (so the offsets
+    rise by one per tap, a stride-1 window), the output's crop, the window's leading pad,
+    how many positions the phase has and the cropped output's length."""
+    taps = tuple(i for i in range(k - 1, -1, -1) if (p + pad - i) % s == 0)
+    count = max(0, (size - p + s - 1) // s)
+    if not taps:
+        return taps, 0, 0, count, out
+    first = (p + pad - taps[0]) // s         # the lowest offset (the largest tap)
+    crop = max(0, first)
+    return taps, crop, crop - first, count, out - crop
+
+
+def transposed_phases(g: Geom, oc: int) -> list[Phase]:
+    """Conv2DBackpropInput of geometry ``g`` (the forward convolution's: input (N, H, W, C),
+    output gradient (N, OH, OW, ``oc``), no dilation) as SH * SW forward convolutions of
+    stride 1, one per phase of the input: input position y = SH * q + py takes tap i from
+    output row q + (py + PT - i) / SH when that divides, so each phase is a correlation of
+    the output gradient with a few of the filter's taps (reversed, channels transposed).
+    Together they hold each tap once: the product's FMAs, none on zeros, and each phase is a
+    dense convolution the compiled kernel runs with its own tiles (the GEMM and scatter
+    path's column matrix is K times the input gradient)."""
+    out = []
+    for py in range(g.sh):
+        ty, cy, pad_t, qy, hy = _phase_axis(py, g.sh, g.kh, g.pt, g.h, g.oh)
+        for px in range(g.sw):
+            tx, cx, pad_l, qx, wx = _phase_axis(px, g.sw, g.kw, g.pl, g.w, g.ow)
+            sub = None
+            if ty and tx and qy and qx and hy > 0 and wx > 0:
+                sub = Geom(g.n, hy, wx, oc, len(ty), len(tx), 1, 1, 1, 1, qy, qx, pad_t, pad_l)
+            out.append(Phase(py, px, ty, tx, cy, cx, sub))
+    return out
 
 
 def _native_pays(g: Geom, oc: int, gather: bool, fused: bool = False) -> bool:
