@@ -102,9 +102,12 @@ def test_the_rule_takes_whole_tile_columns_with_long_enough_segments() -> None:
         assert p.native == p.native_fused == wide     # every such layer: the wide tiles
         assert flat == (wide and xs[1] < 112)         # large maps: the row kernel
     assert not plan((1, 7, 7, 512), (3, 3, 512, 500))[1]         # not whole tile columns
-    # past FLAT_MAX_PIXELS output pixels only a 1x1 window of stride 1, read in place
-    assert not plan((512, 7, 7, 512), (3, 3, 512, 512))[1]
-    assert plan((512, 7, 7, 512), (1, 1, 512, 512))[1] == wide
+    # past FLAT_MAX_PIXELS output pixels a 1x1 window of stride 1, read in place, or rows
+    # the row kernel's 6-pixel tiles fill badly (13 columns: 18 computed)
+    assert not plan((64, 30, 30, 64), (3, 3, 64, 64))[1]
+    assert plan((64, 30, 30, 64), (1, 1, 64, 64))[1] == wide
+    assert plan((64, 13, 13, 64), (3, 3, 64, 64))[1] == wide
+    assert plan((512, 7, 7, 512), (3, 3, 512, 512))[1] == wide
     # a segment (a row of taps, KW * C; one tap's C when dilated) under 64 values: rows
     assert not plan((1, 224, 224, 3), (3, 3, 3, 64))[1]
     assert not plan((1, 56, 56, 32), (1, 1, 32, 64))[1]

@@ -1,5 +1,5 @@
 """The direct convolution's wide tiles (conv.c: 6 pixels by four blocks of 16 output
-channels on AVX-512) against float64 math and against the same convolution computed a
+channels on AVX-512) and pair tiles (12 or 8 pixels by two blocks) against float64 math and against the same convolution computed a
 block of 16 channels at a time (the 8-pixel block path): each output's sum runs over the
 taps and channels in the same order and form, so the bits must be equal, epilogue
 included, whatever the row's last partial tile, the channel tail, strides, dilation and
@@ -42,6 +42,13 @@ GEOMETRIES = [
     ((1, 3, 3, 40), (5, 5, 40, 64), (1, 1, 1, 1), "SAME", (1, 1, 1, 1)),       # mostly padding
     ((1, 1, 7, 64), (1, 3, 64, 128), (1, 1, 1, 1), "SAME", (1, 1, 1, 1)),
     ((3, 8, 13, 20), (3, 3, 20, 200), (1, 1, 2, 1), "SAME", (1, 1, 1, 1)),     # 3 tiles + tail
+    # pair tiles (two blocks of 16: 32 channels left): rows of 12 and 8 pixels
+    ((2, 9, 13, 16), (3, 3, 16, 32), (1, 1, 1, 1), "SAME", (1, 1, 1, 1)),      # 8 + 8
+    ((1, 6, 30, 8), (3, 3, 8, 32), (1, 1, 1, 1), "VALID", (1, 1, 1, 1)),       # 12 + 8 + 8
+    ((1, 5, 40, 3), (3, 3, 3, 32), (1, 1, 1, 1), "SAME", (1, 1, 1, 1)),        # 12 x 3 + 8
+    ((2, 6, 7, 12), (2, 2, 12, 160), (1, 1, 1, 1), "VALID", (1, 1, 1, 1)),     # 2 wide + pair
+    ((1, 20, 25, 4), (5, 5, 4, 48), (1, 1, 2, 1), "SAME", (1, 1, 1, 1)),       # pair + block
+    ((1, 9, 11, 8), (3, 3, 8, 32), (1, 1, 1, 1), "SAME", (1, 2, 2, 1)),        # dilated
 ]
 
 

@@ -663,8 +663,14 @@ def prepare_conv(f: np.ndarray, g: Any, epilogue: Epilogue | None = None) -> Pre
 # strided): there the row kernel's tiles fill their rows, and the copy and the blocks'
 # passes over the output cost more than they save (VGG16 in the model: 112x112x128 3x3
 # 12.2 -> 15.5 ms, 112x112x64 by 3x3x128 6.5 -> 7.2).
+# Past FLAT_MAX_PIXELS, still flat where a row's 6-pixel tiles compute much more than its
+# pixels (under FLAT_ROW_FILL of them: 13 columns take 18, 28 take 30, 56 take 60): a batch
+# of small maps, 2 threads, GFLOP/s row -> flat: (64,15,15,64) by 3x3x64 valid 174 -> 244,
+# (128,13,13,32) by 3x3x32x64 234 -> 277, (64,15,15,32) same 255 -> 285, (8,56,56,64)
+# 271 -> 288; (64,30,30,64), its rows filled, 254 -> 238 stays on rows
 FLAT_MIN_SEGMENT = 64
 FLAT_MAX_PIXELS = 6272
+FLAT_ROW_FILL = 0.95
 
 
 def flat_conv(g: Any, oc: int) -> bool:
@@ -672,13 +678,17 @@ def flat_conv(g: Any, oc: int) -> bool:
     one product (wide tiles over all rows and images, the thread split over tile columns
     too): on AVX-512 with ``oc`` a multiple of 64 and windows whose contiguous runs hold at
     least FLAT_MIN_SEGMENT values, for a 1x1 window of stride 1 (the input is the matrix)
-    or at most FLAT_MAX_PIXELS output pixels."""
+    or at most FLAT_MAX_PIXELS output pixels, or rows its tiles fill badly."""
     if not wide_vectors() or oc % 64 or (g.kw * g.c if g.dw == 1 else g.c) < FLAT_MIN_SEGMENT:
         return False
     if g.kh == g.kw == 1 and g.sh == g.sw == 1 and g.pt == g.pl == 0 \
             and (g.oh, g.ow) == (g.h, g.w):
         return True
-    return g.n * g.oh * g.ow <= FLAT_MAX_PIXELS
+    return g.n * g.oh * g.ow <= FLAT_MAX_PIXELS or g.ow < FLAT_ROW_FILL * _ceil_to(g.ow, 6)
+
+
+def _ceil_to(n: int, k: int) -> int:
+    return -(-n // k) * k
 
 
 def pixel_rows(g: Any, flops: float) -> tuple[int, int]:

@@ -25,6 +25,7 @@
 
 #define RB_MAX 8        /* output pixels per block, at most */
 #define RT 6            /* output pixels of a wide tile (four channel blocks: AVX-512) */
+#define RT2 12          /* output pixels of a pair tile (two channel blocks: AVX-512) */
 #define VW DFG_VW       /* output channels per vector */
 
 typedef float vf __attribute__((vector_size(VW * sizeof(float))));
@@ -133,6 +134,8 @@ int conv_rows(const float *x, const float *wb, float *out,
     long px = blocks * RB;
     if (RB == 8 && OC >= 4 * VW && (OW + RT - 1) / RT * RT > px)
         px = (OW + RT - 1) / RT * RT;
+    if (RB == 8 && OC % (4 * VW) >= 2 * VW && (OW + RT2 - 1) / RT2 * RT2 > px)
+        px = (OW + RT2 - 1) / RT2 * RT2;
     const long Wp = (px - 1) * sw + (KW - 1) * dw + 1;   /* padded columns read */
     /* padded column q holds input column q - pl: input in [lo, hi), zeros elsewhere */
     const long lo = pl < Wp ? pl : Wp;
@@ -296,7 +299,92 @@ int conv_rows(const float *x, const float *wb, float *out,
                 }
             }
         }
-        for (long ob = tiles * 4 * VW; last && ob < OC; ob += VW) {
+        long ob = tiles * 4 * VW;
+        /* Pair tiles (AVX-512, 32 or more channels left: 32, 96, 160 outputs): RT2 pixels
+         * by two blocks of VW channels, 24 accumulators again. Per input value two filter
+         * vectors and RT2 broadcasts feed 2 * RT2 FMAs (the 8-pixel block: 9 loads for 8),
+         * each output's sum in the same order and form: the same bits. A row's pixels take
+         * n12 tiles of 12, then tiles of 8 (16 accumulators), the fewest pixels computed
+         * (13: 8 + 8, not 12 + 12; 30: 12 + 12 + 8) */
+        long n12 = 0;
+        if (RB == 8 && last && OC - ob >= 2 * VW) {
+            long best = -1;
+            for (long n8 = 0; n8 <= 2; n8++) {
+                const long rest = OW - 8 * n8 > 0 ? OW - 8 * n8 : 0;
+                const long k12 = (rest + RT2 - 1) / RT2, total = k12 * RT2 + 8 * n8;
+                if (best < 0 || total < best) {
+                    best = total;
+                    n12 = k12;
+                }
+            }
+        }
+        for (; RB == 8 && last && ob + 2 * VW <= OC; ob += 2 * VW) {
+            const long bs = KH * KW * C * VW;
+            const float *wblock = wb + ob * KH * KW * C;
+            long ox = 0;
+            for (; ox < OW && ox < n12 * RT2; ox += RT2) {
+                const long nr = OW - ox < RT2 ? OW - ox : RT2;
+                vf a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0},
+                   a30 = {0}, a31 = {0}, a40 = {0}, a41 = {0}, a50 = {0}, a51 = {0},
+                   a60 = {0}, a61 = {0}, a70 = {0}, a71 = {0}, a80 = {0}, a81 = {0},
+                   a90 = {0}, a91 = {0}, ab0 = {0}, ab1 = {0}, ac0 = {0}, ac1 = {0};
+                CONV_TAPS(for (long c = 0; c < C; c++) {
+                    const float *w = wk + c * VW;
+                    const vf w0 = *(const vfu *)w, w1 = *(const vfu *)(w + bs);
+                    float v = xp[c];
+                    a00 += v * w0; a01 += v * w1;
+                    v = xp[xs + c];      a10 += v * w0; a11 += v * w1;
+                    v = xp[2 * xs + c];  a20 += v * w0; a21 += v * w1;
+                    v = xp[3 * xs + c];  a30 += v * w0; a31 += v * w1;
+                    v = xp[4 * xs + c];  a40 += v * w0; a41 += v * w1;
+                    v = xp[5 * xs + c];  a50 += v * w0; a51 += v * w1;
+                    v = xp[6 * xs + c];  a60 += v * w0; a61 += v * w1;
+                    v = xp[7 * xs + c];  a70 += v * w0; a71 += v * w1;
+                    v = xp[8 * xs + c];  a80 += v * w0; a81 += v * w1;
+                    v = xp[9 * xs + c];  a90 += v * w0; a91 += v * w1;
+                    v = xp[10 * xs + c]; ab0 += v * w0; ab1 += v * w1;
+                    v = xp[11 * xs + c]; ac0 += v * w0; ac1 += v * w1;
+                })
+                vf acc[RT2];
+                float *o = orow + ox * OC + ob;
+                acc[0] = a00; acc[1] = a10; acc[2] = a20; acc[3] = a30; acc[4] = a40;
+                acc[5] = a50; acc[6] = a60; acc[7] = a70; acc[8] = a80; acc[9] = a90;
+                acc[10] = ab0; acc[11] = ac0;
+                store_block(o, acc, nr, VW, ob, OC, out, scale, shift, res, act);
+                acc[0] = a01; acc[1] = a11; acc[2] = a21; acc[3] = a31; acc[4] = a41;
+                acc[5] = a51; acc[6] = a61; acc[7] = a71; acc[8] = a81; acc[9] = a91;
+                acc[10] = ab1; acc[11] = ac1;
+                store_block(o + VW, acc, nr, VW, ob + VW, OC, out, scale, shift, res, act);
+            }
+            for (; ox < OW; ox += 8) {
+                const long nr = OW - ox < 8 ? OW - ox : 8;
+                vf a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0},
+                   a30 = {0}, a31 = {0}, a40 = {0}, a41 = {0}, a50 = {0}, a51 = {0},
+                   a60 = {0}, a61 = {0}, a70 = {0}, a71 = {0};
+                CONV_TAPS(for (long c = 0; c < C; c++) {
+                    const float *w = wk + c * VW;
+                    const vf w0 = *(const vfu *)w, w1 = *(const vfu *)(w + bs);
+                    float v = xp[c];
+                    a00 += v * w0; a01 += v * w1;
+                    v = xp[xs + c];      a10 += v * w0; a11 += v * w1;
+                    v = xp[2 * xs + c];  a20 += v * w0; a21 += v * w1;
+                    v = xp[3 * xs + c];  a30 += v * w0; a31 += v * w1;
+                    v = xp[4 * xs + c];  a40 += v * w0; a41 += v * w1;
+                    v = xp[5 * xs + c];  a50 += v * w0; a51 += v * w1;
+                    v = xp[6 * xs + c];  a60 += v * w0; a61 += v * w1;
+                    v = xp[7 * xs + c];  a70 += v * w0; a71 += v * w1;
+                })
+                vf acc[RB_MAX];
+                float *o = orow + ox * OC + ob;
+                acc[0] = a00; acc[1] = a10; acc[2] = a20; acc[3] = a30; acc[4] = a40;
+                acc[5] = a50; acc[6] = a60; acc[7] = a70;
+                store_block(o, acc, nr, VW, ob, OC, out, scale, shift, res, act);
+                acc[0] = a01; acc[1] = a11; acc[2] = a21; acc[3] = a31; acc[4] = a41;
+                acc[5] = a51; acc[6] = a61; acc[7] = a71;
+                store_block(o + VW, acc, nr, VW, ob + VW, OC, out, scale, shift, res, act);
+            }
+        }
+        for (; last && ob < OC; ob += VW) {
             const long width = OC - ob < VW ? OC - ob : VW;
             const float *wblock = wb + ob * KH * KW * C;
             for (long ox = 0; ox < OW; ox += RB) {
