@@ -1,9 +1,9 @@
 """The direct convolution's wide tiles (conv.c: 6 pixels by four blocks of 16 output
-channels on AVX-512) and pair tiles (12 or 8 pixels by two blocks) against float64 math and against the same convolution computed a
-block of 16 channels at a time (the 8-pixel block path): each output's sum runs over the
-taps and channels in the same order and form, so the bits must be equal, epilogue
-included, whatever the row's last partial tile, the channel tail, strides, dilation and
-padding."""
+channels on AVX-512) and pair tiles (12 or 8 pixels by two blocks) against float64 math
+and against the same convolution computed a block of 16 channels at a time (the 8-pixel
+block path): each output's sum runs over the taps and channels in the same order and form,
+so the bits must be equal, epilogue included, whatever the row's last partial tile, the
+channel tail, strides, dilation and padding."""
 
 from __future__ import annotations
 

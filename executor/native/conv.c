@@ -446,6 +446,125 @@ int conv_rows(const float *x, const float *wb, float *out,
     return 0;
 }
 
+/* Few output channels (an output layer's 1-4, where a block of 16 channels computes 4-16x
+ * the FMAs it keeps): each output the dot product of its window with its filter column,
+ * along the window's contiguous runs (a row of taps inside the input, up to KW * C values:
+ * no dilation). wt: the filter as (OC, KH, KW * C). The products run in VH lanes, 8 pixels
+ * at once where their windows lie inside the input's columns (8 chains of FMAs, one filter
+ * load for 8 inputs), their lanes then added pairwise across the 8 in three steps of
+ * shuffles (one pixel alone: lane by lane in order), then the run's tail. Then the
+ * epilogue once over the pixels' outputs (contiguous): v * scale + shift, + residual, the
+ * activation, as store_block applies it. Computes output rows [r0, r1) of the N * OH. */
+typedef int vhi __attribute__((vector_size(VH * sizeof(int))));
+
+static inline __attribute__((always_inline))
+void narrow_epilogue(float *o, long count, long OC, float *out, const float *scale,
+                     const float *shift, const float *res, int act)
+{
+    if (scale || shift || res) {
+        const float *rp = res ? res + (o - out) : NULL;
+        for (long i = 0; i < count; i++) {
+            const long c = i % OC;
+            float v = o[i];
+            if (scale && shift)
+                v = v * scale[c] + shift[c];
+            else if (scale)
+                v *= scale[c];
+            else if (shift)
+                v += shift[c];
+            if (rp)
+                v += rp[i];
+            o[i] = v;
+        }
+    }
+    if (act >= DFG_ACT_SIGMOID_FN)
+        dfg_act_span_f32(o, count, act);
+    else if (act)
+        for (long i = 0; i < count; i++) {
+            float t = o[i] < 0 ? 0.0f : o[i];
+            o[i] = act == 2 && t > 6 ? 6.0f : t;
+        }
+}
+
+CLONES
+void dfg_conv_narrow_f32(const float *x, const float *wt, float *out, long H, long W, long C,
+                         long KH, long KW, long OC, long OH, long OW, long sh, long sw,
+                         long pt, long pl, const float *scale, const float *shift,
+                         const float *res, int act, long r0, long r1)
+{
+    const long KC = KW * C, ps = sw * C;
+    for (long row = r0; row < r1; row++) {
+        const long n = row / OH, oy = row % OH, iy0 = oy * sh - pt;
+        const long ky0 = iy0 < 0 ? -iy0 : 0, ky1 = H - iy0 < KH ? H - iy0 : KH;
+        float *orow = out + row * OW * OC;
+        for (long ox = 0; ox < OW;) {
+            const long ix0 = ox * sw - pl;
+            long np = 1;
+            if (ix0 >= 0 && ox + 8 <= OW && (ox + 7) * sw - pl + KW <= W) {
+                np = 8;                         /* 8 pixels, whole windows */
+                for (long o = 0; o < OC; o++) {
+                    vh a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0},
+                       a7 = {0}, t = {0};
+                    for (long ky = ky0; ky < ky1; ky++) {
+                        const float *xp = x + ((n * H + iy0 + ky) * W + ix0) * C;
+                        const float *wp = wt + (o * KH + ky) * KC;
+                        long j = 0;
+                        for (; j + VH <= KC; j += VH) {
+                            const vh w = *(const vhu *)(wp + j);
+                            a0 += *(const vhu *)(xp + j) * w;
+                            a1 += *(const vhu *)(xp + ps + j) * w;
+                            a2 += *(const vhu *)(xp + 2 * ps + j) * w;
+                            a3 += *(const vhu *)(xp + 3 * ps + j) * w;
+                            a4 += *(const vhu *)(xp + 4 * ps + j) * w;
+                            a5 += *(const vhu *)(xp + 5 * ps + j) * w;
+                            a6 += *(const vhu *)(xp + 6 * ps + j) * w;
+                            a7 += *(const vhu *)(xp + 7 * ps + j) * w;
+                        }
+                        for (; j < KC; j++)
+                            for (int p = 0; p < 8; p++) t[p] += xp[p * ps + j] * wp[j];
+                    }
+                    /* lane sums of a0..a7 as the lanes of one vector: pairs, quads, halves */
+                    const vhi lo1 = {0, 8, 2, 10, 4, 12, 6, 14}, hi1 = {1, 9, 3, 11, 5, 13, 7, 15};
+                    const vh u01 = __builtin_shuffle(a0, a1, lo1) + __builtin_shuffle(a0, a1, hi1),
+                             u23 = __builtin_shuffle(a2, a3, lo1) + __builtin_shuffle(a2, a3, hi1),
+                             u45 = __builtin_shuffle(a4, a5, lo1) + __builtin_shuffle(a4, a5, hi1),
+                             u67 = __builtin_shuffle(a6, a7, lo1) + __builtin_shuffle(a6, a7, hi1);
+                    const vhi lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
+                    const vh v03 = __builtin_shuffle(u01, u23, lo2) + __builtin_shuffle(u01, u23, hi2),
+                             v47 = __builtin_shuffle(u45, u67, lo2) + __builtin_shuffle(u45, u67, hi2);
+                    const vhi lo3 = {0, 1, 2, 3, 8, 9, 10, 11}, hi3 = {4, 5, 6, 7, 12, 13, 14, 15};
+                    const vh r = __builtin_shuffle(v03, v47, lo3) + __builtin_shuffle(v03, v47, hi3)
+                                 + t;
+                    if (OC == 1)
+                        *(vhu *)(orow + ox) = r;
+                    else
+                        for (int p = 0; p < 8; p++) orow[(ox + p) * OC + o] = r[p];
+                }
+            } else {                            /* one pixel, its window clipped */
+                const long kx0 = ix0 < 0 ? -ix0 : 0, kx1 = W - ix0 < KW ? W - ix0 : KW;
+                const long len = (kx1 - kx0) * C;
+                for (long o = 0; o < OC; o++) {
+                    vh a0 = {0};
+                    float t = 0;
+                    for (long ky = ky0; ky < ky1; ky++) {
+                        const float *xp = x + ((n * H + iy0 + ky) * W + ix0 + kx0) * C;
+                        const float *wp = wt + (o * KH + ky) * KC + kx0 * C;
+                        long j = 0;
+                        for (; j + VH <= len; j += VH)
+                            a0 += *(const vhu *)(xp + j) * *(const vhu *)(wp + j);
+                        for (; j < len; j++) t += xp[j] * wp[j];
+                    }
+                    float v = 0;
+                    for (int e = 0; e < VH; e++) v += a0[e];
+                    orow[ox * OC + o] = v + t;
+                }
+            }
+            ox += np;
+        }
+        narrow_epilogue(orow, OW * OC, OC, out, scale, shift, res, act);
+    }
+}
+
 /* Pixels as the rows of one product (AVX-512): out[p, o] = sum_k a[p, k] * w[k, o] for the
  * M output pixels p and OC channels o, where a[p, k] is pixel p's window, its taps in (ky,
  * kx, c) order (K = KH * KW * C), read in place from the input (struct flat_src: no patch
@@ -818,6 +937,14 @@ static int conv_range(const void *p, long r0, long r1) {
                                a->scale, a->shift, a->res, a->act, r0, r1);
 }
 
+static int narrow_range(const void *p, long r0, long r1) {
+    const struct conv_args *a = p;
+    dfg_conv_narrow_f32(a->x, a->wb, a->out, a->H, a->W, a->C, a->KH, a->KW, a->OC, a->OH,
+                        a->OW, a->sh, a->sw, a->pt, a->pl, a->scale, a->shift, a->res, a->act,
+                        r0, r1);
+    return 0;
+}
+
 struct flat_args {
     const struct flat_src *s;
     const float *wb;
@@ -857,6 +984,11 @@ int dfg_conv2d_nhwc_f32_mt(const float *x, const float *wb, float *out,
 {
     struct conv_args a = {x, wb, out, H, W, C, KH, KW, OC, OH, OW, sh, sw, dh, dw, pt, pl,
                           scale, shift, res, act};
+    if (flat == DFG_CONV_NARROW) {
+        if (OC > DFG_NARROW_MAX || dh != 1 || dw != 1)
+            return -2;
+        return dfg_pool_run(narrow_range, &a, rows, chunks, threads);
+    }
     if (!flat || !wide_cpu() || OC % (4 * VW) || KH * KW > FLAT_MAX_TAPS)
         return dfg_pool_run(conv_range, &a, rows, chunks, threads);
     /* The pixels as the rows of one product, read in place (dfg_conv_flat_f32): from the

@@ -498,8 +498,10 @@ PyDoc_STRVAR(conv_doc,
 "dh, dw, pt, pl). Then out * scale + shift (each None or ceil(OC/16)*16 floats), + residual\n"
 "(None or out's shape), act (0 none, 1 Relu, 2 Relu6, 3 Sigmoid, 4 Tanh, 5 Swish). The N*OH\n"
 "rows run in `chunks` pieces\n"
-"on up to `threads` threads. flat: on AVX-512 with OC a multiple of 64, the output pixels\n"
-"as the rows of one product (conv.c's dfg_conv_flat_f32; its own split over the threads).\n"
+"on up to `threads` threads. flat: 1 on AVX-512 with OC a multiple of 64, the output pixels\n"
+"as the rows of one product (conv.c's dfg_conv_flat_f32; its own split over the threads);\n"
+"2 the few-channel kernel (OC <= 4, no dilation; wb then holds the filter as (OC, KH, KW*C)\n"
+"at its start: dfg_conv_narrow_f32).\n"
 "MemoryError when a row buffer cannot be allocated.");
 
 static PyObject *conv2d_nhwc_f32(PyObject *self, PyObject *args) {
@@ -508,7 +510,7 @@ static PyObject *conv2d_nhwc_f32(PyObject *self, PyObject *args) {
     int act, threads, flat = 0;
     long chunks;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOO(lllllllllllllll)OOOili|p:conv2d_nhwc_f32", &xo, &wo, &oo,
+    if (!PyArg_ParseTuple(args, "OOO(lllllllllllllll)OOOili|i:conv2d_nhwc_f32", &xo, &wo, &oo,
                           &g[0], &g[1], &g[2], &g[3], &g[4], &g[5], &g[6], &g[7], &g[8],
                           &g[9], &g[10], &g[11], &g[12], &g[13], &g[14], &so, &to, &ro, &act,
                           &chunks, &threads, &flat))
@@ -520,6 +522,11 @@ static PyObject *conv2d_nhwc_f32(PyObject *self, PyObject *args) {
         return NULL;
     if (act < DFG_ACT_NONE || act > DFG_ACT_SWISH_FN)
         return PyErr_Format(PyExc_ValueError, "%s: unknown activation %d", fn, act);
+    if (flat < 0 || flat > DFG_CONV_NARROW)
+        return PyErr_Format(PyExc_ValueError, "%s: unknown kernel %d", fn, flat);
+    if (flat == DFG_CONV_NARROW && (OC > DFG_NARROW_MAX || g[11] != 1 || g[12] != 1))
+        return PyErr_Format(PyExc_ValueError, "%s: the few-channel kernel takes at most %d "
+                            "outputs and no dilation", fn, DFG_NARROW_MAX);
     const long blocks = (OC + DFG_VW - 1) / DFG_VW;
     const long xs[4] = {N, H, W, C}, ws[5] = {blocks, KH, KW, C, DFG_VW},
                os[4] = {N, OH, OW, OC}, cs[2] = {blocks, DFG_VW};

@@ -19,6 +19,11 @@ void dfg_pool_rest(void);   /* polling workers sleep now */
 enum { DFG_ACT_NONE = 0, DFG_ACT_RELU = 1, DFG_ACT_RELU6 = 2, DFG_ACT_SIGMOID_FN = 3,
        DFG_ACT_TANH_FN = 4, DFG_ACT_SWISH_FN = 5 };
 #define DFG_VW 16   /* output channels per vector block of the packed filter */
+/* conv2d's "flat" argument: 0 the row kernel, 1 the flat product (AVX-512, whole tile
+ * columns), DFG_CONV_NARROW the few-channel kernel (at most DFG_NARROW_MAX outputs, no
+ * dilation; its wb is the filter as (OC, KH, KW * C), in a buffer of the packed size) */
+#define DFG_CONV_NARROW 2
+#define DFG_NARROW_MAX 4
 
 int dfg_conv2d_nhwc_f32_mt(const float *x, const float *wb, float *out,
                            long H, long W, long C, long KH, long KW, long OC, long OH, long OW,
