@@ -93,6 +93,8 @@ def optimize(graph: str, fetches: tuple[str, ...], targets: tuple[str, ...],
       fold_batch_norm   inference FusedBatchNorm folded into the Conv2D filter + BiasAdd
       fold_pad          a zero Pad before a Conv2D (Keras ZeroPadding2D) becomes its
                         padding="EXPLICIT" (no padded copy of the feature map)
+      sink_squeeze *    a Conv1D's Squeeze after its BiasAdd and activation, so
+                        fuse_conv_bias_act takes them into the convolution
       loop_invariant    values computed only from a loop's constant inputs move out of it
       hoist_projection  an RNN's input projection (step t of a TensorList times a loop
                         constant) for every step as one Einsum before the loop

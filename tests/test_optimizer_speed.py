@@ -183,7 +183,7 @@ def test_a_pass_with_nothing_to_do_hands_back_its_input():
     graph = Graph(g)
     for name in ("arithmetic", "cse", "constant_folding", "identity_removal",
                  "fold_batch_norm", "dead_branches", "loop_invariant", "hoist_projection",
-                 "hoist_concat_projection", "fold_pad", "fuse_conv_bias_act"):
+                 "hoist_concat_projection", "fold_pad", "sink_squeeze", "fuse_conv_bias_act"):
         assert get_pass(name)(graph, PassOptions(fetches=("y:0",))) is g, name
 
 

@@ -27,6 +27,7 @@ from . import (
     loop_invariant,
     lower_functional,
     prune,
+    sink_squeeze,
 )
 from .common import DEFAULT_MAX_CONST_BYTES, PassFn, PassOptions
 
@@ -61,6 +62,8 @@ PASSES: dict[str, PassInfo] = {p.name: p for p in [
              "inference batch norm is an affine map: fold it into the conv weights"),
     PassInfo("fold_pad", fold_pad.run, True,
              "a zero Pad before a Conv2D becomes the conv's explicit padding (no copy)"),
+    PassInfo("sink_squeeze", sink_squeeze.run, False,
+             "a Conv1D's Squeeze after its BiasAdd and activation, so they fuse into it"),
     PassInfo("loop_invariant", loop_invariant.run, True,
              "compute values that do not change across iterations once, outside the loop"),
     PassInfo("hoist_projection", hoist_projection.run, True,

@@ -370,7 +370,8 @@ def _check(name: str, graph: Graph, new_errors: Any, must_exist: set[str],
 # fold into it), then prune again to drop what folding left unread.
 SIGNATURE_PASSES: tuple[str, ...] = (
     "lower_functional", "prune", "identity_removal", "constant_folding", "dead_branches",
-    "arithmetic", "fold_batch_norm", "fold_pad", "loop_invariant", "hoist_projection",
+    "arithmetic", "fold_batch_norm", "fold_pad", "sink_squeeze", "loop_invariant",
+    "hoist_projection",
     "hoist_concat_projection", "cse")
 FUSION_PASSES: tuple[str, ...] = ("fuse_conv_bias_act", "fuse_matmul_bias_act",
                                   "fuse_elementwise", "prune")
