@@ -38,7 +38,8 @@ def test_the_few_channel_kernel_equals_math(xs, fs, s, padding) -> None:
     f = _frozen(rng.standard_normal(fs).astype(np.float32))
     p = _conv.conv2d_plan(xs, fs, 4, (1, s, s, 1), padding)
     prep = _native.prepare_conv(f, p.g)
-    assert prep.flat == _native.CONV_NARROW
+    if prep.flat != _native.CONV_NARROW:    # under NARROW_MIN_FLOPS: asked for directly
+        prep = prep._replace(flat=_native.CONV_NARROW, weights=_native._narrow_filter(f))
     want = _conv.conv2d_nhwc(x.astype(np.float64), f.astype(np.float64), (1, s, s, 1),
                              padding)
     for got in (_native.conv2d_prepared(x, prep), _native.runner(prep)(x)):
@@ -57,7 +58,10 @@ def test_the_few_channel_kernels_epilogue(act: int) -> None:
     shift = _frozen(rng.standard_normal(3).astype(np.float32))
     res = rng.standard_normal((2, 11, 14, 3)).astype(np.float32)
     g = _conv.conv2d_plan(xs, fs, 4, (1, 1, 1, 1), "SAME").g
-    got = _native.conv2d_nhwc_f32(x, f, g, _native.Epilogue(scale, shift, res, act))
+    ep = _native.Epilogue(scale, shift, res, act)
+    prep = _native.prepare_conv(f, g, ep)._replace(flat=_native.CONV_NARROW,
+                                                  weights=_native._narrow_filter(f))
+    got = _native.conv2d_prepared(x, prep, res)
     y = _conv.conv2d_nhwc(x.astype(np.float64), f.astype(np.float64), (1, 1, 1, 1), "SAME")
     y = y * scale + shift + res
     y = {_native.ACT_NONE: y, _native.ACT_RELU: np.maximum(y, 0),
@@ -71,7 +75,8 @@ def test_the_rule_takes_few_outputs_with_rows_of_taps_long_enough() -> None:
         p = _conv.conv2d_plan(xs, fs, 4, (1, 1, 1, 1), "SAME", (1, dil, dil, 1))
         return _native.prepare_conv(np.zeros(fs, np.float32), p.g).flat
 
-    assert kernel((1, 8, 8, 32), (3, 3, 32, 4)) == _native.CONV_NARROW
-    assert kernel((1, 8, 8, 32), (3, 3, 32, 5)) != _native.CONV_NARROW     # 5 outputs
-    assert kernel((1, 8, 8, 3), (3, 3, 3, 1)) != _native.CONV_NARROW       # rows of 9
-    assert kernel((1, 8, 8, 32), (3, 3, 32, 1), dil=2) != _native.CONV_NARROW
+    assert kernel((4, 32, 32, 32), (3, 3, 32, 4)) == _native.CONV_NARROW
+    assert kernel((1, 8, 8, 32), (3, 3, 32, 4)) != _native.CONV_NARROW     # 0.15 MFLOP
+    assert kernel((4, 32, 32, 32), (3, 3, 32, 5)) != _native.CONV_NARROW   # 5 outputs
+    assert kernel((64, 32, 32, 3), (3, 3, 3, 1)) != _native.CONV_NARROW    # rows of 9
+    assert kernel((4, 32, 32, 32), (3, 3, 32, 1), dil=2) != _native.CONV_NARROW

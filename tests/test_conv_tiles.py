@@ -133,3 +133,23 @@ def test_blas_path_epilogue_in_one_compiled_pass(monkeypatch: pytest.MonkeyPatch
         math = np.clip(math, 0, 6)
     ok = ~np.isnan(math)
     np.testing.assert_allclose(got[ok], math[ok], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("xs,fs", [((2, 5, 52, 8), (3, 3, 8, 16)),      # 24 + 24 + 2
+                                   ((1, 4, 33, 20), (2, 3, 20, 48)),     # pair, then 24 + 7
+                                   ((1, 3, 27, 5), (1, 2, 5, 80))])      # wide, then 24 + 2
+def test_long_tiles_match_math_and_narrow_rows(xs, fs) -> None:
+    """Long tiles (24 pixels by one block of 16 channels) against float64 math and the
+    same convolution computed 8 output columns at a time (rows too short for a long tile:
+    the 8-pixel blocks), each from the input columns its windows read (VALID, stride 1)."""
+    rng = np.random.default_rng(sum(xs) + sum(fs))
+    x = rng.standard_normal(xs).astype(np.float32)
+    f = _frozen(rng.standard_normal(fs).astype(np.float32))
+    args = ((1, 1, 1, 1), "VALID", (1, 1, 1, 1))
+    got = _conv_native(x, f, *args)
+    want = _direct_f64(x, f, *args)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
+    ow, kw = got.shape[2], fs[1]
+    parts = [_conv_native(np.ascontiguousarray(x[:, :, a:min(a + 8, ow) + kw - 1]), f, *args)
+             for a in range(0, ow, 8)]
+    assert np.array_equal(np.concatenate(parts, axis=2).view(np.uint32), got.view(np.uint32))

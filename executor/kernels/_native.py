@@ -651,16 +651,21 @@ def prepare_conv(f: np.ndarray, g: Any, epilogue: Epilogue | None = None) -> Pre
 
 
 # The few-channel kernel (conv.c's dfg_conv_narrow_f32: each output a dot product along its
-# window's rows of taps) for at most NARROW_MAX outputs, no dilation and rows of taps of at
-# least NARROW_MIN_RUN values; a block of 16 channels computed 4-16x the FMAs kept there:
-# an autoencoder's last layer, (32,28,28,32) by 3x3x32x1 with Sigmoid, 1.4 ms -> ~0.15
+# window's rows of taps) for at most NARROW_MAX outputs, no dilation, rows of taps of at
+# least NARROW_MIN_RUN values and NARROW_MIN_FLOPS; a block of 16 channels computed 4-16x
+# the FMAs kept there: an autoencoder's last layer, (32,28,28,32) by 3x3x32x1 with Sigmoid,
+# 1109 -> 179 us; (2,32,32,16) by 3x3x16x3 84 -> 48. Under a million FLOPs either costs a
+# few microseconds ((1,8,8,16) by 3x3x16x4: 4.0 and 4.0 us; (1,8,8,64) by 1x1x64x4 3.1 and
+# 2.3), so the zoo's small layers keep the blocks' sums
 CONV_NARROW = 2
 NARROW_MAX = 4
 NARROW_MIN_RUN = 16
+NARROW_MIN_FLOPS = 1e6
 
 
 def narrow_conv(g: Any, oc: int) -> bool:
-    return oc <= NARROW_MAX and g.dh == g.dw == 1 and g.kw * g.c >= NARROW_MIN_RUN
+    return oc <= NARROW_MAX and g.dh == g.dw == 1 and g.kw * g.c >= NARROW_MIN_RUN \
+        and 2.0 * g.n * g.oh * g.ow * oc * g.kh * g.kw * g.c >= NARROW_MIN_FLOPS
 
 
 def _narrow_filter(f: np.ndarray) -> np.ndarray:

@@ -26,6 +26,7 @@
 #define RB_MAX 8        /* output pixels per block, at most */
 #define RT 6            /* output pixels of a wide tile (four channel blocks: AVX-512) */
 #define RT2 12          /* output pixels of a pair tile (two channel blocks: AVX-512) */
+#define RT3 24          /* output pixels of a long tile (one channel block: AVX-512) */
 #define VW DFG_VW       /* output channels per vector */
 
 typedef float vf __attribute__((vector_size(VW * sizeof(float))));
@@ -387,7 +388,69 @@ int conv_rows(const float *x, const float *wb, float *out,
         for (; last && ob < OC; ob += VW) {
             const long width = OC - ob < VW ? OC - ob : VW;
             const float *wblock = wb + ob * KH * KW * C;
-            for (long ox = 0; ox < OW; ox += RB) {
+            long ox = 0;
+            /* Long tiles (AVX-512, one block of channels: 16, 48, 80 outputs): RT3 pixels
+             * by one block, 24 accumulators, one filter vector and RT3 broadcasts per input
+             * value (the 8-pixel block's 8 chains of FMAs wait on their latency); then the
+             * row's rest in 8-pixel blocks. The same sums in the same order: the same bits. */
+            for (; RB == 8 && ox + RT3 <= OW; ox += RT3) {
+                vf q0 = {0}, q1 = {0}, q2 = {0}, q3 = {0}, q4 = {0}, q5 = {0}, q6 = {0}, q7 = {0}, q8 = {0}, q9 = {0}, q10 = {0}, q11 = {0}, q12 = {0}, q13 = {0}, q14 = {0}, q15 = {0}, q16 = {0}, q17 = {0}, q18 = {0}, q19 = {0}, q20 = {0}, q21 = {0}, q22 = {0}, q23 = {0};
+                CONV_TAPS(for (long c = 0; c < C; c++) {
+                    const vf w0 = *(const vfu *)(wk + c * VW);
+                    float v = xp[c]; q0 += v * w0;
+                    v = xp[1 * xs + c]; q1 += v * w0;
+                    v = xp[2 * xs + c]; q2 += v * w0;
+                    v = xp[3 * xs + c]; q3 += v * w0;
+                    v = xp[4 * xs + c]; q4 += v * w0;
+                    v = xp[5 * xs + c]; q5 += v * w0;
+                    v = xp[6 * xs + c]; q6 += v * w0;
+                    v = xp[7 * xs + c]; q7 += v * w0;
+                    v = xp[8 * xs + c]; q8 += v * w0;
+                    v = xp[9 * xs + c]; q9 += v * w0;
+                    v = xp[10 * xs + c]; q10 += v * w0;
+                    v = xp[11 * xs + c]; q11 += v * w0;
+                    v = xp[12 * xs + c]; q12 += v * w0;
+                    v = xp[13 * xs + c]; q13 += v * w0;
+                    v = xp[14 * xs + c]; q14 += v * w0;
+                    v = xp[15 * xs + c]; q15 += v * w0;
+                    v = xp[16 * xs + c]; q16 += v * w0;
+                    v = xp[17 * xs + c]; q17 += v * w0;
+                    v = xp[18 * xs + c]; q18 += v * w0;
+                    v = xp[19 * xs + c]; q19 += v * w0;
+                    v = xp[20 * xs + c]; q20 += v * w0;
+                    v = xp[21 * xs + c]; q21 += v * w0;
+                    v = xp[22 * xs + c]; q22 += v * w0;
+                    v = xp[23 * xs + c]; q23 += v * w0;
+                })
+                vf acc[RT3];
+                acc[0] = q0;
+                acc[1] = q1;
+                acc[2] = q2;
+                acc[3] = q3;
+                acc[4] = q4;
+                acc[5] = q5;
+                acc[6] = q6;
+                acc[7] = q7;
+                acc[8] = q8;
+                acc[9] = q9;
+                acc[10] = q10;
+                acc[11] = q11;
+                acc[12] = q12;
+                acc[13] = q13;
+                acc[14] = q14;
+                acc[15] = q15;
+                acc[16] = q16;
+                acc[17] = q17;
+                acc[18] = q18;
+                acc[19] = q19;
+                acc[20] = q20;
+                acc[21] = q21;
+                acc[22] = q22;
+                acc[23] = q23;
+                store_block(orow + ox * OC + ob, acc, RT3, width, ob, OC, out, scale, shift,
+                            res, act);
+            }
+            for (; ox < OW; ox += RB) {
                 const long nr = OW - ox < RB ? OW - ox : RB;
                 vf acc[RB_MAX];
                 if (RB == 8) {          /* a constant: each caller has one branch only */
