@@ -77,8 +77,7 @@ def _elu_(y: np.ndarray, ctx: KernelContext) -> None:
 
 
 def _leaky_relu_(y: np.ndarray, ctx: KernelContext) -> None:
-    alpha = y.dtype.type(ctx.attrs.get("leakyrelu_alpha", 0.2))
-    np.copyto(y, where(y > 0, y, y * alpha))   # NaN is not > 0: NaN * alpha stays NaN
+    nn.leaky_relu_into(y, y.dtype.type(ctx.attrs.get("leakyrelu_alpha", 0.2)), y)
 
 
 def _tanh_(y: np.ndarray, ctx: KernelContext) -> None:

