@@ -65,7 +65,7 @@ typedef float vhu __attribute__((vector_size(VH * sizeof(float)), aligned(4)));
         const long iy = iy0 + ky * dh;                                           \
         if (iy < 0 || iy >= H) continue;                                         \
         const float *base = rows + (slot[ky] * Wp + ox * sw) * C;                \
-        for (long kx = 0; kx < KW; kx++) {                                       \
+        for (long kx = 0; kx < KWR; kx++) {                                      \
             const float *xp = base + kx * dw * C;                                \
             const float *wk = wblock + (ky * KW + kx) * C * VW;                  \
             __VA_ARGS__                                                          \
@@ -105,9 +105,12 @@ void store_block(float *o, vf *acc, long nr, long width, long ob, long OC, float
      * clone's target: written with vector-extension selects it ran several times slower in
      * the AVX-512 clone (measured). As numpy's max/min: 0 where v < 0, 6 where v > 6; NaN
      * and -0.0 stay. */
-    if (act >= DFG_ACT_SIGMOID_FN)
-        for (long r = 0; r < nr; r++) dfg_act_span_f32(o + r * OC, width, act);
-    else if (act)
+    if (act >= DFG_ACT_SIGMOID_FN) {
+        if (width == OC)    /* the pixels' whole outputs, one after another: one span */
+            dfg_act_span_f32(o, nr * OC, act);
+        else
+            for (long r = 0; r < nr; r++) dfg_act_span_f32(o + r * OC, width, act);
+    } else if (act)
         for (long r = 0; r < nr; r++) {
             float *op = o + r * OC;
             for (long j = 0; j < width; j++) {
@@ -125,6 +128,11 @@ int conv_rows(const float *x, const float *wb, float *out,
               long r0, long r1, const int RB)
 {
     const long xs = sw * C;                          /* input step between output pixels */
+    /* Without dilation a row of taps is one contiguous run of KW * C values in the input
+     * row and in the filter: CONV_TAPS walks it as one loop of CR values (KWR = 1 tap),
+     * where a 5x5 filter over one channel ran five loops of one value each (the same
+     * products in the same order: the same bits) */
+    const long KWR = dw == 1 ? 1 : KW, CR = dw == 1 ? KW * C : C;
     /* Each output row first has the KH input rows it reads in zero-padded buffers, wide
      * enough for whole blocks (the row's last, partial block computes a few pixels it does
      * not store): the inner loop never tests bounds and no block takes a slow path. An input
@@ -264,7 +272,7 @@ int conv_rows(const float *x, const float *wb, float *out,
                        a12 = {0}, a13 = {0}, a20 = {0}, a21 = {0}, a22 = {0}, a23 = {0},
                        a30 = {0}, a31 = {0}, a32 = {0}, a33 = {0}, a40 = {0}, a41 = {0},
                        a42 = {0}, a43 = {0}, a50 = {0}, a51 = {0}, a52 = {0}, a53 = {0};
-                    CONV_TAPS(for (long c = 0; c < C; c++) {
+                    CONV_TAPS(for (long c = 0; c < CR; c++) {
                         const float *w = wk + c * VW;
                         const vf w0 = *(const vfu *)w, w1 = *(const vfu *)(w + bs),
                                  w2 = *(const vfu *)(w + 2 * bs), w3 = *(const vfu *)(w + 3 * bs);
@@ -329,7 +337,7 @@ int conv_rows(const float *x, const float *wb, float *out,
                    a30 = {0}, a31 = {0}, a40 = {0}, a41 = {0}, a50 = {0}, a51 = {0},
                    a60 = {0}, a61 = {0}, a70 = {0}, a71 = {0}, a80 = {0}, a81 = {0},
                    a90 = {0}, a91 = {0}, ab0 = {0}, ab1 = {0}, ac0 = {0}, ac1 = {0};
-                CONV_TAPS(for (long c = 0; c < C; c++) {
+                CONV_TAPS(for (long c = 0; c < CR; c++) {
                     const float *w = wk + c * VW;
                     const vf w0 = *(const vfu *)w, w1 = *(const vfu *)(w + bs);
                     float v = xp[c];
@@ -362,7 +370,7 @@ int conv_rows(const float *x, const float *wb, float *out,
                 vf a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0},
                    a30 = {0}, a31 = {0}, a40 = {0}, a41 = {0}, a50 = {0}, a51 = {0},
                    a60 = {0}, a61 = {0}, a70 = {0}, a71 = {0};
-                CONV_TAPS(for (long c = 0; c < C; c++) {
+                CONV_TAPS(for (long c = 0; c < CR; c++) {
                     const float *w = wk + c * VW;
                     const vf w0 = *(const vfu *)w, w1 = *(const vfu *)(w + bs);
                     float v = xp[c];
@@ -395,7 +403,7 @@ int conv_rows(const float *x, const float *wb, float *out,
              * row's rest in 8-pixel blocks. The same sums in the same order: the same bits. */
             for (; RB == 8 && ox + RT3 <= OW; ox += RT3) {
                 vf q0 = {0}, q1 = {0}, q2 = {0}, q3 = {0}, q4 = {0}, q5 = {0}, q6 = {0}, q7 = {0}, q8 = {0}, q9 = {0}, q10 = {0}, q11 = {0}, q12 = {0}, q13 = {0}, q14 = {0}, q15 = {0}, q16 = {0}, q17 = {0}, q18 = {0}, q19 = {0}, q20 = {0}, q21 = {0}, q22 = {0}, q23 = {0};
-                CONV_TAPS(for (long c = 0; c < C; c++) {
+                CONV_TAPS(for (long c = 0; c < CR; c++) {
                     const vf w0 = *(const vfu *)(wk + c * VW);
                     float v = xp[c]; q0 += v * w0;
                     v = xp[1 * xs + c]; q1 += v * w0;
@@ -458,7 +466,7 @@ int conv_rows(const float *x, const float *wb, float *out,
                      * is taken in memory through the inner loop */
                     vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0},
                        a7 = {0};
-                    CONV_TAPS(for (long c = 0; c < C; c++) {
+                    CONV_TAPS(for (long c = 0; c < CR; c++) {
                         const vf wv = *(const vfu *)(wk + c * VW);
                         a0 += xp[c] * wv;
                         a1 += xp[xs + c] * wv;
@@ -476,7 +484,7 @@ int conv_rows(const float *x, const float *wb, float *out,
                      * vector on AVX2 through the stack, so these are spelled out. */
                     vh l0 = {0}, l1 = {0}, l2 = {0}, l3 = {0}, l4 = {0}, l5 = {0};
                     vh h0 = {0}, h1 = {0}, h2 = {0}, h3 = {0}, h4 = {0}, h5 = {0};
-                    CONV_TAPS(for (long c = 0; c < C; c++) {
+                    CONV_TAPS(for (long c = 0; c < CR; c++) {
                         const vh wl = *(const vhu *)(wk + c * VW);
                         const vh wh = *(const vhu *)(wk + c * VW + VH);
                         float v = xp[c];
