@@ -569,11 +569,19 @@ def depthwise_prepared(x: np.ndarray, prep: Prepared, residual: None = None
 
 
 class PoolPrep(NamedTuple):
-    """What the MaxPool kernel needs besides its input (as :class:`Prepared`)."""
+    """What the MaxPool (``avg``: AvgPool) kernel needs besides its input (as
+    :class:`Prepared`)."""
     geometry: tuple
     out_shape: tuple
     flops: float
     split: tuple | None
+    avg: bool = False
+
+
+def prepare_avgpool(g: Any) -> PoolPrep:
+    """The :class:`PoolPrep` of an AvgPool (TensorFlow's average over each window's real
+    elements) over spatial windows of geometry ``g``."""
+    return prepare_maxpool(g)._replace(avg=True)
 
 
 def prepare_maxpool(g: Any) -> PoolPrep:
@@ -589,12 +597,13 @@ def prepare_maxpool(g: Any) -> PoolPrep:
 
 def maxpool_prepared(x: np.ndarray, prep: PoolPrep) -> np.ndarray:
     """MaxPool of NHWC float32 ``x`` as ``prep`` says: TensorFlow's fold from the lowest
-    finite float over each window's taps inside ``x`` (executor/native/conv.c)."""
+    finite float over each window's taps inside ``x`` (executor/native/conv.c); with
+    ``prep.avg`` AvgPool: each window's sum over its taps inside ``x`` by their count."""
     if x.__class__ is not np.ndarray or x.dtype is not _F32 or not x.flags.c_contiguous:
         x = np.ascontiguousarray(x, _F32)
     out = np.empty(prep.out_shape, _F32)
     split = prep.split or _split(prep.out_shape[0] * prep.out_shape[1], prep.flops)
-    _ext.maxpool_nhwc_f32(x, out, prep.geometry, *split)
+    _ext.maxpool_nhwc_f32(x, out, prep.geometry, *split, prep.avg)
     return out
 
 

@@ -133,25 +133,20 @@ def _kept_call(shape: tuple, prep: Any, run: Any, gate: Any,
     while ``gate()`` (the compiled kernels' switch); else None (the kernel)."""
     if prep is None:
         return None
-    if run is _native.conv2d_prepared or run is _native.depthwise_prepared \
-            or run is _avg_native:
+    if run is _native.conv2d_prepared or run is _native.depthwise_prepared:
         # the compiled kernel at once (_native.runner: the same call without the
         # conversions, which the test here makes needless; module.c refuses a buffer that
-        # is not C-contiguous); an AvgPool's sums then divided as _avg_native divides them
-        avg = run is _avg_native
-        go = _native.runner(prep[0] if avg else prep,
-                            depthwise=avg or run is _native.depthwise_prepared)
-        count = prep[1] if avg else None
-        nd, divide = np.ndarray, np.divide
+        # is not C-contiguous)
+        go = _native.runner(prep, depthwise=run is _native.depthwise_prepared)
+        nd = np.ndarray
 
         def fast_conv(x: np.ndarray, filt: np.ndarray | None = None) -> np.ndarray | None:
             if filt is f and x.__class__ is nd and x.dtype is _F32 and x.shape == shape \
                     and gate():
                 try:
-                    out = go(x)
+                    return go(x)
                 except (TypeError, ValueError, MemoryError):
                     return None      # not C-contiguous, or no row buffer: the kernel says
-                return out if count is None else divide(out, count, out=out)
             return None
         return fast_conv
 
@@ -464,33 +459,18 @@ def avg_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     m = ctx.memo
     if m is None or m[0] != x.shape or m[1] is not x.dtype:
         m = ctx.memo = (x.shape, x.dtype, _pool_native(ctx, x, "avg"))
-        ctx.fast = _kept_call(x.shape, m[2], _avg_native, _native.enabled)
+        ctx.fast = _kept_call(x.shape, m[2], _native.maxpool_prepared, _native.enabled)
     if m[2] is not None and _native.enabled():
-        return _avg_native(x, m[2])
+        return _native.maxpool_prepared(x, m[2])    # sums in registers, then the count
     a = ctx.attrs
     return _conv.avg_pool(x, a.get("ksize"), a.get("strides"), a.get("padding"),
                           a.get("data_format") or "NHWC")
 
 
-_DIV_CODE = _native.binary_code("RealDiv")
-
-
-def _avg_native(x: np.ndarray, prepared: tuple) -> np.ndarray:
-    """AvgPool compiled: each window's sum by the depthwise kernel with a filter of ones (the
-    padding adds zeros), then the numpy path's division by its real elements."""
-    prep, count = prepared
-    out = _native.depthwise_prepared(x, prep)
-    # the division as a compiled chain with the count as a column (one per pixel): numpy's
-    # broadcast of (N, OH, OW, 1) took as long as the sums (35x35x288: 119 us, 131 the sums)
-    q = _native.chain_on(_DIV_CODE, (out, count))
-    return q if q is not None else np.divide(out, count, out=out)
-
-
 def _pool_native(ctx: KernelContext, x: np.ndarray, op: str) -> Any:
-    """For a float32 NHWC pool over spatial windows: MaxPool (``op`` "max") the compiled
-    kernel's preparation; AvgPool ("avg") (the depthwise kernel's preparation with a filter
-    of ones, the real elements per window as float32 (N, OH, OW, 1)). None elsewhere (the numpy
-    path runs, and raises what is wrong)."""
+    """For a float32 NHWC pool over spatial windows: the compiled kernel's preparation of
+    MaxPool (``op`` "max") or AvgPool ("avg"). None elsewhere (the numpy path runs, and
+    raises what is wrong)."""
     a = ctx.attrs
     if x.dtype is not _F32 or x.ndim != 4 or (a.get("data_format") or "NHWC") != "NHWC" \
             or not _native.enabled():
@@ -503,12 +483,7 @@ def _pool_native(ctx: KernelContext, x: np.ndarray, op: str) -> Any:
     if p.mode not in ("gather", "taps"):
         return None
     g = p.g
-    if op == "max":
-        return _native.prepare_maxpool(g)
-    ones = np.ones((g.kh, g.kw, g.c, 1), _F32)
-    count = np.broadcast_to(p.count.reshape(1, g.oh, g.ow, 1).astype(_F32),
-                            (g.n, g.oh, g.ow, 1)).copy()
-    return _native.prepare_depthwise(ones, g), count
+    return _native.prepare_maxpool(g) if op == "max" else _native.prepare_avgpool(g)
 
 
 # ----------------------------------------------------------------------------------------------

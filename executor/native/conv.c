@@ -984,6 +984,51 @@ void dfg_maxpool_nhwc_f32(const float *x, float *out, long H, long W, long C, lo
     }
 }
 
+/* AvgPool of float32 NHWC x over KH x KW windows into out: each window's sum over its taps
+ * inside x in (ky, kx) order from 0 (the padding is never read), divided by their count,
+ * TensorFlow's average over the real elements; the sums in registers across the taps as
+ * MaxPool's fold, the last channels (under a vector) summed a pixel at a time along its
+ * contiguous channels. The same sums in the same order as the depthwise kernel by a filter
+ * of ones, then the same division: the same bits. Computes output rows [r0, r1). */
+CLONES
+void dfg_avgpool_nhwc_f32(const float *x, float *out, long H, long W, long C, long KH,
+                          long KW, long OH, long OW, long sh, long sw, long pt, long pl,
+                          long r0, long r1)
+{
+    for (long row = r0; row < r1; row++) {
+        const long n = row / OH, oy = row % OH;
+        const long ky0 = pt - oy * sh > 0 ? pt - oy * sh : 0;
+        const long ky1 = H - (oy * sh - pt) < KH ? H - (oy * sh - pt) : KH;
+        for (long ox = 0; ox < OW; ox++) {
+            float *restrict o = out + (row * OW + ox) * C;
+            const long kx0 = pl - ox * sw > 0 ? pl - ox * sw : 0;
+            const long kx1 = W - (ox * sw - pl) < KW ? W - (ox * sw - pl) : KW;
+            const float count = (float)((ky1 - ky0) * (kx1 - kx0));
+            long c0 = 0;
+            for (; c0 + 4 * VW <= C; c0 += 4 * VW) {
+                vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+                MP_TAPS(a0 += *(const vfu *)xt; a1 += *(const vfu *)(xt + VW);
+                        a2 += *(const vfu *)(xt + 2 * VW); a3 += *(const vfu *)(xt + 3 * VW);)
+                *(vfu *)(o + c0) = a0 / count;
+                *(vfu *)(o + c0 + VW) = a1 / count;
+                *(vfu *)(o + c0 + 2 * VW) = a2 / count;
+                *(vfu *)(o + c0 + 3 * VW) = a3 / count;
+            }
+            for (; c0 + VW <= C; c0 += VW) {
+                vf a0 = {0};
+                MP_TAPS(a0 += *(const vfu *)xt;)
+                *(vfu *)(o + c0) = a0 / count;
+            }
+            if (c0 < C) {
+                float acc[VW] = {0};
+                const long rest = C - c0;
+                MP_TAPS(for (long c = 0; c < rest; c++) acc[c] += xt[c];)
+                for (long c = 0; c < rest; c++) o[c0 + c] = acc[c] / count;
+            }
+        }
+    }
+}
+
 /* The kernels above over all their rows, split on dfg's native thread pool (threadpool.c). */
 struct conv_args {
     const float *x, *wb;
@@ -1124,19 +1169,21 @@ struct mp_args {
     const float *x;
     float *out;
     long H, W, C, KH, KW, OH, OW, sh, sw, pt, pl;
+    int avg;
 };
 
 static int mp_range(const void *p, long r0, long r1) {
     const struct mp_args *a = p;
-    dfg_maxpool_nhwc_f32(a->x, a->out, a->H, a->W, a->C, a->KH, a->KW, a->OH, a->OW, a->sh,
-                         a->sw, a->pt, a->pl, r0, r1);
+    (a->avg ? dfg_avgpool_nhwc_f32 : dfg_maxpool_nhwc_f32)(
+        a->x, a->out, a->H, a->W, a->C, a->KH, a->KW, a->OH, a->OW, a->sh, a->sw, a->pt, a->pl,
+        r0, r1);
     return 0;
 }
 
 int dfg_maxpool_nhwc_f32_mt(const float *x, float *out, long H, long W, long C, long KH,
                             long KW, long OH, long OW, long sh, long sw, long pt, long pl,
-                            long rows, long chunks, int threads)
+                            long rows, long chunks, int threads, int avg)
 {
-    struct mp_args a = {x, out, H, W, C, KH, KW, OH, OW, sh, sw, pt, pl};
+    struct mp_args a = {x, out, H, W, C, KH, KW, OH, OW, sh, sw, pt, pl, avg};
     return dfg_pool_run(mp_range, &a, rows, chunks, threads);
 }

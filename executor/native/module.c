@@ -616,20 +616,21 @@ done:
 }
 
 PyDoc_STRVAR(maxpool_doc,
-"maxpool_nhwc_f32(x, out, geometry, chunks, threads)\n--\n\n"
+"maxpool_nhwc_f32(x, out, geometry, chunks, threads, avg=0)\n--\n\n"
 "MaxPool of float32 NHWC x (N, H, W, C) into out (N, OH, OW, C) over windows of\n"
 "geometry = (N, H, W, C, KH, KW, OH, OW, sh, sw, pt, pl): TensorFlow's fold from the\n"
-"lowest finite float over the taps inside x.");
+"lowest finite float over the taps inside x; avg: AvgPool, each window's sum over the\n"
+"taps inside x divided by their count.");
 
 static PyObject *maxpool_nhwc_f32(PyObject *self, PyObject *args) {
     PyObject *xo, *oo;
     long g[12];       /* N, H, W, C, KH, KW, OH, OW, sh, sw, pt, pl */
-    int threads;
+    int threads, avg = 0;
     long chunks;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OO(llllllllllll)li:maxpool_nhwc_f32", &xo, &oo, &g[0], &g[1],
-                          &g[2], &g[3], &g[4], &g[5], &g[6], &g[7], &g[8], &g[9], &g[10],
-                          &g[11], &chunks, &threads))
+    if (!PyArg_ParseTuple(args, "OO(llllllllllll)li|p:maxpool_nhwc_f32", &xo, &oo, &g[0],
+                          &g[1], &g[2], &g[3], &g[4], &g[5], &g[6], &g[7], &g[8], &g[9],
+                          &g[10], &g[11], &chunks, &threads, &avg))
         return NULL;
     const char *fn = "maxpool_nhwc_f32";
     const long N = g[0], H = g[1], W = g[2], C = g[3], KH = g[4], KW = g[5], OH = g[6],
@@ -648,7 +649,7 @@ static PyObject *maxpool_nhwc_f32(PyObject *self, PyObject *args) {
         goto done;
     Py_BEGIN_ALLOW_THREADS
     dfg_maxpool_nhwc_f32_mt(x.buf, out.buf, H, W, C, KH, KW, OH, OW, g[8], g[9], g[10], g[11],
-                            N * OH, chunks, threads);
+                            N * OH, chunks, threads, avg);
     Py_END_ALLOW_THREADS
     ret = Py_NewRef(Py_None);
 done:

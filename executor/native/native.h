@@ -34,9 +34,10 @@ int dfg_depthwise_nhwc_f32_mt(const float *x, const float *f, float *out, long H
                               long C, long KH, long KW, long OH, long OW, long sh, long sw,
                               long dh, long dw, long pt, long pl, const float *scale,
                               const float *shift, int act, long rows, long chunks, int threads);
+/* avg: AvgPool's average over each window's real elements instead of MaxPool's fold */
 int dfg_maxpool_nhwc_f32_mt(const float *x, float *out, long H, long W, long C, long KH,
                             long KW, long OH, long OW, long sh, long sw, long pt, long pl,
-                            long rows, long chunks, int threads);
+                            long rows, long chunks, int threads, int avg);
 
 /* elementwise.c */
 void dfg_erf_f32(const float *x, float *out, long n, int complement);
