@@ -103,3 +103,74 @@ def test_phases_and_the_gemm_path_agree_and_a_new_filter_is_not_served_the_old_o
     np.testing.assert_allclose(first, ref1, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(second, ref2, rtol=1e-4, atol=1e-4)
     assert not np.allclose(first, second)
+
+
+def _decoder_graph(act: str | None, bn: bool, residual: bool, k: int = 3, s: int = 2):
+    """x (2, 7, 7, 16) -> Conv2DTranspose(8, k, strides=s, SAME) as TensorFlow writes it
+    (Conv2DBackpropInput of a Const filter), its BiasAdd, then optionally Keras 3's frozen
+    batch norm (x * a + b), a residual Add and the activation."""
+    from dfg.graphdef import builder as B
+
+    rng = np.random.default_rng(9)
+    f = rng.standard_normal((k, k, 8, 16)).astype(np.float32) * 0.3
+    bias = rng.standard_normal(8).astype(np.float32)
+    a, b = (rng.uniform(0.5, 1.5, 8).astype(np.float32),
+            rng.standard_normal(8).astype(np.float32))
+    res = rng.standard_normal((2, 7 * s, 7 * s, 8)).astype(np.float32)
+    with B.Graph().as_default() as gr:
+        x = B.placeholder("float32", [2, 7, 7, 16], name="x")
+        y = B.apply_op("Conv2DBackpropInput",
+                       [B.constant(np.array([2, 7 * s, 7 * s, 8], np.int32)),
+                        B.constant(f, name="w"), x],
+                       {"strides": [1, s, s, 1], "padding": "SAME"}, name="deconv").outputs[0]
+        y = B.apply_op("BiasAdd", [y, B.constant(bias, name="b")], name="bias").outputs[0]
+        if bn:
+            y = B.apply_op("Mul", [y, B.constant(a, name="bn_a")], name="bn_mul").outputs[0]
+            y = B.apply_op("AddV2", [y, B.constant(b, name="bn_b")], name="bn_add").outputs[0]
+        if residual:
+            y = B.apply_op("AddV2", [y, B.constant(res, name="res")], name="skip").outputs[0]
+        if act == "LeakyRelu":
+            y = B.apply_op("LeakyRelu", [y], {"alpha": 0.3}, name="act").outputs[0]
+        elif act is not None:
+            y = B.apply_op(act, [y], name="act").outputs[0]
+        out = B.apply_op("Square", [y], name="out").outputs[0]
+    g = _conv.geometry((2, 7 * s, 7 * s, 8), "NHWC", k, k, [1, s, s, 1], [1, 1, 1, 1],
+                       "SAME", None)
+    xin = rng.standard_normal((2, 7, 7, 16)).astype(np.float32)
+    want = _definition(xin, f, g) + bias
+    if bn:
+        want = want * a + b
+    if residual:
+        want = want + res
+    want = {None: want, "Relu": np.maximum(want, 0), "Sigmoid": 1 / (1 + np.exp(-want)),
+            "LeakyRelu": np.where(want > 0, want, 0.3 * want), "Tanh": np.tanh(want)}[act]
+    return gr.as_graph_def(), out.name, xin, want ** 2
+
+
+@pytest.mark.parametrize("act,bn,residual,k,s", [
+    ("Relu", False, False, 3, 2), ("Sigmoid", True, False, 3, 2),
+    ("LeakyRelu", True, False, 5, 2), (None, False, True, 3, 2), ("Tanh", False, False, 4, 2),
+    ("Relu", False, False, 3, 1), ("Relu", False, False, 1, 2)])
+def test_a_transposed_convolution_fuses_its_batch_norm_bias_and_activation(
+        act, bn, residual, k, s) -> None:
+    """Conv2DTranspose + BiasAdd (+ batch norm) + activation: the batch norm folds into the
+    filter and bias, the rest fuses into _DfgFusedConv2DBackpropInput (the compiled phases
+    apply the bias and a compiled activation as they compute; LeakyRelu, a residual or a
+    phase no tap reaches take the epilogue after), equal to the definition in every mode."""
+    from dfg.executor.session import Session
+    from dfg.graphdef.passes.pipeline import optimize_for_signature
+
+    gd, out, xin, want = _decoder_graph(act, bn, residual, k, s)
+    opt = optimize_for_signature(gd, [out], ["x:0"]).graph_def
+    ops = [n.op for n in opt.node]
+    assert "_DfgFusedConv2DBackpropInput" in ops and "BiasAdd" not in ops
+    assert "Mul" not in ops and (act is None or act not in ops)
+    for programs in ("never", "auto", "always"):
+        for threads in (1, 2):
+            for optimize in ("eager", "off"):
+                with Session(gd, threads=threads, programs=programs,
+                             optimize=optimize) as sess:
+                    for _ in range(2):
+                        got = sess.run([out], {"x:0": xin})[0]
+                        np.testing.assert_allclose(got, want, rtol=1e-4,
+                                                   atol=1e-4 * np.abs(want).max())

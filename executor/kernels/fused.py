@@ -420,6 +420,26 @@ def fused_depthwise_conv2d(ctx: KernelContext, x: np.ndarray, f: np.ndarray,
     return _conv_call(nn.depthwise_conv2d_of, ctx, x, f, args)
 
 
+@kernel("_DfgFusedConv2DBackpropInput", heavy=True, blas=True)
+def fused_conv2d_backprop_input(ctx: KernelContext, sizes: np.ndarray, f: np.ndarray,
+                                dy: np.ndarray, *args: Any) -> np.ndarray:
+    """A transposed convolution with its BiasAdd (then optionally a residual Add) and
+    activation (graphdef/passes/fuse_conv_bias_act.py): the compiled phases apply the bias
+    and a compiled activation as they compute (nn.conv2d_backprop_input_with); otherwise
+    the epilogue runs on the result as _FusedConv2D's does."""
+    first, add, act = _plan(ctx, args)
+    fmt = ctx.attrs.get("data_format", "NHWC") or "NHWC"
+    ep = None
+    if first == "BiasAdd" and not add and act in _NATIVE_ACT and fmt == "NHWC" \
+            and isinstance(args[0], np.ndarray) and args[0].dtype == np.float32 \
+            and f.ndim == 4 and args[0].shape == (f.shape[2],):
+        ep = _native.Epilogue(None, args[0], None, _NATIVE_ACT[act])
+    y, applied = nn.conv2d_backprop_input_with(ctx, sizes, f, dy, ep)
+    if applied:
+        return y
+    return _epilogue(ctx, y, args, first, add, act, fmt, (dy, f))
+
+
 @kernel("_FusedMatMul", heavy=True, blas=True)
 def fused_matmul(ctx: KernelContext, a: np.ndarray, b: np.ndarray, *args: Any) -> np.ndarray:
     # the fused ops parsed once per node (a recurrent cell's product runs every step)

@@ -197,6 +197,15 @@ def _sizes_vector(v: np.ndarray, name: str) -> list[int]:
 def conv2d_backprop_input(ctx: KernelContext, input_sizes: np.ndarray, f: np.ndarray,
                           dy: np.ndarray) -> np.ndarray:
     """Gradient of Conv2D with respect to its input (a transposed convolution)."""
+    return conv2d_backprop_input_with(ctx, input_sizes, f, dy, None)[0]
+
+
+def conv2d_backprop_input_with(ctx: KernelContext, input_sizes: np.ndarray, f: np.ndarray,
+                               dy: np.ndarray, epilogue: _native.Epilogue | None
+                               ) -> tuple[np.ndarray, bool]:
+    """Conv2DBackpropInput, and whether ``epilogue`` (a per-channel shift and activation:
+    _DfgFusedConv2DBackpropInput's) was applied: the compiled phases apply it as they
+    compute; the other paths leave it to the caller."""
     fmt = _data_format(ctx)
     _check_rank(f, 4, "filter")
     _check_rank(dy, 4, "out_backprop")
@@ -237,10 +246,14 @@ def conv2d_backprop_input(ctx: KernelContext, input_sizes: np.ndarray, f: np.nda
                 ctx.memo = (f, wt)
         r = blas.matmul(np.ascontiguousarray(dyn).reshape(m, oc), wt)
         out = r.reshape(n, g.oh, g.ow, kh, kw, c).transpose(0, 1, 3, 2, 4, 5).reshape(n, h, w, c)
-        return np.ascontiguousarray(_from_nhwc(out, fmt)).astype(dt, copy=False)
+        return np.ascontiguousarray(_from_nhwc(out, fmt)).astype(dt, copy=False), False
     if groups == 1 and m and dyn.dtype is _F32 and f.dtype is _F32 and g.dh == g.dw == 1 \
             and _native.dense_conv():
-        return _from_nhwc(_transposed_native(ctx, dyn, f, g), fmt)
+        if epilogue is not None and fmt == "NHWC":
+            out = _transposed_native(ctx, dyn, f, g, epilogue)
+            if out is not None:
+                return out, True
+        return _from_nhwc(_transposed_native(ctx, dyn, f, g, None), fmt), False
     dy2 = dyn.reshape(m, oc)
     # Column gradients, laid out channel-major (K, C, M) so that the scatter below adds
     # long runs along output columns.
@@ -253,32 +266,39 @@ def conv2d_backprop_input(ctx: KernelContext, input_sizes: np.ndarray, f: np.nda
             fg = f[:, :, :, gi * ocg:(gi + 1) * ocg].reshape(k, fc, ocg)
             dcols[:, gi * fc:(gi + 1) * fc, :] = fg @ dy2[:, gi * ocg:(gi + 1) * ocg].T
     out = _scatter_taps(dcols.reshape(kh, kw, c, n, g.oh, g.ow), g)
-    return np.ascontiguousarray(_from_nhwc(out, fmt)).astype(dt, copy=False)
+    return np.ascontiguousarray(_from_nhwc(out, fmt)).astype(dt, copy=False), False
 
 
 _PHASES = "phases"      # the memo of _transposed_native (the tiling path keeps (f, W^T))
 
 
-def _transposed_native(ctx: KernelContext, dy: np.ndarray, f: np.ndarray, g: _Geom
-                       ) -> np.ndarray:
+def _transposed_native(ctx: KernelContext, dy: np.ndarray, f: np.ndarray, g: _Geom,
+                       epilogue: _native.Epilogue | None) -> np.ndarray | None:
     """Conv2DBackpropInput of NHWC float32 ``dy`` by ``f`` as one compiled forward
     convolution per phase of the input (_conv.transposed_phases), each written into its rows
-    and columns of the result. The phases' filters and preparations are kept for a frozen
-    filter while the geometry stays (a Keras Conv2DTranspose(3, strides=2) of (32,14,14,64)
-    to 32 channels: 5.1 ms by the GEMM and scatter, ~1 by phases)."""
+    and columns of the result, with ``epilogue`` (no residual) applied as each phase is
+    computed; None when a phase no tap reaches would need it applied apart. The phases'
+    filters and preparations are kept for a frozen filter while the geometry and the
+    epilogue stay (a Keras Conv2DTranspose(3, strides=2) of (32,14,14,64) to 32 channels:
+    5.1 ms by the GEMM and scatter, ~1 by phases)."""
+    key = None if epilogue is None else (epilogue.shift, epilogue.act)
     kept = ctx.memo
-    if kept is not None and kept[0] is _PHASES and kept[1] is f and kept[2] == g:
-        preps = kept[3]
+    if kept is not None and kept[0] is _PHASES and kept[1] is f and kept[2] == g \
+            and (kept[3] is key or kept[3] is not None and key is not None
+                 and kept[3][0] is key[0] and kept[3][1] == key[1]):
+        preps = kept[4]
     else:
         preps = []
         for ph in _conv.transposed_phases(g, f.shape[3]):
             if ph.sub is None:
+                if epilogue is not None:
+                    return None
                 preps.append((ph, None))
                 continue
             sub = np.ascontiguousarray(f[np.ix_(ph.ty, ph.tx)].transpose(0, 1, 3, 2))
-            preps.append((ph, _native.prepare_conv(sub, ph.sub)))
-        if frozen(f):
-            ctx.memo = (_PHASES, f, g, preps)
+            preps.append((ph, _native.prepare_conv(sub, ph.sub, epilogue)))
+        if frozen(f) and (epilogue is None or frozen(epilogue.shift)):
+            ctx.memo = (_PHASES, f, g, key, preps)
     dx = np.empty((g.n, g.h, g.w, g.c), _F32)
     for ph, prep in preps:
         rows, cols = slice(ph.py, None, g.sh), slice(ph.px, None, g.sw)

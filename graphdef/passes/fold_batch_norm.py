@@ -15,15 +15,17 @@ and the values are float32:
 The new constants are computed in float64 and rounded once. (MatMul cannot precede a
 FusedBatchNorm in a valid graph: its output is 2-D, which the batch norm rejects.)
 
-Batch norm written out as arithmetic (Keras 3 freezes ``BatchNormalization`` as
-``x * a + b`` with per-channel constants, and so does this pass's scale-shift form) is folded
-too: after a ``Conv2D``, ``DepthwiseConv2dNative`` (NHWC) or ``MatMul`` whose constant filter
-nothing else reads, a chain of single-reader float32 ``BiasAdd``/``Add``/``AddV2``/``Sub``
-(``x - c``)/``Mul``/``RealDiv`` (``x / c``) nodes with constant per-channel (or scalar)
-operands is an affine map per output channel, ``y = x * s + t``: the filter's output channel
-``c`` is multiplied by ``s[c]`` and the chain becomes one ``BiasAdd(conv, t)`` under the
-last node's name. A constant operand must broadcast without changing the output's shape
-(every dimension 1 but the last, which is 1 or the channel count, rank at most the output's).
+Batch norm written out as arithmetic (Keras 3 freezes ``BatchNormalization`` as ``x * a +
+b`` with per-channel constants, and so does this pass's scale-shift form) is folded too:
+after a ``Conv2D``, ``DepthwiseConv2dNative``, ``Conv2DBackpropInput`` (NHWC; a transposed
+convolution's output channels are its filter's third axis) or ``MatMul`` whose constant
+filter nothing else reads, a chain of single-reader float32
+``BiasAdd``/``Add``/``AddV2``/``Sub`` (``x - c``)/``Mul``/``RealDiv`` (``x / c``) nodes with
+constant per-channel (or scalar) operands is an affine map per output channel, ``y = x * s +
+t``: the filter's output channel ``c`` is multiplied by ``s[c]`` and the chain becomes one
+``BiasAdd(conv, t)`` under the last node's name. A constant operand must broadcast without
+changing the output's shape (every dimension 1 but the last, which is 1 or the channel
+count, rank at most the output's).
 """
 
 from __future__ import annotations
@@ -196,7 +198,9 @@ def _become_bias_add(ed: Editor, prot: Protected, bn: Any, x: tuple[str, int], p
 # --- affine chains after a contraction -------------------------------------------------------
 
 # contraction op -> rank of its output
-CONTRACTIONS = {"Conv2D": 4, "DepthwiseConv2dNative": 4, "MatMul": 2}
+CONTRACTIONS = {"Conv2D": 4, "DepthwiseConv2dNative": 4, "MatMul": 2, "Conv2DBackpropInput": 4}
+# where a contraction's filter is among its data inputs, and how many it has
+FILTER_AT = {"Conv2DBackpropInput": (1, 3)}
 _AFFINE_OPS = frozenset({"BiasAdd", "Add", "AddV2", "Sub", "Mul", "RealDiv"})
 
 
@@ -210,6 +214,8 @@ def _channels(op: str, nd: Any, shape: tuple[int, ...]) -> int | None:
         return shape[3]
     if len(shape) == 4 and op == "DepthwiseConv2dNative":
         return shape[2] * shape[3]
+    if len(shape) == 4 and op == "Conv2DBackpropInput":
+        return shape[2]             # the gradient's channels: the filter's input depth
     if len(shape) == 2 and op == "MatMul":
         tb = attr(nd, "transpose_b")
         return shape[0] if tb is not None and tb.b else shape[1]
@@ -222,6 +228,8 @@ def _scaled_filter(op: str, nd: Any, w: np.ndarray, s: np.ndarray) -> np.ndarray
         out = (w64.reshape(w.shape[0], w.shape[1], -1) * s).reshape(w.shape)
     elif op == "MatMul" and attr(nd, "transpose_b") is not None and nd.attr["transpose_b"].b:
         out = w64 * s[:, None]
+    elif op == "Conv2DBackpropInput":
+        out = w64 * s[:, None]      # (KH, KW, C, OC): C, the output's channels
     else:
         out = w64 * s
     return out.astype(np.float32)
@@ -276,9 +284,10 @@ def _fold_affine(ed: Editor, prot: Protected, p: Any) -> bool:
     if prot.keeps_name(p.name) or prot.pinned(p.name):
         return False
     data = ed.data_inputs(p.name)
-    if len(data) != 2 or data[1][1] != 0 or not is_const(ed, prot, data[1][0]):
+    at, count = FILTER_AT.get(p.op, (1, 2))
+    if len(data) != count or data[at][1] != 0 or not is_const(ed, prot, data[at][0]):
         return False
-    w_name = data[1][0]
+    w_name = data[at][0]
     if not _private(ed, prot, w_name, p.name):
         return False
     # the filter's shape and dtype come from the header: decoding a weight is only worth it
@@ -334,7 +343,8 @@ def _fold_affine(ed: Editor, prot: Protected, p: Any) -> bool:
         new_w = ed.unique_name(f"{p.name}/_folded_filter")
         ed.make_const(new_w, _scaled_filter(p.op, p, w, scale), DT_FLOAT,
                       ed.control_inputs(w_name), p.device, before=p.name)
-        ed.set_inputs(p.name, [data[0], (new_w, 0)], ed.control_inputs(p.name))
+        ed.set_inputs(p.name, [*data[:at], (new_w, 0), *data[at + 1:]],
+                      ed.control_inputs(p.name))
         ed.remove(w_name)
     b_name = ed.unique_name(f"{last.name}/_folded_bias")
     ed.make_const(b_name, shift.astype(np.float32), DT_FLOAT, const_controls, p.device,

@@ -16,6 +16,10 @@ reader, no control readers, is neither fetched, fed nor a target, and all share 
 dtype (float32 or float64). The fused node takes the last node's name, so a fetch of that
 node still means the same tensor; control inputs of every fused node move to it.
 
+A transposed convolution (``Conv2DBackpropInput``: Keras's ``Conv2DTranspose``, a decoder's
+upsampling) fuses the same way into dfg's own ``_DfgFusedConv2DBackpropInput``, whose kernel
+applies the bias and activation to each phase of the result as it is computed.
+
 The fused ops are TensorFlow's, but TensorFlow's CPU kernels do not take every combination
 (Tanh and Sigmoid after a convolution, for instance): the pass is for dfg's own runs (the
 Session's per-signature optimization) and is not in ``dfg optimize``'s default list.
@@ -35,7 +39,12 @@ DT_FLOAT, DT_DOUBLE = 1, 2
 CONV_FUSIONS = {
     "Conv2D": ("_FusedConv2D", frozenset({DT_FLOAT, DT_DOUBLE})),
     "DepthwiseConv2dNative": ("_FusedDepthwiseConv2dNative", frozenset({DT_FLOAT, DT_DOUBLE})),
+    # dfg's own: TensorFlow has no fused transposed convolution
+    "Conv2DBackpropInput": ("_DfgFusedConv2DBackpropInput", frozenset({DT_FLOAT, DT_DOUBLE})),
 }
+# data inputs of each contraction before its fused arguments (the transposed convolution's
+# input_sizes, filter and gradient; the others' input and filter)
+DATA_INPUTS = {"Conv2DBackpropInput": 3}
 ACTIVATION_OPS = frozenset({"Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid"})
 SWISH = "_MklSwish"
 
@@ -83,7 +92,7 @@ def _fuse_one(ed: Editor, prot: Protected, root: Any, fused_op: str, dtypes: fro
     if attr_type(root) not in dtypes:
         return False
     data = ed.data_inputs(root.name)
-    if len(data) != 2:
+    if len(data) != DATA_INPUTS.get(root.op, 2):
         return False
     if fused_op == "_FusedDepthwiseConv2dNative" and "padding" in root.attr \
             and root.attr["padding"].s.decode() not in ("SAME", "VALID"):
