@@ -148,8 +148,10 @@ def test_table_lists_every_pass_once_with_a_reason():
     for name, info in PASSES.items():
         assert info.name == name and info.reason and callable(info.fn)
     assert "debug_strip" not in DEFAULT_PASSES     # opt-in
-    # opt-in too: the run-time fusions write ops TensorFlow's CPU kernels do not all take
-    fusions = {"fuse_conv_bias_act", "fuse_matmul_bias_act", "fuse_elementwise"}
+    # opt-in too: the run-time fusions write ops TensorFlow's CPU kernels do not all take,
+    # and sink_squeeze only serves them (it reorders a Conv1D's nodes for fuse_conv_bias_act)
+    fusions = {"fuse_conv_bias_act", "fuse_matmul_bias_act", "fuse_elementwise",
+               "sink_squeeze"}
     assert set(DEFAULT_PASSES) == set(PASSES) - {"debug_strip"} - fusions
 
 
