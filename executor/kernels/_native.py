@@ -595,7 +595,7 @@ def prepare_maxpool(g: Any) -> PoolPrep:
                     (g.n, g.oh, g.ow, g.c), flops, split)
 
 
-def maxpool_prepared(x: np.ndarray, prep: PoolPrep) -> np.ndarray:
+def pool_prepared(x: np.ndarray, prep: PoolPrep) -> np.ndarray:
     """MaxPool of NHWC float32 ``x`` as ``prep`` says: TensorFlow's fold from the lowest
     finite float over each window's taps inside ``x`` (executor/native/conv.c); with
     ``prep.avg`` AvgPool: each window's sum over its taps inside ``x`` by their count."""

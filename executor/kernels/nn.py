@@ -281,12 +281,12 @@ def _transposed_native(ctx: KernelContext, dy: np.ndarray, f: np.ndarray, g: _Ge
     filters and preparations are kept for a frozen filter while the geometry and the
     epilogue stay (a Keras Conv2DTranspose(3, strides=2) of (32,14,14,64) to 32 channels:
     5.1 ms by the GEMM and scatter, ~1 by phases)."""
-    key = None if epilogue is None else (epilogue.shift, epilogue.act)
+    # the epilogue's bias array (the same frozen Const's) and activation; (None, -1): none
+    shift, act = (None, -1) if epilogue is None else (epilogue.shift, epilogue.act)
     kept = ctx.memo
     if kept is not None and kept[0] is _PHASES and kept[1] is f and kept[2] == g \
-            and (kept[3] is key or kept[3] is not None and key is not None
-                 and kept[3][0] is key[0] and kept[3][1] == key[1]):
-        preps = kept[4]
+            and kept[3] is shift and kept[4] == act:
+        preps = kept[5]
     else:
         preps = []
         for ph in _conv.transposed_phases(g, f.shape[3]):
@@ -297,8 +297,8 @@ def _transposed_native(ctx: KernelContext, dy: np.ndarray, f: np.ndarray, g: _Ge
                 continue
             sub = np.ascontiguousarray(f[np.ix_(ph.ty, ph.tx)].transpose(0, 1, 3, 2))
             preps.append((ph, _native.prepare_conv(sub, ph.sub, epilogue)))
-        if frozen(f) and (epilogue is None or frozen(epilogue.shift)):
-            ctx.memo = (_PHASES, f, g, key, preps)
+        if frozen(f) and (shift is None or frozen(shift)):
+            ctx.memo = (_PHASES, f, g, shift, act, preps)
     dx = np.empty((g.n, g.h, g.w, g.c), _F32)
     for ph, prep in preps:
         rows, cols = slice(ph.py, None, g.sh), slice(ph.px, None, g.sw)
@@ -462,9 +462,9 @@ def max_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     m = ctx.memo
     if m is None or m[0] != x.shape or m[1] is not x.dtype:
         m = ctx.memo = (x.shape, x.dtype, _pool_native(ctx, x, "max"))
-        ctx.fast = _kept_call(x.shape, m[2], _native.maxpool_prepared, _native.enabled)
+        ctx.fast = _kept_call(x.shape, m[2], _native.pool_prepared, _native.enabled)
     if m[2] is not None and _native.enabled():
-        return _native.maxpool_prepared(x, m[2])      # one compiled pass, TF's fold
+        return _native.pool_prepared(x, m[2])      # one compiled pass, TF's fold
     return _max_pool(ctx, x, ctx.attrs.get("ksize"), ctx.attrs.get("strides"))
 
 
@@ -479,9 +479,9 @@ def avg_pool(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     m = ctx.memo
     if m is None or m[0] != x.shape or m[1] is not x.dtype:
         m = ctx.memo = (x.shape, x.dtype, _pool_native(ctx, x, "avg"))
-        ctx.fast = _kept_call(x.shape, m[2], _native.maxpool_prepared, _native.enabled)
+        ctx.fast = _kept_call(x.shape, m[2], _native.pool_prepared, _native.enabled)
     if m[2] is not None and _native.enabled():
-        return _native.maxpool_prepared(x, m[2])    # sums in registers, then the count
+        return _native.pool_prepared(x, m[2])    # sums in registers, then the count
     a = ctx.attrs
     return _conv.avg_pool(x, a.get("ksize"), a.get("strides"), a.get("padding"),
                           a.get("data_format") or "NHWC")

@@ -120,6 +120,38 @@ void store_block(float *o, vf *acc, long nr, long width, long ob, long OC, float
         }
 }
 
+/* The pair and long tiles below (AVX-512), spelled once: a tile's pixels as a list (the
+ * accumulators stay named variables, which GCC keeps in registers: an array whose address
+ * is taken stays in memory). Pixel i of a pair tile has p<i>0 and p<i>1 (its two blocks of
+ * VW channels), of a long tile q<i>; xp, xs, c, w0 and w1 are CONV_TAPS's and the body's. */
+#define PIXELS8(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
+#define PIXELS12(M) PIXELS8(M) M(8) M(9) M(10) M(11)
+#define PIXELS24(M) PIXELS12(M) M(12) M(13) M(14) M(15) M(16) M(17) M(18) M(19) M(20) \
+    M(21) M(22) M(23)
+#define PAIR_DECL(i) vf p##i##0 = {0}, p##i##1 = {0};
+#define PAIR_FMA(i) { const float v = xp[(i) * xs + c]; p##i##0 += v * w0; p##i##1 += v * w1; }
+#define PAIR_LO(i) acc[i] = p##i##0;
+#define PAIR_HI(i) acc[i] = p##i##1;
+#define LONG_DECL(i) vf q##i = {0};
+#define LONG_FMA(i) q##i += xp[(i) * xs + c] * w0;
+#define LONG_GET(i) acc[i] = q##i;
+/* One pair tile of NP pixels (PIXELS: their list) at ox: taps, then both blocks stored */
+#define PAIR_TILE(PIXELS, NP) do {                                                     \
+        const long nr = OW - ox < (NP) ? OW - ox : (NP);                              \
+        PIXELS(PAIR_DECL)                                                             \
+        CONV_TAPS(for (long c = 0; c < CR; c++) {                                     \
+            const float *w = wk + c * VW;                                             \
+            const vf w0 = *(const vfu *)w, w1 = *(const vfu *)(w + bs);               \
+            PIXELS(PAIR_FMA)                                                          \
+        })                                                                            \
+        vf acc[NP];                                                                   \
+        float *o = orow + ox * OC + ob;                                               \
+        PIXELS(PAIR_LO)                                                               \
+        store_block(o, acc, nr, VW, ob, OC, out, scale, shift, res, act);             \
+        PIXELS(PAIR_HI)                                                               \
+        store_block(o + VW, acc, nr, VW, ob + VW, OC, out, scale, shift, res, act);   \
+    } while (0)
+
 static inline __attribute__((always_inline))
 int conv_rows(const float *x, const float *wb, float *out,
               long H, long W, long C, long KH, long KW, long OC, long OH, long OW,
@@ -331,67 +363,10 @@ int conv_rows(const float *x, const float *wb, float *out,
             const long bs = KH * KW * C * VW;
             const float *wblock = wb + ob * KH * KW * C;
             long ox = 0;
-            for (; ox < OW && ox < n12 * RT2; ox += RT2) {
-                const long nr = OW - ox < RT2 ? OW - ox : RT2;
-                vf a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0},
-                   a30 = {0}, a31 = {0}, a40 = {0}, a41 = {0}, a50 = {0}, a51 = {0},
-                   a60 = {0}, a61 = {0}, a70 = {0}, a71 = {0}, a80 = {0}, a81 = {0},
-                   a90 = {0}, a91 = {0}, ab0 = {0}, ab1 = {0}, ac0 = {0}, ac1 = {0};
-                CONV_TAPS(for (long c = 0; c < CR; c++) {
-                    const float *w = wk + c * VW;
-                    const vf w0 = *(const vfu *)w, w1 = *(const vfu *)(w + bs);
-                    float v = xp[c];
-                    a00 += v * w0; a01 += v * w1;
-                    v = xp[xs + c];      a10 += v * w0; a11 += v * w1;
-                    v = xp[2 * xs + c];  a20 += v * w0; a21 += v * w1;
-                    v = xp[3 * xs + c];  a30 += v * w0; a31 += v * w1;
-                    v = xp[4 * xs + c];  a40 += v * w0; a41 += v * w1;
-                    v = xp[5 * xs + c];  a50 += v * w0; a51 += v * w1;
-                    v = xp[6 * xs + c];  a60 += v * w0; a61 += v * w1;
-                    v = xp[7 * xs + c];  a70 += v * w0; a71 += v * w1;
-                    v = xp[8 * xs + c];  a80 += v * w0; a81 += v * w1;
-                    v = xp[9 * xs + c];  a90 += v * w0; a91 += v * w1;
-                    v = xp[10 * xs + c]; ab0 += v * w0; ab1 += v * w1;
-                    v = xp[11 * xs + c]; ac0 += v * w0; ac1 += v * w1;
-                })
-                vf acc[RT2];
-                float *o = orow + ox * OC + ob;
-                acc[0] = a00; acc[1] = a10; acc[2] = a20; acc[3] = a30; acc[4] = a40;
-                acc[5] = a50; acc[6] = a60; acc[7] = a70; acc[8] = a80; acc[9] = a90;
-                acc[10] = ab0; acc[11] = ac0;
-                store_block(o, acc, nr, VW, ob, OC, out, scale, shift, res, act);
-                acc[0] = a01; acc[1] = a11; acc[2] = a21; acc[3] = a31; acc[4] = a41;
-                acc[5] = a51; acc[6] = a61; acc[7] = a71; acc[8] = a81; acc[9] = a91;
-                acc[10] = ab1; acc[11] = ac1;
-                store_block(o + VW, acc, nr, VW, ob + VW, OC, out, scale, shift, res, act);
-            }
-            for (; ox < OW; ox += 8) {
-                const long nr = OW - ox < 8 ? OW - ox : 8;
-                vf a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0},
-                   a30 = {0}, a31 = {0}, a40 = {0}, a41 = {0}, a50 = {0}, a51 = {0},
-                   a60 = {0}, a61 = {0}, a70 = {0}, a71 = {0};
-                CONV_TAPS(for (long c = 0; c < CR; c++) {
-                    const float *w = wk + c * VW;
-                    const vf w0 = *(const vfu *)w, w1 = *(const vfu *)(w + bs);
-                    float v = xp[c];
-                    a00 += v * w0; a01 += v * w1;
-                    v = xp[xs + c];      a10 += v * w0; a11 += v * w1;
-                    v = xp[2 * xs + c];  a20 += v * w0; a21 += v * w1;
-                    v = xp[3 * xs + c];  a30 += v * w0; a31 += v * w1;
-                    v = xp[4 * xs + c];  a40 += v * w0; a41 += v * w1;
-                    v = xp[5 * xs + c];  a50 += v * w0; a51 += v * w1;
-                    v = xp[6 * xs + c];  a60 += v * w0; a61 += v * w1;
-                    v = xp[7 * xs + c];  a70 += v * w0; a71 += v * w1;
-                })
-                vf acc[RB_MAX];
-                float *o = orow + ox * OC + ob;
-                acc[0] = a00; acc[1] = a10; acc[2] = a20; acc[3] = a30; acc[4] = a40;
-                acc[5] = a50; acc[6] = a60; acc[7] = a70;
-                store_block(o, acc, nr, VW, ob, OC, out, scale, shift, res, act);
-                acc[0] = a01; acc[1] = a11; acc[2] = a21; acc[3] = a31; acc[4] = a41;
-                acc[5] = a51; acc[6] = a61; acc[7] = a71;
-                store_block(o + VW, acc, nr, VW, ob + VW, OC, out, scale, shift, res, act);
-            }
+            for (; ox < OW && ox < n12 * RT2; ox += RT2)
+                PAIR_TILE(PIXELS12, RT2);
+            for (; ox < OW; ox += 8)
+                PAIR_TILE(PIXELS8, 8);
         }
         for (; last && ob < OC; ob += VW) {
             const long width = OC - ob < VW ? OC - ob : VW;
@@ -402,59 +377,13 @@ int conv_rows(const float *x, const float *wb, float *out,
              * value (the 8-pixel block's 8 chains of FMAs wait on their latency); then the
              * row's rest in 8-pixel blocks. The same sums in the same order: the same bits. */
             for (; RB == 8 && ox + RT3 <= OW; ox += RT3) {
-                vf q0 = {0}, q1 = {0}, q2 = {0}, q3 = {0}, q4 = {0}, q5 = {0}, q6 = {0}, q7 = {0}, q8 = {0}, q9 = {0}, q10 = {0}, q11 = {0}, q12 = {0}, q13 = {0}, q14 = {0}, q15 = {0}, q16 = {0}, q17 = {0}, q18 = {0}, q19 = {0}, q20 = {0}, q21 = {0}, q22 = {0}, q23 = {0};
+                PIXELS24(LONG_DECL)
                 CONV_TAPS(for (long c = 0; c < CR; c++) {
                     const vf w0 = *(const vfu *)(wk + c * VW);
-                    float v = xp[c]; q0 += v * w0;
-                    v = xp[1 * xs + c]; q1 += v * w0;
-                    v = xp[2 * xs + c]; q2 += v * w0;
-                    v = xp[3 * xs + c]; q3 += v * w0;
-                    v = xp[4 * xs + c]; q4 += v * w0;
-                    v = xp[5 * xs + c]; q5 += v * w0;
-                    v = xp[6 * xs + c]; q6 += v * w0;
-                    v = xp[7 * xs + c]; q7 += v * w0;
-                    v = xp[8 * xs + c]; q8 += v * w0;
-                    v = xp[9 * xs + c]; q9 += v * w0;
-                    v = xp[10 * xs + c]; q10 += v * w0;
-                    v = xp[11 * xs + c]; q11 += v * w0;
-                    v = xp[12 * xs + c]; q12 += v * w0;
-                    v = xp[13 * xs + c]; q13 += v * w0;
-                    v = xp[14 * xs + c]; q14 += v * w0;
-                    v = xp[15 * xs + c]; q15 += v * w0;
-                    v = xp[16 * xs + c]; q16 += v * w0;
-                    v = xp[17 * xs + c]; q17 += v * w0;
-                    v = xp[18 * xs + c]; q18 += v * w0;
-                    v = xp[19 * xs + c]; q19 += v * w0;
-                    v = xp[20 * xs + c]; q20 += v * w0;
-                    v = xp[21 * xs + c]; q21 += v * w0;
-                    v = xp[22 * xs + c]; q22 += v * w0;
-                    v = xp[23 * xs + c]; q23 += v * w0;
+                    PIXELS24(LONG_FMA)
                 })
                 vf acc[RT3];
-                acc[0] = q0;
-                acc[1] = q1;
-                acc[2] = q2;
-                acc[3] = q3;
-                acc[4] = q4;
-                acc[5] = q5;
-                acc[6] = q6;
-                acc[7] = q7;
-                acc[8] = q8;
-                acc[9] = q9;
-                acc[10] = q10;
-                acc[11] = q11;
-                acc[12] = q12;
-                acc[13] = q13;
-                acc[14] = q14;
-                acc[15] = q15;
-                acc[16] = q16;
-                acc[17] = q17;
-                acc[18] = q18;
-                acc[19] = q19;
-                acc[20] = q20;
-                acc[21] = q21;
-                acc[22] = q22;
-                acc[23] = q23;
+                PIXELS24(LONG_GET)
                 store_block(orow + ox * OC + ob, acc, RT3, width, ob, OC, out, scale, shift,
                             res, act);
             }

@@ -46,6 +46,7 @@ from .common import (
     const_value,
     is_const,
 )
+from .fuse_conv_bias_act import DATA_INPUTS
 
 BN_OPS = frozenset({"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"})
 # ops whose output is always 4-D (NHWC or NCHW images)
@@ -199,8 +200,6 @@ def _become_bias_add(ed: Editor, prot: Protected, bn: Any, x: tuple[str, int], p
 
 # contraction op -> rank of its output
 CONTRACTIONS = {"Conv2D": 4, "DepthwiseConv2dNative": 4, "MatMul": 2, "Conv2DBackpropInput": 4}
-# where a contraction's filter is among its data inputs, and how many it has
-FILTER_AT = {"Conv2DBackpropInput": (1, 3)}
 _AFFINE_OPS = frozenset({"BiasAdd", "Add", "AddV2", "Sub", "Mul", "RealDiv"})
 
 
@@ -284,10 +283,11 @@ def _fold_affine(ed: Editor, prot: Protected, p: Any) -> bool:
     if prot.keeps_name(p.name) or prot.pinned(p.name):
         return False
     data = ed.data_inputs(p.name)
-    at, count = FILTER_AT.get(p.op, (1, 2))
-    if len(data) != count or data[at][1] != 0 or not is_const(ed, prot, data[at][0]):
+    # the filter is data input 1 of each (a transposed convolution's of three)
+    if len(data) != DATA_INPUTS.get(p.op, 2) or data[1][1] != 0 \
+            or not is_const(ed, prot, data[1][0]):
         return False
-    w_name = data[at][0]
+    w_name = data[1][0]
     if not _private(ed, prot, w_name, p.name):
         return False
     # the filter's shape and dtype come from the header: decoding a weight is only worth it
@@ -343,8 +343,7 @@ def _fold_affine(ed: Editor, prot: Protected, p: Any) -> bool:
         new_w = ed.unique_name(f"{p.name}/_folded_filter")
         ed.make_const(new_w, _scaled_filter(p.op, p, w, scale), DT_FLOAT,
                       ed.control_inputs(w_name), p.device, before=p.name)
-        ed.set_inputs(p.name, [*data[:at], (new_w, 0), *data[at + 1:]],
-                      ed.control_inputs(p.name))
+        ed.set_inputs(p.name, [data[0], (new_w, 0), *data[2:]], ed.control_inputs(p.name))
         ed.remove(w_name)
     b_name = ed.unique_name(f"{last.name}/_folded_bias")
     ed.make_const(b_name, shift.astype(np.float32), DT_FLOAT, const_controls, p.device,
