@@ -901,6 +901,92 @@ def _matrix_blocks_t(b: np.ndarray) -> np.ndarray:
     return _conv_blocks(b.T.reshape(1, 1, b.shape[1], b.shape[0]))
 
 
+# A product of more rows by a constant matrix (a Dense layer on a batch) as a 1x1
+# convolution on the native pool, its rows cut into MATMUL_ROW_PARTS rows of pixels (the
+# pool's unit of split; fewer when the rows do not divide) and the bias and activation of a
+# _FusedMatMul applied in registers. In a model BLAS's threads are asleep or spinning when
+# its product comes between convolutions on the native pool, and it packs the matrix on
+# every call: a CIFAR-10 CNN at batch 64 spent 1550 us in its (64,2304)x(2304,512) Dense
+# and 124 us in the (64,512)x(512,10) one (the same products alone: 830 and 16 us). Alone,
+# after a pause (2 threads, AVX-512 EPYC, medians, BLAS -> here): (64,2304,512) 877 -> 813,
+# (128,2304,512) 1447 -> 1192, (100,1024,256) 308 -> 253, (16,4096,4096) 7138 -> 3844,
+# (512,1024,1024) 4147 -> 4452; past MATMUL_MAX_FLOPS BLAS keeps it. The decision reads the
+# shapes and whether the matrix is frozen, never timing, so every mode gets the same bits.
+MATMUL_ROW_PARTS = 4
+MATMUL_MAX_FLOPS = 1 << 30
+_PRODUCTS: dict[tuple, tuple] = {}
+
+
+class _Pointwise(NamedTuple):
+    """A 1x1 convolution's geometry (the fields ``prepare_conv`` reads of a ``_conv.Geom``)."""
+    n: int
+    h: int
+    w: int
+    c: int
+    kh: int = 1
+    kw: int = 1
+    sh: int = 1
+    sw: int = 1
+    dh: int = 1
+    dw: int = 1
+    oh: int = 0
+    ow: int = 0
+    pt: int = 0
+    pl: int = 0
+
+
+def matmul_plan(a: np.ndarray, b: np.ndarray, transpose_b: bool,
+                shift: np.ndarray | None = None, act: int = ACT_NONE) -> Prepared | None:
+    """How :func:`matmul_f32` computes ``a @ b`` (``b.T``) plus ``shift`` per column, then
+    ``act``: the 1x1 convolution's Prepared, or None where BLAS does it (``a`` not a
+    C-contiguous float32 matrix of more than SMALL_MATMUL_ROWS rows, ``b`` or ``shift`` not
+    frozen float32, past MATMUL_MAX_FLOPS, or no compiled convolution)."""
+    shape = a.shape
+    if len(shape) != 2 or shape[0] <= SMALL_MATMUL_ROWS[1] or _ext is None:
+        return None
+    key = (id(b), shape, transpose_b, None if shift is None else id(shift), act)
+    hit = _PRODUCTS.get(key)
+    if hit is None or hit[0]() is not b or (shift is not None and hit[1]() is not shift):
+        hit = _matmul_entry(a, b, transpose_b, shift, act, key)
+        if len(_PRODUCTS) >= _SMALL_MAX:
+            _PRODUCTS.clear()
+        _PRODUCTS[key] = hit
+    if hit[2] is None or not a.flags.c_contiguous or a.dtype is not _F32 or not dense_conv():
+        return None
+    return hit[2]
+
+
+def _matmul_entry(a: np.ndarray, b: np.ndarray, transpose_b: bool, shift: np.ndarray | None,
+                  act: int, key: tuple) -> tuple:
+    """``matmul_plan``'s memo entry: weak references to ``b`` and ``shift`` (the entry goes
+    with ``b``), and the Prepared or None."""
+    def drop(r: Any) -> None:
+        entry = _PRODUCTS.get(key)
+        if entry is not None and entry[0] is r:
+            _PRODUCTS.pop(key, None)
+
+    ref = weakref.ref(b, drop)
+    sref = (lambda: None) if shift is None else weakref.ref(shift)
+    (m, k), (kb, n) = a.shape, (b.shape[::-1] if transpose_b else b.shape)
+    if k != kb or b.dtype is not _F32 or not frozen(b) or 2.0 * m * k * n > MATMUL_MAX_FLOPS \
+            or (shift is not None and (shift.dtype is not _F32 or shift.shape != (n,)
+                                       or not frozen(shift))):
+        return ref, sref, None
+    rows = next(r for r in (MATMUL_ROW_PARTS, 2, 1) if m % r == 0)
+    g = _Pointwise(1, rows, m // rows, k, oh=rows, ow=m // rows)
+    # a view of the frozen matrix as a (1, 1, K, N) filter (frozen too): packed once here,
+    # the Prepared kept with this entry
+    f = (b.T if transpose_b else b).reshape(1, 1, k, n)
+    prep = prepare_conv(f, g, None if shift is None and act == ACT_NONE
+                        else Epilogue(None, shift, None, act))
+    return ref, sref, prep
+
+
+def matmul_f32(a: np.ndarray, prep: Prepared) -> np.ndarray:
+    """The product ``matmul_plan`` prepared, as an (M, N) matrix."""
+    return conv2d_prepared(a, prep).reshape(a.shape[0], prep.out_shape[-1])
+
+
 def _conv_blocks(f: np.ndarray) -> np.ndarray:
     """A (KH, KW, C, OC) filter as (blocks, KH, KW, C, 16) float32, zero past OC."""
     kh, kw, c, oc = f.shape

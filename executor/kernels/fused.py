@@ -461,6 +461,12 @@ def fused_matmul(ctx: KernelContext, a: np.ndarray, b: np.ndarray, *args: Any) -
         ash, bsh = a.shape[::-1] if ta else a.shape, b.shape[::-1] if tb else b.shape
         raise InvalidArgumentError(
             f"matrix size-incompatible: In[0]: {list(ash)}, In[1]: {list(bsh)}")
+    if first == "BiasAdd" and not add and act in _NATIVE_ACT and not ta \
+            and a.dtype is _F32 and args[0].__class__ is np.ndarray:
+        # a batch's rows by a constant matrix: the bias and activation in registers
+        prep = _native.matmul_plan(a, b, tb, args[0], _NATIVE_ACT[act])
+        if prep is not None:
+            return _native.matmul_f32(a, prep)
     # the MatMul kernel's product (a recurrent cell's few rows: the direct kernel)
     y = _matmul_2d(a, b, ta, tb)
     return _epilogue(ctx, y, args, first, add, act).astype(dt, copy=False)

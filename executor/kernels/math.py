@@ -972,13 +972,16 @@ def _matmul(a: Array, b: Array, out: np.dtype) -> Array:
 
 
 def _matmul_2d(a: Array, b: Array, ta: bool, tb: bool) -> Array:
-    """MatMul's product of two matrices whose shapes fit: a few rows of float32 by a constant
-    matrix through the compiled kernel where it is faster (``_native.small_matmul_f32``),
-    else BLAS."""
+    """MatMul's product of two matrices whose shapes fit: float32 rows by a constant matrix
+    through the compiled kernels where they are faster (a few rows:
+    ``_native.small_matmul_f32``; more: ``_native.matmul_plan``), else BLAS."""
     if not ta and a.dtype is _F32:
         out = _native.small_matmul_f32(a, b, tb)
         if out is not None:
             return out
+        prep = _native.matmul_plan(a, b, tb)
+        if prep is not None:
+            return _native.matmul_f32(a, prep)
     return _matmul(a.T if ta else a, b.T if tb else b, a.dtype)
 
 
