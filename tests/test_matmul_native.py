@@ -102,19 +102,21 @@ def test_nan_and_inf_propagate_as_in_a_product() -> None:
     assert np.allclose(got[finite], want[finite], rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("act", ["Relu", "Relu6", None])
+@pytest.mark.parametrize("act", ["Relu", "Relu6", None, "LeakyRelu"])
 @pytest.mark.parametrize("transpose_b", [False, True])
 def test_fused_bias_and_activation_have_the_separate_ops_bits(act: str | None,
                                                               transpose_b: bool) -> None:
-    """The bias added to each float32 sum, then the activation, in registers: one rounding
-    each, as the product followed by BiasAdd and the activation computes them."""
+    """The bias added to each float32 sum, then the activation, in registers (LeakyRelu: in
+    one compiled pass over the product): one rounding each, as the product followed by
+    BiasAdd and the activation computes them."""
     a, b, bias = _rand((96, 144), 7), _rand((144, 200), 8), _const(_rand((200,), 9))
     frozen_b = _const(np.ascontiguousarray(b.T) if transpose_b else b)
     ops = ["BiasAdd"] + ([act] if act else [])
     fused = _run("_FusedMatMul", {"fused_ops": ops, "num_args": 1, "transpose_b": transpose_b},
                  a, frozen_b, bias)
-    assert _native.matmul_plan(a, frozen_b, transpose_b, bias,
-                               {None: 0, "Relu": 1, "Relu6": 2}[act]) is not None
+    if act != "LeakyRelu":      # LeakyRelu: a compiled pass over the product (_epilogue)
+        assert _native.matmul_plan(a, frozen_b, transpose_b, bias,
+                                   {None: 0, "Relu": 1, "Relu6": 2}[act]) is not None
     product = _run("MatMul", {"transpose_b": transpose_b}, a, frozen_b)
     separate = _run("BiasAdd", {}, product, bias)
     if act:
@@ -125,6 +127,8 @@ def test_fused_bias_and_activation_have_the_separate_ops_bits(act: str | None,
         want = np.maximum(want, 0)
     elif act == "Relu6":
         want = np.clip(want, 0, 6)
+    elif act == "LeakyRelu":    # alpha 0.2, both ops' default; the error scales down too
+        want = np.where(want > 0, want, np.float32(0.2) * want)
     assert (np.abs(fused - want) <= err).all()
 
 

@@ -93,17 +93,18 @@ def test_activations_keep_nan_signed_zero_and_infinities_on_large_inputs() -> No
 
 
 @pytest.mark.parametrize("alpha", [0.2, 1.0, 1e-30, 0.0, -0.5, 2.0])
-def test_leaky_relu_is_the_select_of_its_definition(alpha: float) -> None:
+@pytest.mark.parametrize("n", [64, 128])     # 128: past BROADCAST_MIN, one compiled pass
+def test_leaky_relu_is_the_select_of_its_definition(alpha: float, n: int) -> None:
     """x > 0 ? x : x * alpha bit for bit (max(x, x * alpha) where 0 < alpha <= 1), specials
     included, alone and fused into a MatMul's epilogue."""
     x = np.tile(np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, -1.5, 2.0, -1e-45],
-                         np.float32), 512).reshape(64, 64)
+                         np.float32), n * n // 8).reshape(n, n)
     a = np.float32(alpha)
     with np.errstate(all="ignore"):
         want = np.where(x > 0, x, x * a)
         got = _run("LeakyRelu", x, alpha=alpha)
-        eye = np.eye(64, dtype=np.float32)
-        fused = invoke("_FusedMatMul", eye, x, np.zeros(64, np.float32),
+        eye = np.eye(n, dtype=np.float32)
+        fused = invoke("_FusedMatMul", eye, x, np.zeros(n, np.float32),
                        attrs={"T": np.float32, "fused_ops": ["BiasAdd", "LeakyRelu"],
                               "num_args": 1, "leakyrelu_alpha": alpha})
     assert got.view(np.uint32).tobytes() == want.view(np.uint32).tobytes()

@@ -388,6 +388,9 @@ CHAIN_OPS = {"Add": 0, "AddV2": 0, "BiasAdd": 0, "AddN": 0, "Sub": 1, "Mul": 2, 
              "Div": 3, "SquaredDifference": 4, "Neg": 5, "Abs": 6, "Square": 7,
              "Reciprocal": 8, "Sqrt": 9, "Rsqrt": 10, "Sigmoid": 11, "Tanh": 12, "Relu": 13,
              "Relu6": 14}
+# LeakyRelu's max(x, x * alpha) for 0 < alpha <= 1 (nn.leaky_relu_into), alpha its second
+# operand; not a graph op's code, so the chains fuse_elementwise builds never hold it
+CHAIN_LEAKY = 15
 
 
 def binary_code(op: str) -> bytes:

@@ -148,7 +148,7 @@ def _epilogue(ctx: KernelContext, y: np.ndarray, args: tuple[np.ndarray, ...],
     a view of its input would otherwise have that input overwritten)."""
     out_dtype = y.dtype
     if first == "BiasAdd" and fmt == "NHWC":
-        r = _chain_epilogue(y, args, add, act)
+        r = _chain_epilogue(y, args, add, act, ctx)
         if r is not None:
             return r
     if not y.flags.writeable or any(np.may_share_memory(y, a) for a in inputs):
@@ -200,22 +200,36 @@ _NATIVE_ACT = {None: _native.ACT_NONE, "Relu": _native.ACT_RELU, "Relu6": _nativ
 
 
 # activations a compiled chain applies as the numpy path's passes do (NaN kept; a -0.0 sum
-# comes out +0.0, as the compiled convolutions' own epilogue gives it)
-_CHAIN_ACTS = frozenset({None, "Relu", "Relu6"})
+# comes out +0.0, as the compiled convolutions' own epilogue gives it; LeakyRelu as
+# nn.leaky_relu_into's max(x, x * alpha) for 0 < alpha <= 1)
+_CHAIN_ACTS = frozenset({None, "Relu", "Relu6", "LeakyRelu"})
 _EPILOGUE_CODES: dict[tuple[bool, str | None], bytes] = {}
 
 
-def _chain_epilogue(y: np.ndarray, args: tuple, add: bool, act: str | None
-                    ) -> np.ndarray | None:
-    """A large float32 product's BiasAdd (then + the added tensor, then Relu or Relu6) as
-    one compiled chain over its output, split on the pool, instead of a numpy pass per op
-    (a BLAS-path convolution of a full-size ResNet50 spent 7 of its 55 ms in those): the
-    same float32 operations in the same order, each rounded as numpy rounds it. None where
-    the operands are not plain float32 of the shapes the chain takes, the output is under
+def _leaky_alpha(ctx: KernelContext) -> np.ndarray | None:
+    """A fused LeakyRelu's alpha as the one-element float32 operand of the chain's
+    max(x, x * alpha), or None where that is not LeakyRelu (alpha outside (0, 1])."""
+    alpha = np.float32(ctx.attrs.get("leakyrelu_alpha", 0.2))
+    return np.array([alpha], _F32) if 0 < alpha <= 1 else None
+
+
+def _chain_epilogue(y: np.ndarray, args: tuple, add: bool, act: str | None,
+                    ctx: KernelContext | None = None) -> np.ndarray | None:
+    """A large float32 product's BiasAdd (then + the added tensor, then Relu, Relu6 or
+    LeakyRelu) as one compiled chain over its output, split on the pool, instead of a numpy
+    pass per op (a BLAS-path convolution of a full-size ResNet50 spent 7 of its 55 ms in
+    those; a DCGAN generator's LeakyRelu epilogues 1 ms of the Dense layer's 2): the same
+    float32 operations in the same order, each rounded as numpy rounds it. None where the
+    operands are not plain float32 of the shapes the chain takes, the output is under
     _native.BROADCAST_MIN elements or the activation is another (the numpy path runs and
     words any error)."""
     if act not in _CHAIN_ACTS or y.dtype is not _F32 or y.size < _native.BROADCAST_MIN:
         return None
+    alpha = None
+    if act == "LeakyRelu":
+        alpha = None if ctx is None else _leaky_alpha(ctx)
+        if alpha is None:
+            return None
     bias = args[0]
     if bias.__class__ is not np.ndarray or bias.dtype is not _F32 or bias.ndim != 1 \
             or not y.ndim or bias.shape[0] != y.shape[-1]:
@@ -227,6 +241,8 @@ def _chain_epilogue(y: np.ndarray, args: tuple, add: bool, act: str | None
                 or other.shape != y.shape:
             return None
         ins.append(other)
+    if alpha is not None:
+        ins.append(alpha)
     key = (add, act)
     code = _EPILOGUE_CODES.get(key)
     if code is None:
@@ -234,7 +250,9 @@ def _chain_epilogue(y: np.ndarray, args: tuple, add: bool, act: str | None
         ops = [(_native.CHAIN_OPS["BiasAdd"], 0, 1)]
         if add:
             ops.append((_native.CHAIN_OPS["AddV2"], n, 2))
-        if act is not None:
+        if act == "LeakyRelu":
+            ops.append((_native.CHAIN_LEAKY, n + len(ops) - 1, n - 1))
+        elif act is not None:
             ops.append((_native.CHAIN_OPS[act], n + len(ops) - 1, -1))
         code = _EPILOGUE_CODES[key] = np.array(ops, np.int32).tobytes()
     return _native.chain_on(code, tuple(ins))
@@ -310,7 +328,7 @@ def _conv_call(fn: Callable[..., np.ndarray], ctx: KernelContext, x: np.ndarray,
             r = args[1] if add else y
             if type(b) is np.ndarray and b.dtype is y.dtype and b.shape == (p.oc,) \
                     and type(r) is np.ndarray and r.dtype is y.dtype and r.shape == y.shape:
-                out = _chain_epilogue(y, args, add, act)   # one compiled pass, if it can
+                out = _chain_epilogue(y, args, add, act, ctx)   # one compiled pass, if it can
                 if out is not None:
                     return out
                 np.add(y, b, out=y)

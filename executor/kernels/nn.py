@@ -716,11 +716,19 @@ def leaky_relu(ctx: KernelContext, x: np.ndarray) -> np.ndarray:
     return leaky_relu_into(xf, alpha, None).astype(x.dtype, copy=False)
 
 
+_LEAKY_CODE = np.array([_native.CHAIN_LEAKY, 0, 1], np.int32).tobytes()
+
+
 def leaky_relu_into(x: np.ndarray, alpha: Any, out: np.ndarray | None) -> np.ndarray:
     """x > 0 ? x : x * alpha (into ``out``, which may be ``x``). For 0 < alpha <= 1 that is
     max(x, x * alpha), two passes and no mask (a (64,14,14,64) one: 2.3 ms -> ~0.3): the
-    same values, NaN kept, and -0.0 * alpha is -0.0 as the select gives."""
+    same values, NaN kept, and -0.0 * alpha is -0.0 as the select gives; on a large float32
+    array one compiled pass of those two operations, split on the pool (_native.chain_on)."""
     if 0 < alpha <= 1:
+        if out is None and x.dtype is _F32 and x.size >= _native.BROADCAST_MIN:
+            r = _native.chain_on(_LEAKY_CODE, (x, np.array([alpha], _F32)))
+            if r is not None:
+                return r
         t = np.multiply(x, alpha)
         return np.maximum(x, t, out=t if out is None else out)
     r = where(x > 0, x, x * alpha)

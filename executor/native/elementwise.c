@@ -378,6 +378,14 @@ void chain_op(int op, const float *a, const float *b, float *r, long n) {
             r[i] = t < 6.0f || t != t ? t : 6.0f;
         }
         break;
+    /* LeakyRelu's max(x, x * alpha) (nn.leaky_relu_into: 0 < alpha <= 1): NaN kept (x * alpha
+     * is NaN too), -0.0 stays -0.0 */
+    case DFG_CH_LEAKY:
+        for (i = 0; i < n; i++) {
+            float t = a[i] * b[i];
+            r[i] = a[i] > t ? a[i] : t;
+        }
+        break;
     default: break;
     }
 }

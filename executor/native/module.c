@@ -306,7 +306,7 @@ static int chain_code(const char *fn, const void *code, Py_ssize_t len, int n_in
     memcpy(ops, code, (size_t)len);
     for (int k = 0; k < n_ops; k++) {
         int op = ops[3 * k], a = ops[3 * k + 1], b = ops[3 * k + 2];
-        int binary = op >= DFG_CH_ADD && op <= DFG_CH_SQDIFF;
+        int binary = (op >= DFG_CH_ADD && op <= DFG_CH_SQDIFF) || op == DFG_CH_LEAKY;
         if (op < 0 || op >= DFG_CH_N_OPS || a < 0 || a >= n_in + k
             || (binary ? (b < 0 || b >= n_in + k) : b != -1)) {
             PyErr_Format(PyExc_ValueError, "%s: bad op %d (code %d %d %d)", fn, k, op, a, b);

@@ -63,7 +63,9 @@ void dfg_act_span_f32(float *o, long n, int act);
  * the limits module.c checks before the call */
 enum { DFG_CH_ADD = 0, DFG_CH_SUB, DFG_CH_MUL, DFG_CH_DIV, DFG_CH_SQDIFF, DFG_CH_NEG,
        DFG_CH_ABS, DFG_CH_SQUARE, DFG_CH_RECIP, DFG_CH_SQRT, DFG_CH_RSQRT, DFG_CH_SIGMOID,
-       DFG_CH_TANH, DFG_CH_RELU, DFG_CH_RELU6, DFG_CH_N_OPS };
+       DFG_CH_TANH, DFG_CH_RELU, DFG_CH_RELU6, DFG_CH_LEAKY, DFG_CH_N_OPS };
+/* DFG_CH_LEAKY(x, alpha): max(x, x * alpha), LeakyRelu for 0 < alpha <= 1 (binary: alpha
+ * is its second operand, one scalar) */
 /* out[r] = the sum of row r of x (rows x cols), in numpy's order (elementwise.c) */
 void dfg_row_sum_f32(const float *x, float *out, long rows, long cols);
 /* out (outer x inner) = the sums of x (outer x mid x inner) over its middle axis in numpy's
