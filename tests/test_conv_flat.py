@@ -1,5 +1,6 @@
 """The direct convolution's pixels as the rows of one product (conv.c's dfg_conv_flat_f32, on
-AVX-512 with a multiple of 64 output channels: _native.flat_conv) against float64 math and
+AVX-512 for each whole tile column of 64 output channels, the row kernel's last pass for the
+channels past them: _native.flat_conv) against float64 math and
 against the row kernel: each output is the same sum of float32 FMAs over the taps and
 channels in the same order (a padded tap adds a zero product the row kernel skips: equal
 for finite values), read in place from the input or its padded copy and cut into blocks of
@@ -45,6 +46,12 @@ GEOMETRIES = [
     ((1, 12, 12, 80), (3, 3, 80, 64), 2, "VALID", 1),        # windows inside: no copy
     ((1, 9, 9, 48), (2, 2, 48, 64), 2, "VALID", 1),          # windows do not overlap
     ((4, 3, 3, 130), (3, 3, 130, 128), 1, "SAME", 1),        # tiles across images
+    # channels past the last whole tile column: the row kernel's pair, long and block tiles
+    ((1, 9, 9, 80), (1, 1, 80, 100), 1, "VALID", 1),         # 64 + 36
+    ((2, 5, 5, 64), (3, 3, 64, 200), 1, "SAME", 1),          # 192 + 8
+    ((1, 19, 19, 96), (1, 1, 96, 152), 1, "VALID", 1),       # 128 + 24 (Xception's 728)
+    ((1, 1, 1, 300), (1, 1, 300, 72), 1, "VALID", 1),        # one pixel: 64 + 8
+    ((3, 4, 6, 70), (3, 3, 70, 96), 2, "SAME", 1),           # 64 + 32, strided, padded
 ]
 
 
@@ -67,14 +74,15 @@ def test_the_flat_product_matches_math_and_the_row_kernel(xs, fs, stride, paddin
 
 
 @pytest.mark.parametrize("act", [_native.ACT_NONE, _native.ACT_RELU, _native.ACT_RELU6])
-def test_the_flat_products_epilogue_matches_the_row_kernel(act: int) -> None:
+@pytest.mark.parametrize("oc", [128, 152])     # 152: 24 channels past the tile columns
+def test_the_flat_products_epilogue_matches_the_row_kernel(act: int, oc: int) -> None:
     rng = np.random.default_rng(11)
-    xs, fs = (2, 5, 7, 272), (3, 3, 272, 128)     # 70 pixels, K = 2448: ten passes
+    xs, fs = (2, 5, 7, 272), (3, 3, 272, oc)      # 70 pixels, K = 2448: ten passes
     x = rng.standard_normal(xs).astype(np.float32)
     f = _frozen((rng.standard_normal(fs) * 0.05).astype(np.float32))
-    scale = _frozen(rng.standard_normal(128).astype(np.float32))
-    shift = _frozen(rng.standard_normal(128).astype(np.float32) * 4)
-    res = rng.standard_normal((2, 5, 7, 128)).astype(np.float32)
+    scale = _frozen(rng.standard_normal(oc).astype(np.float32))
+    shift = _frozen(rng.standard_normal(oc).astype(np.float32) * 4)
+    res = rng.standard_normal((2, 5, 7, oc)).astype(np.float32)
     g = _conv.conv2d_plan(xs, fs, 4, (1, 1, 1, 1), "SAME").g
     ep = _native.Epilogue(scale, shift, res, act)
     row = _run(x, f, g, False, (1, 1), ep)
@@ -101,7 +109,11 @@ def test_the_rule_takes_whole_tile_columns_with_long_enough_segments() -> None:
         p, flat = plan(xs, fs)
         assert p.native == p.native_fused == wide     # every such layer: the wide tiles
         assert flat == (wide and xs[1] < 112)         # large maps: the row kernel
-    assert not plan((1, 7, 7, 512), (3, 3, 512, 500))[1]         # not whole tile columns
+    # whole tile columns and the channels past them (the row kernel's last pass), but not
+    # fewer than one tile column
+    assert plan((1, 7, 7, 512), (3, 3, 512, 500))[1] == wide
+    assert plan((1, 19, 19, 728), (1, 1, 728, 728))[1] == wide
+    assert not plan((1, 7, 7, 512), (3, 3, 512, 48))[1]
     # past FLAT_MAX_PIXELS output pixels a 1x1 window of stride 1, read in place, or rows
     # the row kernel's 6-pixel tiles fill badly (13 columns: 18 computed)
     assert not plan((64, 30, 30, 64), (3, 3, 64, 64))[1]

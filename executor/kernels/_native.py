@@ -689,8 +689,11 @@ def _narrow_filter(f: np.ndarray) -> np.ndarray:
     return out
 
 
-# On AVX-512 a layer with whole tile columns (a multiple of 64 output channels) runs its
-# pixels as the rows of one product (conv.c's dfg_conv_flat_f32): windows read in place
+# On AVX-512 a layer's whole tile columns (64 output channels each; the channels past the
+# last one take the row kernel's last pass: Xception's 728, 2 threads, GFLOP/s row -> flat,
+# same bits: 19x19x728 1x1 154 -> 205, 3x3 158 -> 193; 10x10x728 to 1024 166 -> 256; 8x8
+# maps of 96 at batch 32, 3x3, 192 -> 230) run their pixels as the rows of one product
+# (conv.c's dfg_conv_flat_f32): windows read in place
 # from the input (or a zero-padded copy of it), the sum over k in blocks whose slice of the
 # filter stays in L1 across a group of tiles, where the row kernel streams each tile's
 # whole window of weights from L2; and the pixels of all rows in tiles, where a 7x7 map's
@@ -719,10 +722,11 @@ FLAT_ROW_FILL = 0.95
 def flat_conv(g: Any, oc: int) -> bool:
     """Whether the direct convolution computes geometry ``g``'s output pixels as the rows of
     one product (wide tiles over all rows and images, the thread split over tile columns
-    too): on AVX-512 with ``oc`` a multiple of 64 and windows whose contiguous runs hold at
-    least FLAT_MIN_SEGMENT values, for a 1x1 window of stride 1 (the input is the matrix)
+    too): on AVX-512 with at least one whole tile column of 64 output channels (the channels
+    past the last one: the row kernel's last pass) and windows whose contiguous runs hold
+    at least FLAT_MIN_SEGMENT values, for a 1x1 window of stride 1 (the input is the matrix)
     or at most FLAT_MAX_PIXELS output pixels, or rows its tiles fill badly."""
-    if not wide_vectors() or oc % 64 or (g.kw * g.c if g.dw == 1 else g.c) < FLAT_MIN_SEGMENT:
+    if not wide_vectors() or oc < 64 or (g.kw * g.c if g.dw == 1 else g.c) < FLAT_MIN_SEGMENT:
         return False
     if g.kh == g.kw == 1 and g.sh == g.sw == 1 and g.pt == g.pl == 0 \
             and (g.oh, g.ow) == (g.h, g.w):

@@ -157,7 +157,7 @@ int conv_rows(const float *x, const float *wb, float *out,
               long H, long W, long C, long KH, long KW, long OC, long OH, long OW,
               long sh, long sw, long dh, long dw, long pt, long pl,
               const float *scale, const float *shift, const float *res, int act,
-              long r0, long r1, const int RB)
+              long r0, long r1, const int RB, long first_pass)
 {
     const long xs = sw * C;                          /* input step between output pixels */
     /* Without dilation a row of taps is one contiguous run of KW * C values in the input
@@ -188,7 +188,7 @@ int conv_rows(const float *x, const float *wb, float *out,
         for (long row = r0; row < r1; row++) {
             const float *xp = x + row * C;
             float *o = out + row * OC;
-            long ob = 0;
+            long ob = first_pass * 4 * VW;
             for (; ob + 4 * VW <= OC; ob += 4 * VW) {
                 const float *w0 = wb + ob * C;
                 vf acc[4];
@@ -268,7 +268,7 @@ int conv_rows(const float *x, const float *wb, float *out,
      * for the channels left, a block at a time. Rows are copied into the ring again for each
      * pass (Wp * C floats a row against the pass's 64 * KH * KW * C FMAs a pixel). */
     const long tiles = RB == 8 ? OC / (4 * VW) : 0;
-    for (long pass = 0; pass <= tiles; pass++) {
+    for (long pass = RB == 8 ? first_pass : 0; pass <= tiles; pass++) {
     const int last = pass == tiles;
     if (last && tiles * 4 * VW == OC)
         break;
@@ -569,7 +569,8 @@ void dfg_conv_narrow_f32(const float *x, const float *wt, float *out, long H, lo
  * M output pixels p and OC channels o, where a[p, k] is pixel p's window, its taps in (ky,
  * kx, c) order (K = KH * KW * C), read in place from the input (struct flat_src: no patch
  * matrix is built; a padded copy of the input stands in for it when windows cross the
- * edges). wb is the filter packed as above, (OC / VW, K, VW); OC a multiple of 4 * VW.
+ * edges). wb is the filter packed as above, (OC / VW, K, VW); items cover the OC / (4 * VW) whole
+ * tile columns (the caller computes any channels past them).
  * Tiles of RT pixels by 4 * VW channels as the wide tiles above, but over the pixels of all
  * rows and images at once: a 7x7 layer computes 54 pixels for its 49 (the row kernel: 84)
  * and its work splits over tile columns too, where the row kernel had 7 rows for its
@@ -721,10 +722,10 @@ int dfg_conv2d_nhwc_f32(const float *x, const float *wb, float *out,
                         long H, long W, long C, long KH, long KW, long OC, long OH, long OW,
                         long sh, long sw, long dh, long dw, long pt, long pl,
                         const float *scale, const float *shift, const float *res, int act,
-                        long r0, long r1)
+                        long r0, long r1, long first_pass)
 {
     return conv_rows(x, wb, out, H, W, C, KH, KW, OC, OH, OW, sh, sw, dh, dw, pt, pl,
-                     scale, shift, res, act, r0, r1, 8);
+                     scale, shift, res, act, r0, r1, 8, first_pass);
 }
 
 CLONES
@@ -732,10 +733,11 @@ int dfg_conv2d_nhwc_f32_rb6(const float *x, const float *wb, float *out,
                             long H, long W, long C, long KH, long KW, long OC, long OH,
                             long OW, long sh, long sw, long dh, long dw, long pt, long pl,
                             const float *scale, const float *shift, const float *res, int act,
-                            long r0, long r1)
+                            long r0, long r1, long first_pass)
 {
+    (void)first_pass;       /* no wide tiles: every channel in one pass */
     return conv_rows(x, wb, out, H, W, C, KH, KW, OC, OH, OW, sh, sw, dh, dw, pt, pl,
-                     scale, shift, res, act, r0, r1, 6);
+                     scale, shift, res, act, r0, r1, 6, 0);
 }
 
 /* Whether the CPU has 32 wide vector registers (AVX-512): the 8-pixel blocks fit them. */
@@ -965,6 +967,8 @@ struct conv_args {
     long H, W, C, KH, KW, OC, OH, OW, sh, sw, dh, dw, pt, pl;
     const float *scale, *shift, *res;
     int act;
+    long first_pass;        /* the row kernel's first pass (tile column): the flat product
+                             * computed those before it */
 };
 
 /* wide_registers(), asked once (a benign race: every thread computes the same answer) */
@@ -979,7 +983,7 @@ static int conv_range(const void *p, long r0, long r1) {
     return (wide_cpu() ? dfg_conv2d_nhwc_f32 : dfg_conv2d_nhwc_f32_rb6)(
                                a->x, a->wb, a->out, a->H, a->W, a->C, a->KH, a->KW, a->OC,
                                a->OH, a->OW, a->sh, a->sw, a->dh, a->dw, a->pt, a->pl,
-                               a->scale, a->shift, a->res, a->act, r0, r1);
+                               a->scale, a->shift, a->res, a->act, r0, r1, a->first_pass);
 }
 
 static int narrow_range(const void *p, long r0, long r1) {
@@ -1028,13 +1032,13 @@ int dfg_conv2d_nhwc_f32_mt(const float *x, const float *wb, float *out,
                            long rows, long chunks, int threads, int flat)
 {
     struct conv_args a = {x, wb, out, H, W, C, KH, KW, OC, OH, OW, sh, sw, dh, dw, pt, pl,
-                          scale, shift, res, act};
+                          scale, shift, res, act, 0};
     if (flat == DFG_CONV_NARROW) {
         if (OC > DFG_NARROW_MAX || dh != 1 || dw != 1)
             return -2;
         return dfg_pool_run(narrow_range, &a, rows, chunks, threads);
     }
-    if (!flat || !wide_cpu() || OC % (4 * VW) || KH * KW > FLAT_MAX_TAPS)
+    if (!flat || !wide_cpu() || OC < 4 * VW || KH * KW > FLAT_MAX_TAPS)
         return dfg_pool_run(conv_range, &a, rows, chunks, threads);
     /* The pixels as the rows of one product, read in place (dfg_conv_flat_f32): from the
      * input itself when every window lies inside it, else from a zero-padded copy (the
@@ -1061,10 +1065,16 @@ int dfg_conv2d_nhwc_f32_mt(const float *x, const float *wb, float *out,
                          (inside ? H : Hp) * rw * C, dw == 1 ? KW * C : C};
     const long items = OC / (4 * VW) * ((M + RT - 1) / RT);
     struct flat_args f = {&s, wb, out, M, K, OC, scale, shift, res, act};
-    const int err = dfg_pool_run(flat_range, &f, items,
-                                 threads > 1 ? (items < 4 * threads ? items : 4 * threads) : 1,
-                                 threads);
+    int err = dfg_pool_run(flat_range, &f, items,
+                           threads > 1 ? (items < 4 * threads ? items : 4 * threads) : 1,
+                           threads);
     free(xp);
+    /* the channels past the last whole tile column (OC not a multiple of 64: Xception's
+     * 728): the row kernel's last pass, its pair, long and block tiles, over every row */
+    if (!err && OC % (4 * VW)) {
+        a.first_pass = OC / (4 * VW);
+        err = dfg_pool_run(conv_range, &a, rows, chunks, threads);
+    }
     return err;
 }
 

@@ -498,8 +498,9 @@ PyDoc_STRVAR(conv_doc,
 "dh, dw, pt, pl). Then out * scale + shift (each None or ceil(OC/16)*16 floats), + residual\n"
 "(None or out's shape), act (0 none, 1 Relu, 2 Relu6, 3 Sigmoid, 4 Tanh, 5 Swish). The N*OH\n"
 "rows run in `chunks` pieces\n"
-"on up to `threads` threads. flat: 1 on AVX-512 with OC a multiple of 64, the output pixels\n"
-"as the rows of one product (conv.c's dfg_conv_flat_f32; its own split over the threads);\n"
+"on up to `threads` threads. flat: 1 on AVX-512 with OC of 64 or more, the output pixels\n"
+"as the rows of one product for each whole tile column of 64 channels (conv.c's\n"
+"dfg_conv_flat_f32; its own split over the threads), the row kernel for the rest;\n"
 "2 the few-channel kernel (OC <= 4, no dilation; wb then holds the filter as (OC, KH, KW*C)\n"
 "at its start: dfg_conv_narrow_f32).\n"
 "MemoryError when a row buffer cannot be allocated.");
