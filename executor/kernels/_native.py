@@ -914,13 +914,15 @@ def _matrix_blocks_t(b: np.ndarray) -> np.ndarray:
 # _FusedMatMul applied in registers. In a model BLAS's threads are asleep or spinning when
 # its product comes between convolutions on the native pool, and it packs the matrix on
 # every call: a CIFAR-10 CNN at batch 64 spent 1550 us in its (64,2304)x(2304,512) Dense
-# and 124 us in the (64,512)x(512,10) one (the same products alone: 830 and 16 us). Alone,
-# after a pause (2 threads, AVX-512 EPYC, medians, BLAS -> here): (64,2304,512) 877 -> 813,
-# (128,2304,512) 1447 -> 1192, (100,1024,256) 308 -> 253, (16,4096,4096) 7138 -> 3844,
-# (512,1024,1024) 4147 -> 4452; past MATMUL_MAX_FLOPS BLAS keeps it. The decision reads the
-# shapes and whether the matrix is frozen, never timing, so every mode gets the same bits.
+# and 124 us in the (64,512)x(512,10) one (the same products alone: 830 and 16 us); here
+# 1122 and 70. Alone (2 threads, AVX-512 Xeon, best of 4 medians, BLAS -> here):
+# (64,2304,512) 912 -> 766, (100,1024,256) 309 -> 228, (64,100,12544) 984 -> 904,
+# (256,784,128) 257 -> 256, (256,512,10) 68 -> 63; but (128,2304,512) 1542 -> 1799 and
+# (512,1024,1024) 4326 -> 5315, where BLAS's fixed costs are paid back: past
+# MATMUL_MAX_FLOPS BLAS keeps it. The decision reads the shapes and whether the matrix is
+# frozen, never timing, so every mode gets the same bits.
 MATMUL_ROW_PARTS = 4
-MATMUL_MAX_FLOPS = 1 << 30
+MATMUL_MAX_FLOPS = 1 << 28
 _PRODUCTS: dict[tuple, tuple] = {}
 
 
