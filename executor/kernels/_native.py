@@ -881,14 +881,20 @@ def small_matmul_plan(a: np.ndarray, b: np.ndarray, transpose_b: bool) -> tuple 
     return hit
 
 
+def _entry_ref(table: dict, key: tuple, b: np.ndarray) -> weakref.ref:
+    """A weak reference to ``b`` for the memo entry ``table[key]`` (its first item): the
+    entry goes when ``b`` does (unless another entry took the key since)."""
+    def drop(r: Any) -> None:
+        entry = table.get(key)
+        if entry is not None and entry[0] is r:
+            table.pop(key, None)
+
+    return weakref.ref(b, drop)
+
+
 def _small_plan(a: np.ndarray, b: np.ndarray, transpose_b: bool, key: tuple) -> tuple:
     """``small_matmul_f32``'s memo entry for these operands, kept under ``key``."""
-    def drop(r: Any) -> None:
-        entry = _SMALL.get(key)
-        if entry is not None and entry[0] is r:
-            _SMALL.pop(key, None)
-
-    ref = weakref.ref(b, drop)
+    ref = _entry_ref(_SMALL, key, b)
     (m, k), (kb, n) = a.shape, (b.shape[::-1] if transpose_b else b.shape)
     if k != kb or not SMALL_MATMUL_MIN_FLOPS <= 2.0 * m * k * n <= SMALL_MATMUL_MAX_FLOPS \
             or (m == 1 and 2.0 * k * n > SMALL_GEMV_MAX_FLOPS) \
@@ -926,24 +932,6 @@ MATMUL_MAX_FLOPS = 1 << 28
 _PRODUCTS: dict[tuple, tuple] = {}
 
 
-class _Pointwise(NamedTuple):
-    """A 1x1 convolution's geometry (the fields ``prepare_conv`` reads of a ``_conv.Geom``)."""
-    n: int
-    h: int
-    w: int
-    c: int
-    kh: int = 1
-    kw: int = 1
-    sh: int = 1
-    sw: int = 1
-    dh: int = 1
-    dw: int = 1
-    oh: int = 0
-    ow: int = 0
-    pt: int = 0
-    pl: int = 0
-
-
 def matmul_plan(a: np.ndarray, b: np.ndarray, transpose_b: bool,
                 shift: np.ndarray | None = None, act: int = ACT_NONE) -> Prepared | None:
     """How :func:`matmul_f32` computes ``a @ b`` (``b.T``) plus ``shift`` per column, then
@@ -969,12 +957,9 @@ def _matmul_entry(a: np.ndarray, b: np.ndarray, transpose_b: bool, shift: np.nda
                   act: int, key: tuple) -> tuple:
     """``matmul_plan``'s memo entry: weak references to ``b`` and ``shift`` (the entry goes
     with ``b``), and the Prepared or None."""
-    def drop(r: Any) -> None:
-        entry = _PRODUCTS.get(key)
-        if entry is not None and entry[0] is r:
-            _PRODUCTS.pop(key, None)
+    from ._conv import Geom  # _conv imports this module
 
-    ref = weakref.ref(b, drop)
+    ref = _entry_ref(_PRODUCTS, key, b)
     sref = (lambda: None) if shift is None else weakref.ref(shift)
     (m, k), (kb, n) = a.shape, (b.shape[::-1] if transpose_b else b.shape)
     if k != kb or b.dtype is not _F32 or not frozen(b) or 2.0 * m * k * n > MATMUL_MAX_FLOPS \
@@ -982,7 +967,7 @@ def _matmul_entry(a: np.ndarray, b: np.ndarray, transpose_b: bool, shift: np.nda
                                        or not frozen(shift))):
         return ref, sref, None
     rows = next(r for r in (MATMUL_ROW_PARTS, 2, 1) if m % r == 0)
-    g = _Pointwise(1, rows, m // rows, k, oh=rows, ow=m // rows)
+    g = Geom(1, rows, m // rows, k, 1, 1, 1, 1, 1, 1, rows, m // rows, 0, 0)
     # a view of the frozen matrix as a (1, 1, K, N) filter (frozen too): packed once here,
     # the Prepared kept with this entry
     f = (b.T if transpose_b else b).reshape(1, 1, k, n)

@@ -214,7 +214,7 @@ def _leaky_alpha(ctx: KernelContext) -> np.ndarray | None:
 
 
 def _chain_epilogue(y: np.ndarray, args: tuple, add: bool, act: str | None,
-                    ctx: KernelContext | None = None) -> np.ndarray | None:
+                    ctx: KernelContext) -> np.ndarray | None:
     """A large float32 product's BiasAdd (then + the added tensor, then Relu, Relu6 or
     LeakyRelu) as one compiled chain over its output, split on the pool, instead of a numpy
     pass per op (a BLAS-path convolution of a full-size ResNet50 spent 7 of its 55 ms in
@@ -225,11 +225,9 @@ def _chain_epilogue(y: np.ndarray, args: tuple, add: bool, act: str | None,
     words any error)."""
     if act not in _CHAIN_ACTS or y.dtype is not _F32 or y.size < _native.BROADCAST_MIN:
         return None
-    alpha = None
-    if act == "LeakyRelu":
-        alpha = None if ctx is None else _leaky_alpha(ctx)
-        if alpha is None:
-            return None
+    alpha = _leaky_alpha(ctx) if act == "LeakyRelu" else None
+    if act == "LeakyRelu" and alpha is None:
+        return None
     bias = args[0]
     if bias.__class__ is not np.ndarray or bias.dtype is not _F32 or bias.ndim != 1 \
             or not y.ndim or bias.shape[0] != y.shape[-1]:
